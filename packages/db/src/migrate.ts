@@ -1,14 +1,15 @@
 // Offline migrations through Prisma's own schema engine compiled to WebAssembly. The migration files
 // stay in Prisma's standard layout (prisma/migrations/<timestamp>_<name>/migration.sql) and history
 // table (_prisma_migrations), so the official CLI can take over wherever it can download its engine.
-// Under Node 20 this module needs `node --experimental-wasm-modules`.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 
+const require = createRequire(import.meta.url);
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 export const schemaPath = path.join(packageDir, 'prisma', 'schema.prisma');
 export const migrationsDir = path.join(packageDir, 'prisma', 'migrations');
@@ -38,8 +39,29 @@ function loadMigrationsList() {
   };
 }
 
+type SchemaEngineModule = typeof import('@prisma/schema-engine-wasm');
+let engineModule: Promise<SchemaEngineModule> | undefined;
+
+/**
+ * Loads the engine's wasm-bindgen glue and instantiates the WebAssembly module ourselves (what the
+ * package's entry point does through a `.wasm` import), so no Node flag is needed.
+ */
+function loadSchemaEngine(): Promise<SchemaEngineModule> {
+  engineModule ??= (async () => {
+    const glue = (await import('@prisma/schema-engine-wasm/schema_engine_bg')) as SchemaEngineModule & {
+      __wbg_set_wasm(exports: WebAssembly.Exports): void;
+    };
+    const wasmPath = path.join(path.dirname(require.resolve('@prisma/schema-engine-wasm')), 'schema_engine_bg.wasm');
+    const { instance } = await WebAssembly.instantiate(readFileSync(wasmPath), { './schema_engine_bg.js': glue as unknown as WebAssembly.ModuleImports });
+    glue.__wbg_set_wasm(instance.exports);
+    (instance.exports.__wbindgen_start as () => void)();
+    return glue;
+  })();
+  return engineModule;
+}
+
 async function withEngine<T>(connectionString: string, run: (engine: import('@prisma/schema-engine-wasm').SchemaEngine) => Promise<T>): Promise<T> {
-  const { SchemaEngine } = await import('@prisma/schema-engine-wasm');
+  const { SchemaEngine } = await loadSchemaEngine();
   const schema = readFileSync(schemaPath, 'utf8');
   // Our own pool, ended afterwards: the engine holds a session advisory lock while migrating, and a
   // pool left open would make the next migration run wait for that lock.

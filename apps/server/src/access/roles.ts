@@ -1,0 +1,46 @@
+// Organization roles and the checks on them. Every role question is answered here.
+import { JsonableError, OrganizationAdministratorRequiredError, OrganizationOwnerRequiredError } from '../errors.ts';
+import type { User } from '../data/models.ts';
+
+export const Role = { OWNER: 100, ADMINISTRATOR: 200, MODERATOR: 300, MEMBER: 400, GUEST: 600 } as const;
+export type RoleValue = (typeof Role)[keyof typeof Role];
+export const ALL_ROLES: readonly number[] = Object.values(Role);
+
+export const isOwner = (user: Pick<User, 'role'>) => user.role === Role.OWNER;
+export const isAdmin = (user: Pick<User, 'role'>) => user.role === Role.OWNER || user.role === Role.ADMINISTRATOR;
+export const isModerator = (user: Pick<User, 'role'>) => user.role <= Role.MODERATOR;
+export const isGuest = (user: Pick<User, 'role'>) => user.role === Role.GUEST;
+
+export function requireAdmin(user: User): void {
+  if (!isAdmin(user)) throw new OrganizationAdministratorRequiredError();
+}
+
+export function requireOwner(user: User): void {
+  if (!isOwner(user)) throw new OrganizationOwnerRequiredError();
+}
+
+/** Zulip's require_member_or_admin: guests and bots are refused. */
+export function requireMemberOrAdmin(user: User): void {
+  if (user.isBot) throw new JsonableError('This endpoint does not accept bot requests.');
+  if (isGuest(user)) throw new JsonableError('Not allowed for guest users');
+}
+
+/** Zulip's human_users_only. */
+export function requireHuman(user: User): void {
+  if (user.isBot) throw new JsonableError('This endpoint does not accept bot requests.');
+}
+
+/**
+ * May `actor` change `target`'s role from its current value to `newRole`? Owner role changes need an
+ * owner; everything else an administrator.
+ */
+export function checkCanChangeRole(actor: User, target: User, newRole: number): void {
+  if ((newRole === Role.OWNER || target.role === Role.OWNER) && !isOwner(actor)) throw new OrganizationOwnerRequiredError();
+  if (!isAdmin(actor)) throw new OrganizationAdministratorRequiredError();
+}
+
+/** Who may administer (edit, deactivate, reactivate) another user: organization administrators. */
+export function checkCanAdministerUser(actor: User, target: User): void {
+  if (!isAdmin(actor)) throw new JsonableError('Insufficient permission');
+  if (isOwner(target) && !isOwner(actor) && target.id !== actor.id) throw new JsonableError('Insufficient permission');
+}

@@ -1,0 +1,204 @@
+// Domain actions on users. Each runs in one transaction and emits its events after commit; callers
+// (handlers) have already authorized the request through access/.
+import type { AppDeps } from '../deps.ts';
+import { inTransaction, type Db } from '../data/db.ts';
+import type { Realm, User } from '../data/models.ts';
+import {
+  countActiveHumanOwners,
+  countActiveUsers,
+  createUser,
+  findApiKey,
+  findUserByDeliveryEmail,
+  findUsersByIds,
+  lockActiveOwners,
+  lockRealm,
+  updateUser,
+  upsertApiKey,
+} from '../data/users.repo.ts';
+import { syncSystemGroupMembership } from '../data/system-groups.repo.ts';
+import { deleteProfileValue, findProfileFieldsByIds, upsertProfileValue } from '../data/profile-fields.repo.ts';
+import { activeUserIds, deactivateBotsOwnedBy } from '../data/users-admin.repo.ts';
+import { JsonableError } from '../errors.ts';
+import { generateApiKey } from '../security/secrets.ts';
+import { hashPassword } from '../security/passwords.ts';
+import { normalizeProfileValue } from '../lib/profile-fields.ts';
+import { Role } from '../access/roles.ts';
+import { validateEmailAddress, validateFullName } from '../lib/validation.ts';
+
+export interface NewUser {
+  email: string;
+  fullName: string;
+  password: string | null;
+  role: number;
+}
+
+export async function doCreateUser(deps: AppDeps, realm: Realm, input: NewUser): Promise<{ user: User; apiKey: string }> {
+  const prepared = await prepareNewUser(input);
+  return inTransaction(deps.db, async (tx, afterCommit) => {
+    const created = await insertUser(tx, deps, realm, prepared);
+    afterCommit(() => deps.events.announce(realm.id));
+    return created;
+  }).catch((error) => {
+    if (isUniqueViolation(error)) throw new JsonableError(`Email '${prepared.email}' already in use`);
+    throw error;
+  });
+}
+
+export interface PreparedUser {
+  email: string;
+  fullName: string;
+  passwordHash: string | null;
+  role: number;
+}
+
+/** Validation and password hashing, done before any transaction opens. */
+export async function prepareNewUser(input: NewUser): Promise<PreparedUser> {
+  return {
+    email: validateEmailAddress(input.email),
+    fullName: validateFullName(input.fullName),
+    passwordHash: input.password ? await hashPassword(input.password) : null,
+    role: input.role,
+  };
+}
+
+/** Creates the user, its settings, system-group membership and API key inside `tx`. */
+export async function insertUser(tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'>, realm: Realm, input: PreparedUser): Promise<{ user: User; apiKey: string }> {
+  const { email, fullName, passwordHash, role } = input;
+  if (await findUserByDeliveryEmail(tx, realm.id, email)) throw new JsonableError(`Email '${email}' already in use`);
+  const user = await createUser(tx, { realmId: realm.id, email, deliveryEmail: email, fullName, role, passwordHash });
+  await syncSystemGroupMembership(tx, realm.id, user.id, user.role);
+  const apiKey = generateApiKey();
+  await upsertApiKey(tx, user.id, deps.cipher.lookupHash(apiKey), deps.cipher.encrypt(apiKey));
+  const recipients = await activeUserIds(tx, realm.id);
+  await deps.events.enqueue(tx, realm.id, [
+    { userIds: recipients, payload: { type: 'realm_user', op: 'add', person: { user_id: user.id, full_name: fullName, email, role } } },
+  ]);
+  return { user, apiKey };
+}
+
+/** The user's API key (shared by all their devices, as in Zulip); created on first use. */
+export async function getOrCreateApiKey(deps: AppDeps, user: User): Promise<string> {
+  const row = await findApiKey(deps.db, user.id);
+  if (row) return deps.cipher.decrypt(row.ciphertext);
+  return doRotateApiKey(deps, user);
+}
+
+export async function doRotateApiKey(deps: AppDeps, user: User): Promise<string> {
+  const apiKey = generateApiKey();
+  await upsertApiKey(deps.db, user.id, deps.cipher.lookupHash(apiKey), deps.cipher.encrypt(apiKey));
+  return apiKey;
+}
+
+export interface UserUpdate {
+  fullName?: string;
+  role?: number;
+  profileData?: Array<{ id: number; value?: unknown }>;
+  newEmail?: string;
+}
+
+export async function doUpdateUser(deps: AppDeps, realm: Realm, target: User, update: UserUpdate): Promise<void> {
+  const fullName = update.fullName !== undefined && update.fullName.trim() !== '' ? validateFullName(update.fullName) : undefined;
+  const newEmail = update.newEmail !== undefined ? validateEmailAddress(update.newEmail) : undefined;
+  await inTransaction(deps.db, async (tx, afterCommit) => {
+    const events: Array<Record<string, unknown>> = [];
+    if (update.role !== undefined && update.role !== target.role) {
+      if (target.role === Role.OWNER) {
+        const owners = await lockActiveOwners(tx, realm.id);
+        if (owners.length <= 1 && owners.includes(target.id)) {
+          throw new JsonableError('The owner permission cannot be removed from the only organization owner.');
+        }
+      }
+      await updateUser(tx, target.id, { role: update.role });
+      await syncSystemGroupMembership(tx, realm.id, target.id, update.role);
+      events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, role: update.role } });
+    }
+    if (fullName !== undefined && fullName !== target.fullName) {
+      await updateUser(tx, target.id, { fullName });
+      events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, full_name: fullName } });
+    }
+    if (newEmail !== undefined && newEmail.toLowerCase() !== target.deliveryEmail.toLowerCase()) {
+      const holder = await findUserByDeliveryEmail(tx, realm.id, newEmail);
+      if (holder && holder.id !== target.id) throw new JsonableError(`Email '${newEmail}' already in use`);
+      await updateUser(tx, target.id, { email: newEmail, deliveryEmail: newEmail });
+      events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, delivery_email: newEmail } });
+    }
+    if (update.profileData && update.profileData.length > 0) {
+      const fields = await findProfileFieldsByIds(tx, realm.id, update.profileData.map((d) => d.id));
+      const referencedUserIds = update.profileData.flatMap((d) => (Array.isArray(d.value) ? (d.value as number[]) : []));
+      const existingUsers = new Set((await findUsersByIds(tx, realm.id, referencedUserIds)).filter((u) => u.isActive).map((u) => u.id));
+      for (const entry of update.profileData) {
+        const field = fields.find((f) => f.id === entry.id);
+        if (!field) throw new JsonableError(`Field id ${entry.id} not found.`);
+        const empty = entry.value === null || entry.value === undefined || entry.value === '' || (Array.isArray(entry.value) && entry.value.length === 0);
+        if (empty) {
+          await deleteProfileValue(tx, target.id, field.id);
+          events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, custom_profile_field: { id: field.id, value: null } } });
+          continue;
+        }
+        const normalized = normalizeProfileValue(field, entry.value, (ids) => ids.every((id) => existingUsers.has(id)));
+        await upsertProfileValue(tx, target.id, field.id, normalized.value, normalized.renderedValue);
+        events.push({
+          type: 'realm_user',
+          op: 'update',
+          person: {
+            user_id: target.id,
+            custom_profile_field: { id: field.id, value: normalized.value, ...(normalized.renderedValue !== null ? { rendered_value: normalized.renderedValue } : {}) },
+          },
+        });
+      }
+    }
+    if (events.length > 0) {
+      const recipients = await activeUserIds(tx, realm.id);
+      await deps.events.enqueue(tx, realm.id, events.map((payload) => ({ userIds: recipients, payload })));
+      afterCommit(() => deps.events.announce(realm.id));
+    }
+  });
+}
+
+/** Deactivation, by an administrator or by the user. Bots the user owns are deactivated too. */
+export async function doDeactivateUser(deps: AppDeps, realm: Realm, target: User, options: { self: boolean }): Promise<void> {
+  await inTransaction(deps.db, async (tx, afterCommit) => {
+    await lockRealm(tx, realm.id);
+    if (options.self && (await countActiveUsers(tx, realm.id)) <= 1) {
+      throw new JsonableError('Cannot deactivate the only user.', {
+        code: 'CANNOT_DEACTIVATE_LAST_USER',
+        data: { is_last_owner: false, entity: 'user' },
+      });
+    }
+    if (target.role === Role.OWNER && !target.isBot && (await countActiveHumanOwners(tx, realm.id)) <= 1) {
+      throw new JsonableError(options.self ? 'Cannot deactivate the only organization owner.' : 'Cannot deactivate the only organization owner', {
+        code: 'CANNOT_DEACTIVATE_LAST_USER',
+        data: { is_last_owner: true, entity: 'organization owner' },
+      });
+    }
+    const current = await findUsersByIds(tx, realm.id, [target.id]);
+    if (!current[0]?.isActive) throw new JsonableError('User is already deactivated');
+    await updateUser(tx, target.id, { isActive: false });
+    const bots = await deactivateBotsOwnedBy(tx, target.id);
+    const recipients = await activeUserIds(tx, realm.id);
+    await deps.events.enqueue(
+      tx,
+      realm.id,
+      [target.id, ...bots].map((userId) => ({ userIds: recipients, payload: { type: 'realm_user', op: 'update', person: { user_id: userId, is_active: false } } })),
+    );
+    afterCommit(() => deps.events.announce(realm.id));
+  });
+}
+
+export async function doReactivateUser(deps: AppDeps, realm: Realm, target: User): Promise<void> {
+  await inTransaction(deps.db, async (tx, afterCommit) => {
+    const current = await findUsersByIds(tx, realm.id, [target.id]);
+    if (current[0]?.isActive) throw new JsonableError('User is already active');
+    await updateUser(tx, target.id, { isActive: true });
+    const recipients = await activeUserIds(tx, realm.id);
+    await deps.events.enqueue(tx, realm.id, [
+      { userIds: recipients, payload: { type: 'realm_user', op: 'update', person: { user_id: target.id, is_active: true } } },
+    ]);
+    afterCommit(() => deps.events.announce(realm.id));
+  });
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string; message?: string };
+  return e?.code === 'P2002' || /unique constraint|23505/i.test(e?.message ?? '');
+}

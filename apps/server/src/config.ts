@@ -1,0 +1,40 @@
+// Configuration from the environment, read once at start.
+import path from 'node:path';
+
+export interface Config {
+  host: string;
+  port: number;
+  /** Public URL of the server (realm_url); defaults to http://HOST:PORT. */
+  publicUrl: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  realmName: string;
+  ownerEmail: string;
+  /** Hex or base64 secret; when unset one is generated into $PARLEY_DATA_DIR/secret.key. */
+  secretKey: string | undefined;
+  /** Validate every response against the spec (on in development and tests). */
+  validateResponses: boolean;
+  logRequests: boolean;
+  /** Whether a push provider (APNs credentials) is configured. */
+  pushNotificationsEnabled: boolean;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const host = env.HOST ?? '127.0.0.1';
+  const port = Number(env.PORT ?? 9991);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${env.PORT}`);
+  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return {
+    host,
+    port,
+    publicUrl: (env.PARLEY_URL ?? `http://${shownHost}:${port}`).replace(/\/+$/, ''),
+    dataDir: path.resolve(env.PARLEY_DATA_DIR ?? '.parley'),
+    databaseUrl: env.DATABASE_URL || undefined,
+    realmName: env.PARLEY_REALM_NAME ?? 'Parley',
+    ownerEmail: env.PARLEY_OWNER_EMAIL ?? 'owner@parley.local',
+    secretKey: env.PARLEY_SECRET_KEY || undefined,
+    validateResponses: (env.PARLEY_VALIDATE_RESPONSES ?? (env.NODE_ENV === 'production' ? '0' : '1')) === '1',
+    logRequests: env.PARLEY_LOG_REQUESTS === '1',
+    pushNotificationsEnabled: Boolean(env.PARLEY_APNS_KEY_FILE),
+  };
+}

@@ -1,0 +1,39 @@
+// The data layer is the only place that imports @parley/db (Prisma). Repositories take a `Db`, which
+// is either the client or the transaction client of an action.
+import type { Prisma, PrismaClient } from '@parley/db';
+
+export type Db = PrismaClient | Prisma.TransactionClient;
+export type { PrismaClient };
+export { Prisma } from '@parley/db';
+
+/** Runs `work` in one transaction; `afterCommit` callbacks run only once it committed. */
+export async function inTransaction<T>(
+  db: PrismaClient,
+  work: (tx: Prisma.TransactionClient, afterCommit: (fn: () => void | Promise<void>) => void) => Promise<T>,
+  options: { isolationLevel?: Prisma.TransactionIsolationLevel } = {},
+): Promise<T> {
+  const callbacks: Array<() => void | Promise<void>> = [];
+  const result = await retryOnSerializationFailure(() =>
+    db.$transaction((tx) => work(tx, (fn) => callbacks.push(fn)), { maxWait: 10_000, timeout: 30_000, ...options }),
+  );
+  for (const fn of callbacks) await fn();
+  return result;
+}
+
+/** Postgres serialization failures and deadlocks are retried, never shown to clients. */
+async function retryOnSerializationFailure<T>(run: () => Promise<T>, attempts = 8): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      if (attempt >= attempts || !isRetryable(error)) throw error;
+      await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
+    }
+  }
+}
+
+function isRetryable(error: unknown): boolean {
+  const e = error as { code?: string; message?: string; cause?: { code?: string } };
+  const text = `${e?.code ?? ''} ${e?.cause?.code ?? ''} ${e?.message ?? ''}`;
+  return /P2034|40001|40P01|deadlock|could not serialize/i.test(text);
+}

@@ -1,0 +1,21 @@
+import type { Db } from './db.ts';
+
+export const createRealm = (db: Db, data: { name: string; url: string }) => db.realm.create({ data });
+
+export type RealmGroupSettings = {
+  canAddSubscribersGroupId?: number;
+  canCreateGroupsId?: number;
+  canCreatePublicChannelGroupId?: number;
+  canCreatePrivateChannelGroupId?: number;
+  canCreateWebPublicChannelGroupId?: number;
+  canInviteUsersGroupId?: number;
+  canManageAllGroupsId?: number;
+  canMentionManyUsersGroupId?: number;
+  canAccessAllUsersGroupId?: number;
+  canSetTopicsPolicyGroupId?: number;
+  directMessagePermissionGroupId?: number;
+  createMultiuseInviteGroupId?: number;
+};
+
+export const setRealmGroupSettings = (db: Db, realmId: number, data: RealmGroupSettings) =>
+  db.realm.update({ where: { id: realmId }, data });

@@ -1,0 +1,90 @@
+// System groups of an organization and users' direct memberships in them.
+import type { Db } from './db.ts';
+
+export const SYSTEM_GROUP_NAMES = [
+  'role:internet',
+  'role:everyone',
+  'role:members',
+  'role:fullmembers',
+  'role:moderators',
+  'role:administrators',
+  'role:owners',
+  'role:nobody',
+] as const;
+export type SystemGroupName = (typeof SYSTEM_GROUP_NAMES)[number];
+
+export async function createSystemGroups(db: Db, realmId: number): Promise<Record<SystemGroupName, number>> {
+  const ids = {} as Record<SystemGroupName, number>;
+  for (const name of SYSTEM_GROUP_NAMES) {
+    const group = await db.userGroup.create({ data: { realmId, name, isSystemGroup: true, description: systemGroupDescription(name) } });
+    ids[name] = group.id;
+  }
+  // owners ⊂ administrators ⊂ moderators ⊂ full members ⊂ members ⊂ everyone ⊂ internet
+  const chain: SystemGroupName[] = ['role:owners', 'role:administrators', 'role:moderators', 'role:fullmembers', 'role:members', 'role:everyone', 'role:internet'];
+  await db.userGroupSubgroup.createMany({
+    data: chain.slice(0, -1).map((sub, i) => ({ subgroupId: ids[sub], supergroupId: ids[chain[i + 1]!] })),
+  });
+  // Group settings of system groups: managed by nobody (system groups cannot be edited through the API).
+  const nobody = ids['role:nobody'];
+  const everyone = ids['role:everyone'];
+  await db.userGroup.updateMany({
+    where: { realmId, isSystemGroup: true },
+    data: {
+      canAddMembersGroupId: nobody,
+      canJoinGroupId: nobody,
+      canLeaveGroupId: nobody,
+      canManageGroupId: nobody,
+      canMentionGroupId: everyone,
+      canRemoveMembersGroupId: nobody,
+    },
+  });
+  return ids;
+}
+
+function systemGroupDescription(name: SystemGroupName): string {
+  return {
+    'role:internet': 'Everyone on the Internet',
+    'role:everyone': 'Everyone including guests',
+    'role:members': 'Everyone except guests',
+    'role:fullmembers': 'Members who can do everything members can',
+    'role:moderators': 'Moderators',
+    'role:administrators': 'Administrators',
+    'role:owners': 'Owners',
+    'role:nobody': 'Nobody',
+  }[name];
+}
+
+export async function systemGroupIds(db: Db, realmId: number): Promise<Record<SystemGroupName, number>> {
+  const rows = await db.userGroup.findMany({ where: { realmId, isSystemGroup: true }, select: { id: true, name: true } });
+  return Object.fromEntries(rows.map((r) => [r.name, r.id])) as Record<SystemGroupName, number>;
+}
+
+/** The system group a role places its holder in directly (members are full members: no waiting period). */
+export function systemGroupForRole(role: number): SystemGroupName {
+  switch (role) {
+    case 100:
+      return 'role:owners';
+    case 200:
+      return 'role:administrators';
+    case 300:
+      return 'role:moderators';
+    case 400:
+      return 'role:fullmembers';
+    default:
+      return 'role:everyone';
+  }
+}
+
+/** Keeps a user's direct system-group membership in step with their role. */
+export async function syncSystemGroupMembership(db: Db, realmId: number, userId: number, role: number): Promise<void> {
+  const ids = await systemGroupIds(db, realmId);
+  const target = ids[systemGroupForRole(role)];
+  await db.userGroupMember.deleteMany({
+    where: { userId, group: { realmId, isSystemGroup: true }, NOT: { groupId: target } },
+  });
+  await db.userGroupMember.upsert({
+    where: { groupId_userId: { groupId: target, userId } },
+    create: { groupId: target, userId },
+    update: {},
+  });
+}

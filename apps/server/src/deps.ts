@@ -1,0 +1,16 @@
+import type { Config } from './config.ts';
+import type { PrismaClient } from './data/db.ts';
+import type { ApiKeyCipher } from './security/secrets.ts';
+import type { EventBus } from './events/bus.ts';
+
+/** Everything the app needs, injected at start (no globals). */
+export interface AppDeps {
+  config: Config;
+  db: PrismaClient;
+  cipher: ApiKeyCipher;
+  events: EventBus;
+  /** The bundled spec (spec/dist/openapi.json). */
+  spec: Record<string, any>;
+  specYamlPath: string;
+  docsHtmlPath: string;
+}

@@ -1,0 +1,65 @@
+// Every error a client sees is a JsonableError: HTTP status, Zulip `code`, `msg` and extra fields.
+// The envelope is built in one place (http/error-handler.ts).
+
+export class JsonableError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly data: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    msg: string,
+    options: { status?: number; code?: string; data?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  ) {
+    super(msg);
+    this.status = options.status ?? 400;
+    this.code = options.code ?? 'BAD_REQUEST';
+    this.data = options.data ?? {};
+    this.headers = options.headers ?? {};
+  }
+}
+
+/** 404 with code BAD_REQUEST, as Zulip's ResourceNotFoundError. */
+export class ResourceNotFoundError extends JsonableError {
+  constructor(msg: string) {
+    super(msg, { status: 404 });
+  }
+}
+
+export class UnauthorizedError extends JsonableError {
+  constructor(msg: string) {
+    super(msg, { status: 401, code: 'UNAUTHORIZED', headers: { 'WWW-Authenticate': 'Basic realm="zulip"' } });
+  }
+}
+
+export class MissingArgumentError extends JsonableError {
+  constructor(name: string) {
+    super(`Missing '${name}' argument`, { code: 'REQUEST_VARIABLE_MISSING', data: { var_name: name } });
+  }
+}
+
+/** Role-required errors: 400 with code UNAUTHORIZED_PRINCIPAL. */
+export class OrganizationOwnerRequiredError extends JsonableError {
+  constructor() {
+    super('Must be an organization owner', { code: 'UNAUTHORIZED_PRINCIPAL' });
+  }
+}
+
+export class OrganizationAdministratorRequiredError extends JsonableError {
+  constructor() {
+    super('Must be an organization administrator', { code: 'UNAUTHORIZED_PRINCIPAL' });
+  }
+}
+
+export class RateLimitedError extends JsonableError {
+  constructor(retryAfterSeconds: number) {
+    super('API usage exceeded rate limit', {
+      status: 429,
+      code: 'RATE_LIMIT_HIT',
+      data: { 'retry-after': retryAfterSeconds },
+      headers: { 'Retry-After': String(Math.ceil(retryAfterSeconds)) },
+    });
+  }
+}
+
+export const insufficientPermission = () => new JsonableError('Insufficient permission');

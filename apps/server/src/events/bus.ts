@@ -1,0 +1,25 @@
+// Events are stored in the action's transaction (so an event exists exactly when its change
+// committed) and announced with NOTIFY after commit, so that every server process sharing the
+// database can wake its long-polling clients.
+import type { Db, PrismaClient } from '../data/db.ts';
+import { insertEvents, notifyEventChannel, type StoredEvent } from '../data/events.repo.ts';
+
+export interface EventBus {
+  /** Stores events inside the transaction `tx`; call `announce` after commit. */
+  enqueue(tx: Db, realmId: number, events: StoredEvent[]): Promise<void>;
+  announce(realmId: number): Promise<void>;
+  /** Stores and announces at once (stateless events such as typing). */
+  send(realmId: number, events: StoredEvent[]): Promise<void>;
+}
+
+export function createEventBus(db: PrismaClient): EventBus {
+  return {
+    enqueue: (tx, realmId, events) => insertEvents(tx, realmId, events),
+    announce: (realmId) => notifyEventChannel(db, realmId),
+    async send(realmId, events) {
+      if (events.length === 0) return;
+      await insertEvents(db, realmId, events);
+      await notifyEventChannel(db, realmId);
+    },
+  };
+}

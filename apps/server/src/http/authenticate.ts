@@ -1,0 +1,41 @@
+// HTTP Basic `email:api_key` authentication with Zulip's exact failures (401 + WWW-Authenticate).
+import type { Request } from 'express';
+import { JsonableError, UnauthorizedError } from '../errors.ts';
+import type { Db } from '../data/db.ts';
+import type { User, Realm } from '../data/models.ts';
+import { findRealmById } from '../data/realms.repo.ts';
+import { findUserByApiKeyHash } from '../data/users.repo.ts';
+import { isWellFormedApiKey, type ApiKeyCipher } from '../security/secrets.ts';
+
+export interface Credentials {
+  email: string;
+  apiKey: string;
+}
+
+/** Parses the Authorization header; null when absent. Throws Zulip's errors for malformed headers. */
+export function parseBasicAuth(req: Request): Credentials | null {
+  const header = req.headers.authorization;
+  if (header === undefined || header === '') return null;
+  const parts = header.trim().split(/\s+/);
+  if (parts.length !== 2) throw new UnauthorizedError('Invalid authorization header for basic auth');
+  const [scheme, encoded] = parts as [string, string];
+  if (scheme.toLowerCase() !== 'basic') throw new JsonableError('This endpoint requires HTTP basic authentication.');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) throw new UnauthorizedError('Invalid authorization header for basic auth');
+  const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+  const pieces = decoded.split(':');
+  if (pieces.length !== 2) throw new UnauthorizedError('Invalid authorization header for basic auth');
+  return { email: pieces[0]!.trim(), apiKey: pieces[1]!.trim() };
+}
+
+export async function authenticate(db: Db, cipher: ApiKeyCipher, credentials: Credentials): Promise<{ user: User; realm: Realm }> {
+  if (!isWellFormedApiKey(credentials.apiKey)) throw new UnauthorizedError('Malformed API key');
+  const row = await findUserByApiKeyHash(db, cipher.lookupHash(credentials.apiKey));
+  if (!row || !cipher.matches(credentials.apiKey, row.ciphertext)) throw new UnauthorizedError('Invalid API key');
+  const user = row.user;
+  if (user.deliveryEmail.toLowerCase() !== credentials.email.toLowerCase()) throw new UnauthorizedError('Invalid API key');
+  if (!user.isActive) throw new UnauthorizedError('Account is deactivated');
+  const realm = await findRealmById(db, user.realmId);
+  if (!realm || realm.deactivated) throw new UnauthorizedError('This organization has been deactivated');
+  if (user.isBot && user.botType === 2) throw new UnauthorizedError('This API is not available to incoming webhook bots.');
+  return { user, realm };
+}

@@ -1,0 +1,13 @@
+import type { WireOperation } from '@parley/wire';
+import type { Realm, User } from '../data/models.ts';
+
+/** What the HTTP pipeline learned about a request, stored in res.locals.parley. */
+export interface RequestState {
+  operation: WireOperation;
+  pathParams: Record<string, number>;
+  realm: Realm;
+  /** null for unauthenticated calls (public operations, spectators). */
+  user: User | null;
+  params: Record<string, unknown>;
+  ignored: string[];
+}

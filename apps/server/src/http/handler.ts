@@ -1,0 +1,17 @@
+import type { OperationName, PathParams, RequestParams, SuccessData } from '@parley/api-types';
+import type { AppDeps } from '../deps.ts';
+import type { Realm, User } from '../data/models.ts';
+
+export interface HandlerContext<K extends OperationName> {
+  params: RequestParams<K>;
+  path: PathParams<K>;
+  realm: Realm;
+  /** The authenticated user; operations whose spec requires authentication always have one. */
+  user: User;
+  /** The caller, or null for a spectator / unauthenticated call (operations with optional auth). */
+  viewer: User | null;
+  deps: AppDeps;
+}
+
+export type Handler<K extends OperationName> = (ctx: HandlerContext<K>) => Promise<SuccessData<K>>;
+export type HandlerTable = { [K in OperationName]?: Handler<K> };

@@ -1,0 +1,72 @@
+// The user object of GET /users, GET /users/{id} and GET /users/me (Schema<'User'>).
+import { createHash } from 'node:crypto';
+import type { Schema } from '@parley/api-types';
+import type { CustomProfileFieldValue, Realm, User } from '../data/models.ts';
+import { isoWithOffset } from './timestamps.ts';
+import { Role } from '../access/roles.ts';
+
+export interface FormatOptions {
+  realm: Realm;
+  /** Who asks; null for spectators. */
+  viewer: User | null;
+  clientGravatar: boolean;
+  /** Per-user email_address_visibility (1 everyone, 2 members, 3 admins, 4 nobody, 5 moderators). */
+  emailVisibility: number;
+  /** Present when custom profile fields were requested. */
+  profileValues?: CustomProfileFieldValue[];
+}
+
+export function canSeeDeliveryEmail(viewer: User | null, target: User, visibility: number): boolean {
+  if (!viewer) return false;
+  if (viewer.id === target.id || target.isBot) return true;
+  switch (visibility) {
+    case 1:
+      return true;
+    case 2:
+      return viewer.role <= Role.MEMBER;
+    case 3:
+      return viewer.role <= Role.ADMINISTRATOR;
+    case 5:
+      return viewer.role <= Role.MODERATOR;
+    default:
+      return false;
+  }
+}
+
+export function gravatarUrl(email: string, version: number): string {
+  const hash = createHash('md5').update(email.trim().toLowerCase()).digest('hex');
+  return `https://secure.gravatar.com/avatar/${hash}?d=identicon&version=${version}`;
+}
+
+export function formatUser(user: User, options: FormatOptions): Schema<'User'> {
+  const seesEmail = canSeeDeliveryEmail(options.viewer, user, options.emailVisibility);
+  const host = new URL(options.realm.url).hostname;
+  const shownEmail = options.emailVisibility === 1 || user.isBot ? user.deliveryEmail : `user${user.id}@${host}`;
+  const out: Schema<'User'> = {
+    email: shownEmail,
+    user_id: user.id,
+    avatar_version: user.avatarVersion,
+    is_admin: user.role === Role.OWNER || user.role === Role.ADMINISTRATOR,
+    is_owner: user.role === Role.OWNER,
+    is_guest: user.role === Role.GUEST,
+    role: user.role as Schema<'User'>['role'],
+    is_bot: user.isBot,
+    full_name: user.fullName,
+    timezone: user.timezone,
+    is_active: user.isActive,
+    date_joined: isoWithOffset(user.dateJoined),
+    delivery_email: seesEmail ? user.deliveryEmail : null,
+    avatar_url: options.clientGravatar && seesEmail && user.avatarSource === 'G' ? null : gravatarUrl(user.deliveryEmail, user.avatarVersion),
+  };
+  if (user.isBot) {
+    out.bot_type = user.botType ?? 1;
+    out.bot_owner_id = user.botOwnerId ?? null;
+  } else if (options.profileValues) {
+    const profile: NonNullable<Schema<'User'>['profile_data']> = {};
+    for (const v of options.profileValues) {
+      profile[String(v.fieldId)] = v.renderedValue === null ? { value: v.value } : { value: v.value, rendered_value: v.renderedValue };
+    }
+    out.profile_data = profile;
+  }
+  return out;
+}

@@ -1,0 +1,47 @@
+// `pnpm start`: runs Parley. Without DATABASE_URL an embedded PostgreSQL keeps its data under
+// $PARLEY_DATA_DIR/postgres (default ./.parley); it stops cleanly on SIGINT/SIGTERM.
+import path from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '@parley/db/embedded';
+import { loadConfig } from './config.ts';
+import { createDeps, listen } from './server.ts';
+import { bootstrapIfEmpty, writeZuliprc } from './bootstrap.ts';
+
+const startedAt = performance.now();
+const config = loadConfig();
+let embedded: EmbeddedDatabase | undefined;
+let databaseUrl = config.databaseUrl;
+if (!databaseUrl) {
+  console.log(`[parley] starting embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')}`);
+  embedded = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres') });
+  const admin = new pg.Client({ connectionString: embedded.adminUrl });
+  await admin.connect();
+  const exists = await admin.query(`SELECT 1 FROM pg_database WHERE datname = 'parley'`);
+  if (exists.rowCount === 0) await admin.query('CREATE DATABASE parley');
+  await admin.end();
+  databaseUrl = embedded.urlFor('parley');
+}
+
+const deps = await createDeps(config, databaseUrl);
+const boot = await bootstrapIfEmpty(deps);
+const running = await listen(deps, config.host, config.port);
+console.log(`[parley] listening on ${running.url} (ready in ${Math.round(performance.now() - startedAt)} ms)`);
+console.log(`[parley] API docs: ${running.url}/api/docs   spec: ${running.url}/api/openapi.yaml`);
+if (boot.created && boot.ownerEmail && boot.apiKey) {
+  const rc = writeZuliprc(config.dataDir, boot.ownerEmail, boot.apiKey, config.publicUrl);
+  console.log(`[parley] created organization "${config.realmName}" with owner ${boot.ownerEmail}`);
+  console.log(`[parley]   password: ${boot.ownerPassword}   (shown once; set PARLEY_OWNER_PASSWORD to choose it)`);
+  console.log(`[parley]   zuliprc:  ${rc}   e.g. zulip-send --config-file ${rc} ...`);
+}
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  console.log(`[parley] ${signal}: shutting down`);
+  await running.close();
+  if (embedded) await embedded.stop();
+  process.exit(0);
+}
+process.on('SIGINT', () => void shutdown('SIGINT'));
+process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -1,0 +1,25 @@
+// Types generated from spec/openapi.yaml by openapi-typescript (src/generated is never edited by hand).
+import type { components, operations, paths } from './generated/openapi.d.ts';
+
+export type { components, operations, paths };
+
+/** A named schema of the spec, e.g. Schema<'User'>. */
+export type Schema<Name extends keyof components['schemas']> = components['schemas'][Name];
+export type OperationName = keyof operations;
+
+type FormBody<Op> = Op extends { requestBody?: infer RB }
+  ? NonNullable<RB> extends { content: { 'application/x-www-form-urlencoded': infer B } }
+    ? B
+    : {}
+  : {};
+type QueryOf<Op> = Op extends { parameters: { query?: infer Q } } ? ([NonNullable<Q>] extends [never] ? {} : NonNullable<Q>) : {};
+type PathOf<Op> = Op extends { parameters: { path?: infer P } } ? ([NonNullable<P>] extends [never] ? {} : NonNullable<P>) : {};
+
+/** Decoded request parameters of an operation: query and form fields merged, as the server sees them. */
+export type RequestParams<K extends OperationName> = FormBody<operations[K]> & QueryOf<operations[K]>;
+export type PathParams<K extends OperationName> = PathOf<operations[K]>;
+
+type JsonOf<R> = R extends { content: { 'application/json': infer J } } ? J : never;
+type SuccessResponse<K extends OperationName> = operations[K] extends { responses: { 200: infer R } } ? JsonOf<R> : never;
+/** The data fields of an operation's success response (without result, msg, ignored_parameters_unsupported). */
+export type SuccessData<K extends OperationName> = Omit<SuccessResponse<K>, 'result' | 'msg' | 'ignored_parameters_unsupported'>;
