@@ -1,0 +1,151 @@
+// Group-setting values: validation, Zulip's normalisation, storage (named group id, or an anonymous
+// group owned by the setting), compare-and-swap updates, and formatting for responses and events.
+import type { Db } from '../data/db.ts';
+import {
+  addMembers,
+  addSubgroups,
+  createGroup,
+  deleteGroup,
+  findGroupById,
+  findGroupsByIds,
+  membershipOfGroups,
+} from '../data/user-groups.repo.ts';
+import { findUsersByIds } from '../data/users.repo.ts';
+import { systemGroupIds } from '../data/system-groups.repo.ts';
+import { JsonableError } from '../errors.ts';
+import type { GroupSettingDefinition } from '../lib/group-settings.ts';
+
+export type GroupSettingValue = number | { direct_members: number[]; direct_subgroups: number[] };
+export interface GroupSettingUpdate {
+  new: GroupSettingValue;
+  old?: GroupSettingValue;
+}
+
+/** Canonical form: a named group, or an anonymous set of members and subgroups (sorted, unique). */
+type Canonical = { kind: 'named'; id: number } | { kind: 'anonymous'; members: number[]; subgroups: number[] };
+
+const sortedUnique = (ids: number[]) => [...new Set(ids)].sort((a, b) => a - b);
+
+function canonicalize(value: GroupSettingValue, nobodyId: number): Canonical {
+  if (typeof value === 'number') return { kind: 'named', id: value };
+  const members = sortedUnique(value.direct_members);
+  const subgroups = sortedUnique(value.direct_subgroups);
+  if (members.length === 0 && subgroups.length === 1) return { kind: 'named', id: subgroups[0]! };
+  if (members.length === 0 && subgroups.length === 0) return { kind: 'named', id: nobodyId };
+  return { kind: 'anonymous', members, subgroups };
+}
+
+const sameCanonical = (a: Canonical, b: Canonical) => JSON.stringify(a) === JSON.stringify(b);
+
+/** The stored group's value in canonical form. */
+async function canonicalOfStored(db: Db, realmId: number, groupId: number): Promise<Canonical> {
+  const group = await findGroupById(db, realmId, groupId);
+  if (!group || group.name !== null) return { kind: 'named', id: groupId };
+  const m = (await membershipOfGroups(db, [groupId])).get(groupId)!;
+  return { kind: 'anonymous', members: m.members, subgroups: m.subgroups };
+}
+
+/** Validates a value for `setting` and returns its canonical form (no writes). */
+async function validateValue(db: Db, realmId: number, setting: GroupSettingDefinition, value: GroupSettingValue): Promise<Canonical> {
+  const system = await systemGroupIds(db, realmId);
+  const systemNameById = new Map(Object.entries(system).map(([name, id]) => [id, name]));
+  const canonical = canonicalize(value, system['role:nobody']);
+  const checkSystemGroup = (id: number) => {
+    const name = systemNameById.get(id);
+    if (name && (setting.disallowedSystemGroups as readonly string[]).includes(name)) {
+      throw new JsonableError(`'${setting.name}' setting cannot be set to '${name}' group.`);
+    }
+  };
+  if (canonical.kind === 'named') {
+    const group = await findGroupById(db, realmId, canonical.id);
+    if (!group || group.name === null) {
+      throw new JsonableError(typeof value === 'number' ? 'Invalid user group' : `Invalid user group ID: ${canonical.id}`);
+    }
+    if (group.deactivated) throw new JsonableError('User group is deactivated.');
+    checkSystemGroup(group.id);
+    if (setting.requireSystemGroup) {
+      if (!group.isSystemGroup || (setting.allowedSystemGroups && !setting.allowedSystemGroups.includes(group.name as never))) {
+        throw new JsonableError(`'${setting.name}' must be a system user group.`, { code: 'SYSTEM_GROUP_REQUIRED' });
+      }
+    }
+    return canonical;
+  }
+  if (setting.requireSystemGroup) throw new JsonableError(`'${setting.name}' must be a system user group.`, { code: 'SYSTEM_GROUP_REQUIRED' });
+  const users = await findUsersByIds(db, realmId, canonical.members);
+  for (const id of canonical.members) {
+    const user = users.find((u) => u.id === id);
+    if (!user || !user.isActive) throw new JsonableError(`Invalid user ID: ${id}`);
+  }
+  const groups = await findGroupsByIds(db, realmId, canonical.subgroups);
+  for (const id of canonical.subgroups) {
+    const group = groups.find((g) => g.id === id);
+    if (!group || group.name === null) throw new JsonableError(`Invalid user group ID: ${id}`);
+    if (group.deactivated) throw new JsonableError('User group is deactivated.');
+    checkSystemGroup(id);
+  }
+  return canonical;
+}
+
+/** Stores a canonical value: a named group is referenced; an anonymous one gets its own group row. */
+async function store(db: Db, realmId: number, canonical: Canonical): Promise<number> {
+  if (canonical.kind === 'named') return canonical.id;
+  const group = await createGroup(db, { realmId, name: null });
+  await addMembers(db, group.id, canonical.members);
+  await addSubgroups(db, group.id, canonical.subgroups);
+  return group.id;
+}
+
+/** Validates and stores the value of a setting of a new object; returns the group id to reference. */
+export async function storeNewGroupSettingValue(db: Db, realmId: number, setting: GroupSettingDefinition, value: GroupSettingValue): Promise<number> {
+  return store(db, realmId, await validateValue(db, realmId, setting, value));
+}
+
+/** The default value of a setting for a new object created by `creatorId`. */
+export async function storeDefaultGroupSettingValue(db: Db, realmId: number, setting: GroupSettingDefinition, creatorId: number | null): Promise<number> {
+  const system = await systemGroupIds(db, realmId);
+  if (setting.defaultValue !== 'creator') return system[setting.defaultValue];
+  if (creatorId === null) return system['role:nobody'];
+  return store(db, realmId, { kind: 'anonymous', members: [creatorId], subgroups: [] });
+}
+
+/**
+ * Applies `{new, old?}` to a setting whose current group is `currentGroupId`. The caller holds a lock
+ * on the owning row, so the compare-and-swap on `old` is atomic. Returns the new group id, or null
+ * when the value does not change. The replaced anonymous group (if any) is deleted by `releaseGroupSettingValue`.
+ */
+export async function resolveGroupSettingUpdate(
+  db: Db,
+  realmId: number,
+  setting: GroupSettingDefinition,
+  currentGroupId: number,
+  update: GroupSettingUpdate,
+): Promise<number | null> {
+  const system = await systemGroupIds(db, realmId);
+  const current = await canonicalOfStored(db, realmId, currentGroupId);
+  if (update.old !== undefined && !sameCanonical(canonicalize(update.old, system['role:nobody']), current)) {
+    throw new JsonableError("'old' value does not match the expected value.", { code: 'EXPECTATION_MISMATCH' });
+  }
+  const next = await validateValue(db, realmId, setting, update.new);
+  if (sameCanonical(next, current)) return null;
+  return store(db, realmId, next);
+}
+
+/** Deletes the anonymous group of a replaced value (named groups are untouched). */
+export async function releaseGroupSettingValue(db: Db, realmId: number, groupId: number): Promise<void> {
+  const group = await findGroupById(db, realmId, groupId);
+  if (group && group.name === null) await deleteGroup(db, groupId);
+}
+
+/** Formats stored setting groups for responses and events, in one batch. */
+export async function formatGroupSettingValues(db: Db, realmId: number, groupIds: number[]): Promise<Map<number, GroupSettingValue>> {
+  const unique = [...new Set(groupIds)];
+  const groups = await findGroupsByIds(db, realmId, unique);
+  const anonymous = groups.filter((g) => g.name === null).map((g) => g.id);
+  const membership = await membershipOfGroups(db, anonymous);
+  const out = new Map<number, GroupSettingValue>();
+  for (const id of unique) {
+    const m = membership.get(id);
+    out.set(id, m ? { direct_members: m.members, direct_subgroups: m.subgroups } : id);
+  }
+  return out;
+}

@@ -1,0 +1,159 @@
+// User groups, their direct members and subgroups, and the recursive membership queries. Effective
+// membership is always computed in the database (recursive CTEs), never by loading the organization.
+import type { Db } from './db.ts';
+import { Prisma } from './db.ts';
+
+export const findGroupById = (db: Db, realmId: number, id: number) => db.userGroup.findFirst({ where: { id, realmId } });
+
+export const findGroupsByIds = (db: Db, realmId: number, ids: number[]) =>
+  db.userGroup.findMany({ where: { realmId, id: { in: ids } } });
+
+export const findNamedGroupByName = (db: Db, realmId: number, name: string) =>
+  db.userGroup.findFirst({ where: { realmId, name: { equals: name, mode: 'insensitive' } } });
+
+/** Locks a group row for the rest of the transaction (serialises edits of one group). */
+export async function lockGroup(db: Db, groupId: number): Promise<void> {
+  await db.$queryRaw`SELECT id FROM user_group WHERE id = ${groupId} FOR UPDATE`;
+}
+
+/** Serialises changes of the subgroup graph of an organization (cycle checks must see a stable graph). */
+export async function lockSubgroupGraph(db: Db, realmId: number): Promise<void> {
+  await db.$executeRaw`SELECT pg_advisory_xact_lock(7265002, ${realmId})`;
+}
+
+/** Every group the user belongs to, directly or through subgroups (one query). */
+export async function groupIdsContainingUser(db: Db, userId: number): Promise<Set<number>> {
+  const rows = await db.$queryRaw<{ id: number }[]>`
+    WITH RECURSIVE containing(id) AS (
+      SELECT group_id FROM user_group_member WHERE user_id = ${userId}
+      UNION
+      SELECT s.supergroup_id FROM user_group_subgroup s JOIN containing c ON s.subgroup_id = c.id
+    )
+    SELECT id FROM containing`;
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Is the user in the group, directly or through subgroups (one query)? */
+export async function isUserInGroup(db: Db, userId: number, groupId: number, directOnly = false): Promise<boolean> {
+  if (directOnly) {
+    return (await db.userGroupMember.count({ where: { groupId, userId } })) > 0;
+  }
+  const rows = await db.$queryRaw<{ found: boolean }[]>`
+    WITH RECURSIVE sub(id) AS (
+      SELECT ${groupId}::int
+      UNION
+      SELECT s.subgroup_id FROM user_group_subgroup s JOIN sub ON s.supergroup_id = sub.id
+    )
+    SELECT EXISTS (SELECT 1 FROM user_group_member m JOIN sub ON m.group_id = sub.id WHERE m.user_id = ${userId}) AS found`;
+  return rows[0]?.found ?? false;
+}
+
+/** Active users in the group, directly or through subgroups. */
+export async function recursiveMemberIds(db: Db, groupId: number): Promise<number[]> {
+  const rows = await db.$queryRaw<{ id: number }[]>`
+    WITH RECURSIVE sub(id) AS (
+      SELECT ${groupId}::int
+      UNION
+      SELECT s.subgroup_id FROM user_group_subgroup s JOIN sub ON s.supergroup_id = sub.id
+    )
+    SELECT DISTINCT u.id FROM sub JOIN user_group_member m ON m.group_id = sub.id JOIN "user" u ON u.id = m.user_id
+    WHERE u.is_active ORDER BY u.id`;
+  return rows.map((r) => r.id);
+}
+
+/** All groups below `groupId` (excluding itself). */
+export async function recursiveSubgroupIds(db: Db, groupId: number): Promise<number[]> {
+  const rows = await db.$queryRaw<{ id: number }[]>`
+    WITH RECURSIVE sub(id) AS (
+      SELECT subgroup_id FROM user_group_subgroup WHERE supergroup_id = ${groupId}
+      UNION
+      SELECT s.subgroup_id FROM user_group_subgroup s JOIN sub ON s.supergroup_id = sub.id
+    )
+    SELECT id FROM sub ORDER BY id`;
+  return rows.map((r) => r.id);
+}
+
+export async function directMemberIds(db: Db, groupId: number, activeOnly = true): Promise<number[]> {
+  const rows = await db.userGroupMember.findMany({
+    where: { groupId, ...(activeOnly ? { user: { isActive: true } } : {}) },
+    select: { userId: true },
+    orderBy: { userId: 'asc' },
+  });
+  return rows.map((r) => r.userId);
+}
+
+export async function directSubgroupIds(db: Db, groupId: number): Promise<number[]> {
+  const rows = await db.userGroupSubgroup.findMany({ where: { supergroupId: groupId }, select: { subgroupId: true }, orderBy: { subgroupId: 'asc' } });
+  return rows.map((r) => r.subgroupId);
+}
+
+/** Direct members and subgroups of many groups at once (for listings and anonymous setting values). */
+export async function membershipOfGroups(db: Db, groupIds: number[]): Promise<Map<number, { members: number[]; subgroups: number[] }>> {
+  const result = new Map<number, { members: number[]; subgroups: number[] }>(groupIds.map((id) => [id, { members: [], subgroups: [] }]));
+  if (groupIds.length === 0) return result;
+  const [members, subgroups] = await Promise.all([
+    db.userGroupMember.findMany({ where: { groupId: { in: groupIds }, user: { isActive: true } }, select: { groupId: true, userId: true }, orderBy: { userId: 'asc' } }),
+    db.userGroupSubgroup.findMany({ where: { supergroupId: { in: groupIds } }, select: { supergroupId: true, subgroupId: true }, orderBy: { subgroupId: 'asc' } }),
+  ]);
+  for (const m of members) result.get(m.groupId)!.members.push(m.userId);
+  for (const s of subgroups) result.get(s.supergroupId)!.subgroups.push(s.subgroupId);
+  return result;
+}
+
+export async function createGroup(
+  db: Db,
+  data: { realmId: number; name: string | null; description?: string; creatorId?: number | null; settings?: Partial<Record<GroupSettingColumn, number>> },
+) {
+  return db.userGroup.create({
+    data: { realmId: data.realmId, name: data.name, description: data.description ?? '', creatorId: data.creatorId ?? null, ...(data.settings ?? {}) },
+  });
+}
+
+export type GroupSettingColumn =
+  | 'canAddMembersGroupId'
+  | 'canJoinGroupId'
+  | 'canLeaveGroupId'
+  | 'canManageGroupId'
+  | 'canMentionGroupId'
+  | 'canRemoveMembersGroupId';
+
+export const updateGroup = (db: Db, id: number, data: Prisma.UserGroupUpdateInput) => db.userGroup.update({ where: { id }, data });
+
+export async function addMembers(db: Db, groupId: number, userIds: number[]): Promise<void> {
+  if (userIds.length) await db.userGroupMember.createMany({ data: userIds.map((userId) => ({ groupId, userId })), skipDuplicates: true });
+}
+
+export async function removeMembers(db: Db, groupId: number, userIds: number[]): Promise<void> {
+  if (userIds.length) await db.userGroupMember.deleteMany({ where: { groupId, userId: { in: userIds } } });
+}
+
+export async function addSubgroups(db: Db, groupId: number, subgroupIds: number[]): Promise<void> {
+  if (subgroupIds.length) {
+    await db.userGroupSubgroup.createMany({ data: subgroupIds.map((subgroupId) => ({ supergroupId: groupId, subgroupId })), skipDuplicates: true });
+  }
+}
+
+export async function removeSubgroups(db: Db, groupId: number, subgroupIds: number[]): Promise<void> {
+  if (subgroupIds.length) await db.userGroupSubgroup.deleteMany({ where: { supergroupId: groupId, subgroupId: { in: subgroupIds } } });
+}
+
+export const deleteGroup = (db: Db, id: number) => db.userGroup.delete({ where: { id } });
+
+export const listNamedGroups = (db: Db, realmId: number, includeDeactivated: boolean) =>
+  db.userGroup.findMany({ where: { realmId, name: { not: null }, ...(includeDeactivated ? {} : { deactivated: false }) }, orderBy: { id: 'asc' } });
+
+/** Supergroups (named, active) that directly contain the group. */
+export async function activeSupergroupIds(db: Db, groupId: number): Promise<number[]> {
+  const rows = await db.userGroupSubgroup.findMany({
+    where: { subgroupId: groupId, supergroup: { deactivated: false, name: { not: null } } },
+    select: { supergroupId: true },
+    orderBy: { supergroupId: 'asc' },
+  });
+  return rows.map((r) => r.supergroupId);
+}
+
+/** Anonymous setting groups that list the group as a direct subgroup. */
+export async function anonymousGroupsContaining(db: Db, groupId: number): Promise<number[]> {
+  const rows = await db.userGroupSubgroup.findMany({ where: { subgroupId: groupId, supergroup: { name: null } }, select: { supergroupId: true } });
+  return rows.map((r) => r.supergroupId);
+}

@@ -1,0 +1,3 @@
+import type { HandlerTable } from '../http/handler.ts';
+
+export const userGroupHandlers: HandlerTable = {};
