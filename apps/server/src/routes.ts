@@ -8,6 +8,7 @@ import { channelHandlers } from './handlers/channels.ts';
 import { userGroupHandlers } from './handlers/user-groups.ts';
 import { fetchApiKey } from './handlers/authentication.ts';
 import { getServerSettings } from './handlers/server.ts';
+import { updateRealm } from './handlers/realm.ts';
 import { createCustomProfileField, getCustomProfileFields } from './handlers/profile-fields.ts';
 import {
   createUser,
@@ -23,6 +24,7 @@ import {
 export const handlers: HandlerTable = {
   'fetch-api-key': fetchApiKey,
   'get-server-settings': getServerSettings,
+  'update-realm': updateRealm,
   'get-custom-profile-fields': getCustomProfileFields,
   'create-custom-profile-field': createCustomProfileField,
   'get-users': getUsers,

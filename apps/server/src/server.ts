@@ -31,9 +31,9 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function createDeps(config: Config, databaseUrl: string, options: { poolSize?: number } = {}): Promise<AppDeps> {
+export async function createDeps(config: Config, databaseUrl: string, options: { poolSize?: number; emitQueryEvents?: boolean } = {}): Promise<AppDeps> {
   await applyMigrations(databaseUrl);
-  const db = createPrismaClient(databaseUrl, { max: options.poolSize ?? 10 });
+  const db = createPrismaClient(databaseUrl, { max: options.poolSize ?? 10, emitQueryEvents: options.emitQueryEvents ?? false });
   const files = specFiles();
   return {
     config,

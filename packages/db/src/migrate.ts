@@ -49,10 +49,12 @@ let engineModule: Promise<SchemaEngineModule> | undefined;
 function loadSchemaEngine(): Promise<SchemaEngineModule> {
   engineModule ??= (async () => {
     const glue = (await import('@prisma/schema-engine-wasm/schema_engine_bg')) as SchemaEngineModule & {
-      __wbg_set_wasm(exports: WebAssembly.Exports): void;
+      __wbg_set_wasm(exports: unknown): void;
     };
+    // The WebAssembly global is not in the ES lib typings this project compiles against.
+    const wasmApi = (globalThis as unknown as { WebAssembly: { instantiate(bytes: Buffer, imports: object): Promise<{ instance: { exports: Record<string, unknown> } }> } }).WebAssembly;
     const wasmPath = path.join(path.dirname(require.resolve('@prisma/schema-engine-wasm')), 'schema_engine_bg.wasm');
-    const { instance } = await WebAssembly.instantiate(readFileSync(wasmPath), { './schema_engine_bg.js': glue as unknown as WebAssembly.ModuleImports });
+    const { instance } = await wasmApi.instantiate(readFileSync(wasmPath), { './schema_engine_bg.js': glue });
     glue.__wbg_set_wasm(instance.exports);
     (instance.exports.__wbindgen_start as () => void)();
     return glue;

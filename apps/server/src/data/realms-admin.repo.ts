@@ -19,3 +19,5 @@ export type RealmGroupSettings = {
 
 export const setRealmGroupSettings = (db: Db, realmId: number, data: RealmGroupSettings) =>
   db.realm.update({ where: { id: realmId }, data });
+
+export const updateRealm = (db: Db, realmId: number, data: Record<string, unknown>) => db.realm.update({ where: { id: realmId }, data });

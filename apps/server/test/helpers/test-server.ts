@@ -22,7 +22,7 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(): Promise<TestServer> {
+export async function startTestServer(options: { emitQueryEvents?: boolean } = {}): Promise<TestServer> {
   const template = inject('parleyTemplate');
   const database = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: template.adminUrl });
@@ -31,7 +31,7 @@ export async function startTestServer(): Promise<TestServer> {
   await admin.end();
   const databaseUrl = template.adminUrl.replace(/\/postgres$/, `/${database}`);
   const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: template.realmUrl, validateResponses: true };
-  const deps = await createDeps(config, databaseUrl, { poolSize: 8 });
+  const deps = await createDeps(config, databaseUrl, { poolSize: 8, emitQueryEvents: options.emitQueryEvents ?? false });
   const running = await listen(deps, '127.0.0.1', 0);
   const auth = (person: Person) => {
     const u = template.users[person];

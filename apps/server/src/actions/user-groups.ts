@@ -1,0 +1,247 @@
+// Domain actions on user groups. Each runs in one transaction, locking the group row first so that
+// concurrent edits of one group serialise (no lost updates, no deadlocks surfacing to clients), and
+// stores its user_group events for delivery after commit.
+import type { AppDeps } from '../deps.ts';
+import { inTransaction, type Db } from '../data/db.ts';
+import type { Realm, User, UserGroup } from '../data/models.ts';
+import {
+  addMembers,
+  addSubgroups,
+  createGroup,
+  directMemberIds,
+  directSubgroupIds,
+  findGroupById,
+  findGroupsByIds,
+  findNamedGroupByName,
+  lockGroup,
+  lockSubgroupGraph,
+  membershipOfGroups,
+  recursiveSubgroupIds,
+  removeMembers,
+  removeSubgroups,
+  updateGroup,
+  activeSupergroupIds,
+} from '../data/user-groups.repo.ts';
+import { findUsersByIds } from '../data/users.repo.ts';
+import { activeUserIds } from '../data/users-admin.repo.ts';
+import { findGroupUsage } from '../data/group-usage.repo.ts';
+import { JsonableError } from '../errors.ts';
+import { settingsOf } from '../lib/group-settings.ts';
+import { unixSeconds } from '../lib/timestamps.ts';
+import {
+  formatGroupSettingValues,
+  releaseGroupSettingValue,
+  resolveGroupSettingUpdate,
+  storeDefaultGroupSettingValue,
+  storeNewGroupSettingValue,
+  type GroupSettingUpdate,
+  type GroupSettingValue,
+} from './group-settings.ts';
+
+const GROUP_SETTINGS = settingsOf('user_group');
+const RESERVED_PREFIXES = ['@', 'role:', 'user:', 'stream:', 'channel:'];
+
+async function validateGroupName(db: Db, realmId: number, raw: string, exceptGroupId?: number): Promise<string> {
+  const name = raw.trim();
+  if (!name) throw new JsonableError("User group name can't be empty!");
+  if (name.length > 100) throw new JsonableError('User group name cannot exceed 100 characters.');
+  const prefix = RESERVED_PREFIXES.find((p) => name.startsWith(p));
+  if (prefix) throw new JsonableError(`User group name cannot start with '${prefix}'.`);
+  const existing = await findNamedGroupByName(db, realmId, name);
+  if (existing && existing.id !== exceptGroupId) throw new JsonableError(`User group '${name}' already exists.`);
+  return name;
+}
+
+/** Active users of the organization, in the order given; the first unknown or deactivated id fails. */
+async function checkActiveUsers(db: Db, realmId: number, ids: number[]): Promise<void> {
+  const users = await findUsersByIds(db, realmId, ids);
+  for (const id of ids) {
+    if (!users.find((u) => u.id === id && u.isActive)) throw new JsonableError(`Invalid user ID: ${id}`);
+  }
+}
+
+async function notifyRealm(tx: Db, deps: AppDeps, realmId: number, payloads: Record<string, unknown>[], afterCommit: (fn: () => Promise<void>) => void) {
+  if (payloads.length === 0) return;
+  const recipients = await activeUserIds(tx, realmId);
+  await deps.events.enqueue(tx, realmId, payloads.map((payload) => ({ userIds: recipients, payload })));
+  afterCommit(() => deps.events.announce(realmId));
+}
+
+export interface NewUserGroup {
+  name: string;
+  description: string;
+  members: number[];
+  subgroups: number[];
+  settings: Record<string, GroupSettingValue | undefined>;
+}
+
+export async function doCreateUserGroup(deps: AppDeps, realm: Realm, creator: User, input: NewUserGroup): Promise<number> {
+  return inTransaction(deps.db, async (tx, afterCommit) => {
+    const name = await validateGroupName(tx, realm.id, input.name);
+    await checkActiveUsers(tx, realm.id, input.members);
+    await checkSubgroupsAddable(tx, realm.id, input.subgroups);
+    const settings: Record<string, number> = {};
+    for (const setting of GROUP_SETTINGS) {
+      const value = input.settings[setting.name];
+      settings[setting.column] =
+        value === undefined
+          ? await storeDefaultGroupSettingValue(tx, realm.id, setting, creator.id)
+          : await storeNewGroupSettingValue(tx, realm.id, setting, value);
+    }
+    const group = await createGroup(tx, { realmId: realm.id, name, description: input.description, creatorId: creator.id, settings });
+    await addMembers(tx, group.id, [...new Set(input.members)]);
+    await addSubgroups(tx, group.id, [...new Set(input.subgroups)]);
+    const [formatted] = await formatUserGroups(tx, realm.id, [group]);
+    await notifyRealm(tx, deps, realm.id, [{ type: 'user_group', op: 'add', group: formatted }], afterCommit);
+    return group.id;
+  });
+}
+
+export interface UserGroupUpdate {
+  name?: string;
+  description?: string;
+  deactivated?: boolean;
+  settings: Record<string, GroupSettingUpdate | undefined>;
+}
+
+export async function doUpdateUserGroup(deps: AppDeps, realm: Realm, groupId: number, update: UserGroupUpdate): Promise<void> {
+  await inTransaction(deps.db, async (tx, afterCommit) => {
+    await lockGroup(tx, groupId);
+    const group = (await findGroupById(tx, realm.id, groupId))!;
+    const data: Record<string, unknown> = {};
+    const eventData: Record<string, unknown> = {};
+    if (update.name !== undefined) {
+      const name = await validateGroupName(tx, realm.id, update.name, group.id);
+      if (name !== group.name) data.name = eventData.name = name;
+    }
+    if (update.description !== undefined && update.description !== group.description) {
+      data.description = eventData.description = update.description;
+    }
+    if (update.deactivated === false && group.deactivated) data.deactivated = eventData.deactivated = false;
+    const released: number[] = [];
+    for (const setting of GROUP_SETTINGS) {
+      const change = update.settings[setting.name];
+      if (!change) continue;
+      const current = (group as unknown as Record<string, number>)[setting.column]!;
+      const next = await resolveGroupSettingUpdate(tx, realm.id, setting, current, change);
+      if (next === null) continue;
+      data[setting.column] = next;
+      released.push(current);
+      eventData[setting.name] = (await formatGroupSettingValues(tx, realm.id, [next])).get(next);
+    }
+    if (Object.keys(data).length === 0) return;
+    await updateGroup(tx, group.id, data);
+    for (const old of released) await releaseGroupSettingValue(tx, realm.id, old);
+    await notifyRealm(tx, deps, realm.id, [{ type: 'user_group', op: 'update', group_id: group.id, data: eventData }], afterCommit);
+  });
+}
+
+/** Subgroups one may add: named, active groups of the organization. */
+async function checkSubgroupsAddable(db: Db, realmId: number, ids: number[]): Promise<UserGroup[]> {
+  const groups = await findGroupsByIds(db, realmId, ids);
+  for (const id of ids) {
+    const group = groups.find((g) => g.id === id);
+    if (!group || group.name === null) throw new JsonableError(`Invalid user group ID: ${id}`);
+    if (group.deactivated) throw new JsonableError('User group is deactivated.');
+  }
+  return groups;
+}
+
+export interface MembershipChange {
+  add: number[];
+  delete: number[];
+  addSubgroups: number[];
+  deleteSubgroups: number[];
+}
+
+/** All parts in one transaction: any error rolls every part back. */
+export async function doUpdateUserGroupMembership(deps: AppDeps, realm: Realm, groupId: number, change: MembershipChange): Promise<void> {
+  await inTransaction(deps.db, async (tx, afterCommit) => {
+    if (change.addSubgroups.length || change.deleteSubgroups.length) await lockSubgroupGraph(tx, realm.id);
+    await lockGroup(tx, groupId);
+    const events: Record<string, unknown>[] = [];
+    if (change.add.length || change.delete.length) {
+      const current = new Set(await directMemberIds(tx, groupId, false));
+      const add = [...new Set(change.add)];
+      const remove = [...new Set(change.delete)];
+      await checkActiveUsers(tx, realm.id, add);
+      for (const id of add) if (current.has(id)) throw new JsonableError(`User ${id} is already a member of this group`);
+      await checkActiveUsers(tx, realm.id, remove);
+      for (const id of remove) if (!current.has(id)) throw new JsonableError(`There is no member '${id}' in this user group`);
+      await addMembers(tx, groupId, add);
+      await removeMembers(tx, groupId, remove);
+      if (add.length) events.push({ type: 'user_group', op: 'add_members', group_id: groupId, user_ids: add });
+      if (remove.length) events.push({ type: 'user_group', op: 'remove_members', group_id: groupId, user_ids: remove });
+    }
+    if (change.addSubgroups.length || change.deleteSubgroups.length) {
+      const add = [...new Set(change.addSubgroups)];
+      const remove = [...new Set(change.deleteSubgroups)];
+      const current = new Set(await directSubgroupIds(tx, groupId));
+      await checkSubgroupsAddable(tx, realm.id, add);
+      for (const id of add) if (current.has(id)) throw new JsonableError(`User group ${id} is already a subgroup of this group.`);
+      for (const id of add) {
+        if (id === groupId || (await recursiveSubgroupIds(tx, id)).includes(groupId)) {
+          throw new JsonableError(`User group ${groupId} is already a subgroup of one of the passed subgroups.`);
+        }
+      }
+      const known = await findGroupsByIds(tx, realm.id, remove);
+      for (const id of remove) {
+        if (!known.find((g) => g.id === id && g.name !== null)) throw new JsonableError(`Invalid user group ID: ${id}`);
+        if (!current.has(id)) throw new JsonableError(`User group ${id} is not a subgroup of this group.`);
+      }
+      await addSubgroups(tx, groupId, add);
+      await removeSubgroups(tx, groupId, remove);
+      if (add.length) events.push({ type: 'user_group', op: 'add_subgroups', group_id: groupId, direct_subgroup_ids: add });
+      if (remove.length) events.push({ type: 'user_group', op: 'remove_subgroups', group_id: groupId, direct_subgroup_ids: remove });
+    }
+    await notifyRealm(tx, deps, realm.id, events, afterCommit);
+  });
+}
+
+export async function doDeactivateUserGroup(deps: AppDeps, realm: Realm, groupId: number): Promise<void> {
+  await inTransaction(deps.db, async (tx, afterCommit) => {
+    await lockSubgroupGraph(tx, realm.id);
+    await lockGroup(tx, groupId);
+    const group = (await findGroupById(tx, realm.id, groupId))!;
+    if (group.deactivated) throw new JsonableError('User group is deactivated.');
+    const objections: Record<string, unknown>[] = [];
+    const supergroups = await activeSupergroupIds(tx, groupId);
+    if (supergroups.length) objections.push({ type: 'subgroup', supergroup_ids: supergroups });
+    const usage = await findGroupUsage(tx, realm.id, groupId);
+    for (const c of usage.channels) objections.push({ type: 'channel', channel_id: c.channelId, settings: c.settings });
+    for (const g of usage.userGroups) objections.push({ type: 'user_group', group_id: g.groupId, settings: g.settings });
+    if (usage.realm.length) objections.push({ type: 'realm', settings: usage.realm });
+    if (objections.length) {
+      throw new JsonableError('Cannot deactivate user group in use.', { code: 'CANNOT_DEACTIVATE_GROUP_IN_USE', data: { objections } });
+    }
+    await updateGroup(tx, groupId, { deactivated: true });
+    await notifyRealm(tx, deps, realm.id, [{ type: 'user_group', op: 'update', group_id: groupId, data: { deactivated: true } }], afterCommit);
+  });
+}
+
+/** The UserGroup objects of the API, in one batch of queries. */
+export async function formatUserGroups(db: Db, realmId: number, groups: UserGroup[]) {
+  const ids = groups.map((g) => g.id);
+  const membership = await membershipOfGroups(db, ids);
+  const settingGroupIds = groups.flatMap((g) => GROUP_SETTINGS.map((s) => (g as unknown as Record<string, number>)[s.column]!));
+  const values = await formatGroupSettingValues(db, realmId, settingGroupIds);
+  return groups.map((g) => {
+    const row = g as unknown as Record<string, number>;
+    const settings = Object.fromEntries(GROUP_SETTINGS.map((s) => [s.name, values.get(row[s.column]!)!])) as Record<
+      'can_add_members_group' | 'can_join_group' | 'can_leave_group' | 'can_manage_group' | 'can_mention_group' | 'can_remove_members_group',
+      GroupSettingValue
+    >;
+    return {
+      id: g.id,
+      name: g.name!,
+      description: g.description,
+      members: membership.get(g.id)!.members,
+      direct_subgroup_ids: membership.get(g.id)!.subgroups,
+      is_system_group: g.isSystemGroup,
+      date_created: g.isSystemGroup ? null : unixSeconds(g.createdAt),
+      creator_id: g.creatorId,
+      deactivated: g.deactivated,
+      ...settings,
+    };
+  });
+}
