@@ -1,5 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
+// PARLEY_TEST_REPORT_DIR (set by .ci/run): also write a JSON report that CI totals.
+const reportDir = process.env.PARLEY_TEST_REPORT_DIR;
+
 export default defineConfig({
   test: {
     globalSetup: ['./test/helpers/global-setup.ts'],
@@ -9,5 +12,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     env: { PARLEY_QUIET_ERRORS: '1' },
+    reporters: reportDir ? ['default', 'json'] : ['default'],
+    ...(reportDir ? { outputFile: { json: `${reportDir}/server.json` } } : {}),
   },
 });

@@ -28,7 +28,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host,
     port,
     publicUrl: (env.PARLEY_URL ?? `http://${shownHost}:${port}`).replace(/\/+$/, ''),
-    dataDir: path.resolve(env.PARLEY_DATA_DIR ?? '.parley'),
+    // Relative to where the user ran the command (pnpm runs scripts inside the package and keeps the
+    // original directory in INIT_CWD).
+    dataDir: path.resolve(env.INIT_CWD ?? process.cwd(), env.PARLEY_DATA_DIR ?? '.parley'),
     databaseUrl: env.DATABASE_URL || undefined,
     realmName: env.PARLEY_REALM_NAME ?? 'Parley',
     ownerEmail: env.PARLEY_OWNER_EMAIL ?? 'owner@parley.local',

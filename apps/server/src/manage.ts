@@ -1,0 +1,135 @@
+// `pnpm manage <command>`: administration from the shell, against the same database the server uses
+// (DATABASE_URL, or the embedded PostgreSQL under $PARLEY_DATA_DIR; stop the server first when it
+// uses the embedded one, since only one process may run the embedded cluster).
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '@parley/db/embedded';
+import { loadConfig } from './config.ts';
+import { createDeps } from './server.ts';
+import { doCreateRealm } from './actions/realms.ts';
+import { doCreateUser, doRotateApiKey, doUpdateUser, getOrCreateApiKey } from './actions/users.ts';
+import { findRealmById, listRealms } from './data/realms.repo.ts';
+import { findUserByDeliveryEmail, listUsers } from './data/users.repo.ts';
+import { ALL_ROLES } from './access/roles.ts';
+import { JsonableError } from './errors.ts';
+
+const USAGE = `usage: pnpm manage <command> [options]
+  create-realm --name <name> --url <url>
+  create-user --email <e> --full-name <n> [--role owner|admin|moderator|member|guest] [--password <p>] [--realm <id>]
+  api-key --email <e> [--rotate] [--realm <id>]
+  set-role --email <e> --role <role> [--realm <id>]
+  list-users [--realm <id>]
+  list-realms`;
+
+const ROLE_NAMES: Record<string, number> = { owner: 100, admin: 200, administrator: 200, moderator: 300, member: 400, guest: 600 };
+
+function parseRole(value: string | undefined): number {
+  if (value === undefined) return 400;
+  const role = ROLE_NAMES[value] ?? Number(value);
+  if (!ALL_ROLES.includes(role)) throw new Error(`unknown role ${value} (owner, admin, moderator, member, guest)`);
+  return role;
+}
+
+const [command, ...rest] = process.argv.slice(2);
+const { values } = parseArgs({
+  args: rest,
+  options: {
+    name: { type: 'string' },
+    url: { type: 'string' },
+    email: { type: 'string' },
+    'full-name': { type: 'string' },
+    role: { type: 'string' },
+    password: { type: 'string' },
+    realm: { type: 'string' },
+    rotate: { type: 'boolean' },
+  },
+  allowPositionals: false,
+});
+if (!command || command === 'help' || command === '--help') {
+  console.log(USAGE);
+  process.exit(command ? 0 : 2);
+}
+
+const config = loadConfig();
+let embedded: EmbeddedDatabase | undefined;
+let databaseUrl = config.databaseUrl;
+if (!databaseUrl) {
+  embedded = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres') });
+  const admin = new pg.Client({ connectionString: embedded.adminUrl });
+  await admin.connect();
+  if ((await admin.query(`SELECT 1 FROM pg_database WHERE datname = 'parley'`)).rowCount === 0) await admin.query('CREATE DATABASE parley');
+  await admin.end();
+  databaseUrl = embedded.urlFor('parley');
+}
+const deps = await createDeps(config, databaseUrl, { poolSize: 2 });
+
+async function realmFromArgs() {
+  const realms = await listRealms(deps.db);
+  const realm = values.realm ? await findRealmById(deps.db, Number(values.realm)) : realms[0];
+  if (!realm) throw new Error('no organization: start the server once or run create-realm');
+  return realm;
+}
+
+function need(name: keyof typeof values): string {
+  const v = values[name];
+  if (typeof v !== 'string' || !v) throw new Error(`--${name} is required\n${USAGE}`);
+  return v;
+}
+
+let exitCode = 0;
+try {
+  switch (command) {
+    case 'create-realm': {
+      const realm = await doCreateRealm(deps.db, { name: need('name'), url: need('url').replace(/\/+$/, '') });
+      console.log(`created organization ${realm.id} "${realm.name}" at ${realm.url}`);
+      break;
+    }
+    case 'create-user': {
+      const realm = await realmFromArgs();
+      const { user, apiKey } = await doCreateUser(deps, realm, {
+        email: need('email'),
+        fullName: need('full-name'),
+        password: values.password ?? null,
+        role: parseRole(values.role),
+      });
+      console.log(`created user ${user.id} ${user.deliveryEmail} (role ${user.role})\napi key: ${apiKey}`);
+      break;
+    }
+    case 'api-key': {
+      const realm = await realmFromArgs();
+      const user = await findUserByDeliveryEmail(deps.db, realm.id, need('email'));
+      if (!user) throw new Error(`no user ${values.email} in ${realm.name}`);
+      console.log(values.rotate ? await doRotateApiKey(deps, user) : await getOrCreateApiKey(deps, user));
+      break;
+    }
+    case 'set-role': {
+      const realm = await realmFromArgs();
+      const user = await findUserByDeliveryEmail(deps.db, realm.id, need('email'));
+      if (!user) throw new Error(`no user ${values.email} in ${realm.name}`);
+      await doUpdateUser(deps, realm, user, { role: parseRole(need('role')) });
+      console.log(`${user.deliveryEmail}: role ${parseRole(values.role)}`);
+      break;
+    }
+    case 'list-users': {
+      const realm = await realmFromArgs();
+      for (const u of await listUsers(deps.db, realm.id)) {
+        console.log([u.id, u.deliveryEmail, u.fullName, u.role, u.isActive ? 'active' : 'deactivated', u.isBot ? 'bot' : ''].join('\t').trimEnd());
+      }
+      break;
+    }
+    case 'list-realms':
+      for (const r of await listRealms(deps.db)) console.log(`${r.id}\t${r.name}\t${r.url}`);
+      break;
+    default:
+      console.error(`unknown command ${command}\n${USAGE}`);
+      exitCode = 2;
+  }
+} catch (error) {
+  console.error(error instanceof JsonableError || error instanceof Error ? error.message : error);
+  exitCode = 1;
+} finally {
+  await deps.db.$disconnect();
+  if (embedded) await embedded.stop();
+}
+process.exit(exitCode);

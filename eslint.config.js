@@ -1,0 +1,41 @@
+// One lint setup for the whole repository. Besides the recommended rules it enforces the layering of
+// the server (see README, "Architecture") with no-restricted-imports.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
+
+export default tseslint.config(
+  { ignores: ['**/node_modules/**', '**/dist/**', '**/generated/**', '.parley/**', '**/.turbo/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', URLSearchParams: 'readonly', fetch: 'readonly', Request: 'readonly', Response: 'readonly', Headers: 'readonly', FormData: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', performance: 'readonly', structuredClone: 'readonly', globalThis: 'readonly', NodeJS: 'readonly' } },
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-empty-object-type': 'off',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-empty': ['error', { allowEmptyCatch: true }],
+    },
+  },
+  // Prisma only in the data layer.
+  {
+    files: ['apps/server/src/**/*.ts'],
+    // The composition root (main, manage, server) wires the database in; nothing else may.
+    ignores: ['apps/server/src/data/**', 'apps/server/src/main.ts', 'apps/server/src/manage.ts', 'apps/server/src/server.ts'],
+    rules: restrict([{ group: ['@parley/db', '@parley/db/*', '**/generated/prisma/**'], message: 'Only apps/server/src/data/ may import Prisma (@parley/db).' }]),
+  },
+  // Handlers stay thin: no Express, no Prisma, no envelope building.
+  {
+    files: ['apps/server/src/handlers/**/*.ts'],
+    rules: restrict([
+      { group: ['express', '@parley/db', '@parley/db/*'], message: 'Handlers get a HandlerContext; they do not touch Express or Prisma.' },
+      { group: ['../http/respond.ts'], message: 'Handlers return data; the envelope is built in http/respond.ts.' },
+    ]),
+  },
+  // Domain actions never read the request.
+  {
+    files: ['apps/server/src/actions/**/*.ts', 'apps/server/src/access/**/*.ts', 'apps/server/src/data/**/*.ts'],
+    rules: restrict([{ group: ['express', '../http/*'], message: 'Actions, access checks and repositories do not depend on HTTP.' }]),
+  },
+);
