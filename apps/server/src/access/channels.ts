@@ -1,0 +1,248 @@
+// Every channel permission question: content and metadata access, administering a channel, creating
+// channels, adding and removing subscribers, and who may see a channel (event audiences). Answers come
+// from the organization role and group-setting values (one recursive membership query per caller,
+// then set lookups, see access/group-settings.ts). Organization administrators may always administer.
+import type { Db } from '../data/db.ts';
+import type { Channel, Realm, User } from '../data/models.ts';
+import { activeUsersOfRealm, findChannelById, findChannelsByNames, lockChannel } from '../data/channels.repo.ts';
+import { subscribedChannelIds, subscriberIdsOfChannels } from '../data/subscriptions.repo.ts';
+import { recursiveMemberIds } from '../data/user-groups.repo.ts';
+import { JsonableError, OrganizationOwnerRequiredError, insufficientPermission } from '../errors.ts';
+import { holds, loadPermissionSubject, type PermissionSubject } from './group-settings.ts';
+import { isAdmin, isGuest, isOwner } from './roles.ts';
+
+export type { PermissionSubject };
+export const loadChannelViewer = loadPermissionSubject;
+
+export type ChannelPermissionFields = Pick<
+  Channel,
+  'inviteOnly' | 'isWebPublic' | 'canAdministerChannelGroupId' | 'canAddSubscribersGroupId' | 'canSubscribeGroupId' | 'canRemoveSubscribersGroupId'
+>;
+
+export class CannotAdministerChannelError extends JsonableError {
+  constructor() {
+    super('You do not have permission to administer this channel.', { code: 'CANNOT_ADMINISTER_CHANNEL' });
+  }
+}
+
+export class CannotManageDefaultChannelError extends JsonableError {
+  constructor() {
+    super('You do not have permission to change default channels.', { code: 'CANNOT_MANAGE_DEFAULT_CHANNEL' });
+  }
+}
+
+export class ChannelDoesNotExistError extends JsonableError {
+  constructor(name: string) {
+    super(`Channel '${name}' does not exist`, { code: 'STREAM_DOES_NOT_EXIST', data: { stream: name } });
+  }
+}
+
+const invalidChannelId = () => new JsonableError('Invalid channel ID');
+
+/**
+ * Settings whose groups can never include guests (Zulip's allow_everyone_group=False): a guest holds
+ * them neither directly nor through a group, whatever the stored value says.
+ */
+const holdsAsNonGuest = (subject: PermissionSubject, groupId: number | null | undefined) => !isGuest(subject.user) && holds(subject, groupId);
+
+/** Zulip's user_has_content_access: may read the channel's messages. */
+export function hasContentAccess(subject: PermissionSubject, channel: ChannelPermissionFields, subscribed: boolean): boolean {
+  if (channel.isWebPublic || subscribed) return true;
+  if (isGuest(subject.user)) return false;
+  if (!channel.inviteOnly) return true;
+  return holdsAsNonGuest(subject, channel.canSubscribeGroupId) || holdsAsNonGuest(subject, channel.canAddSubscribersGroupId);
+}
+
+/** Zulip's user_has_metadata_access: may see that the channel exists, its settings and subscribers. */
+export function hasMetadataAccess(subject: PermissionSubject, channel: ChannelPermissionFields, subscribed: boolean): boolean {
+  if (channel.isWebPublic || subscribed) return true;
+  if (isGuest(subject.user)) return false;
+  if (!channel.inviteOnly) return true;
+  if (isAdmin(subject.user)) return true;
+  return (
+    holdsAsNonGuest(subject, channel.canAdministerChannelGroupId) ||
+    holdsAsNonGuest(subject, channel.canAddSubscribersGroupId) ||
+    holdsAsNonGuest(subject, channel.canSubscribeGroupId)
+  );
+}
+
+/** Organization administrators, and members of the channel's can_administer_channel_group. */
+export function isChannelAdministrator(subject: PermissionSubject, channel: ChannelPermissionFields): boolean {
+  return isAdmin(subject.user) || holdsAsNonGuest(subject, channel.canAdministerChannelGroupId);
+}
+
+async function isSubscribed(db: Db, user: User, channelId: number): Promise<boolean> {
+  return (await subscribedChannelIds(db, user.id, [channelId])).has(channelId);
+}
+
+/**
+ * Zulip's access_stream_for_delete_or_update_requiring_metadata_access: the channel (locked when asked,
+ * inside the caller's transaction) if the caller may administer it; `Invalid channel ID` when the caller
+ * cannot see it, CANNOT_ADMINISTER_CHANNEL when they can read it but not administer it. Archived
+ * channels are included (they can be edited and unarchived).
+ */
+export async function accessChannelForAdministration(
+  db: Db,
+  realm: Realm,
+  subject: PermissionSubject,
+  channelId: number,
+  options: { lock: boolean },
+): Promise<{ channel: Channel; subscribed: boolean }> {
+  const channel = options.lock ? await lockChannel(db, realm.id, channelId) : await findChannelById(db, realm.id, channelId);
+  if (!channel) throw invalidChannelId();
+  const subscribed = await isSubscribed(db, subject.user, channel.id);
+  if (isChannelAdministrator(subject, channel)) return { channel, subscribed };
+  if (hasContentAccess(subject, channel, subscribed)) throw new CannotAdministerChannelError();
+  throw invalidChannelId();
+}
+
+/**
+ * Zulip's access_stream_by_id. Reads (GET /streams/{id}, members) need metadata access only; archived
+ * channels stay readable there (Parley decision: their settings and subscribers are kept and can be
+ * changed since feature level 362, so clients can show them).
+ */
+export async function accessChannelById(
+  db: Db,
+  realm: Realm,
+  subject: PermissionSubject,
+  channelId: number,
+  options: { requireContentAccess: boolean; allowArchived: boolean },
+): Promise<{ channel: Channel; subscribed: boolean }> {
+  const channel = await findChannelById(db, realm.id, channelId);
+  if (!channel || (channel.isArchived && !options.allowArchived)) throw invalidChannelId();
+  const subscribed = await isSubscribed(db, subject.user, channel.id);
+  const allowed = options.requireContentAccess ? hasContentAccess(subject, channel, subscribed) : hasMetadataAccess(subject, channel, subscribed);
+  if (!allowed) throw invalidChannelId();
+  return { channel, subscribed };
+}
+
+/** Zulip's access_stream_by_name (content access, active channels, case-insensitive name). */
+export async function accessChannelByName(db: Db, realm: Realm, subject: PermissionSubject, name: string): Promise<Channel> {
+  const error = new JsonableError(`Invalid channel name '${name}'`);
+  const [channel] = await findChannelsByNames(db, realm.id, [name]);
+  if (!channel || channel.isArchived) throw error;
+  if (!hasContentAccess(subject, channel, await isSubscribed(db, subject.user, channel.id))) throw error;
+  return channel;
+}
+
+/** Web-public channels need the organization to allow spectators (the server always allows them). */
+export const webPublicChannelsEnabled = (realm: Realm) => realm.enableSpectatorAccess;
+
+export const canCreatePublicChannels = (subject: PermissionSubject, realm: Realm) => holdsAsNonGuest(subject, realm.canCreatePublicChannelGroupId);
+export const canCreatePrivateChannels = (subject: PermissionSubject, realm: Realm) => holdsAsNonGuest(subject, realm.canCreatePrivateChannelGroupId);
+export const canCreateWebPublicChannels = (subject: PermissionSubject, realm: Realm) => holdsAsNonGuest(subject, realm.canCreateWebPublicChannelGroupId);
+
+/** Zulip's can_manage_default_streams: organization administrators. */
+export const canManageDefaultChannels = (subject: PermissionSubject) => isAdmin(subject.user);
+
+/** Organization permission to set channel topics policies (can_set_topics_policy_group). */
+export const canSetTopicsPolicy = (subject: PermissionSubject, realm: Realm) => holdsAsNonGuest(subject, realm.canSetTopicsPolicyGroupId);
+
+/** Web-public requested (on creation or update): enabled in the organization, and the caller allowed. */
+export function checkCanMakeWebPublic(subject: PermissionSubject, realm: Realm): void {
+  if (!webPublicChannelsEnabled(realm)) throw new JsonableError('Web-public channels are not enabled.');
+  if (!canCreateWebPublicChannels(subject, realm)) throw insufficientPermission();
+}
+
+/** Zulip's check_channel_creation_permissions, in Zulip's order. */
+export function checkCanCreateChannel(
+  subject: PermissionSubject,
+  realm: Realm,
+  request: { inviteOnly: boolean; isWebPublic: boolean; isDefault: boolean; messageRetentionDays: number | null },
+): void {
+  if (request.inviteOnly && !canCreatePrivateChannels(subject, realm)) throw insufficientPermission();
+  if (!request.inviteOnly && !canCreatePublicChannels(subject, realm)) throw insufficientPermission();
+  if (request.isDefault && !isAdmin(subject.user)) throw insufficientPermission();
+  if (request.inviteOnly && request.isDefault) throw new JsonableError('A default channel cannot be private.');
+  if (request.isWebPublic) checkCanMakeWebPublic(subject, realm);
+  if (request.messageRetentionDays !== null && !isOwner(subject.user)) throw new OrganizationOwnerRequiredError();
+}
+
+/** Changing a channel's retention: organization owners only. */
+export function checkCanChangeRetention(subject: PermissionSubject): void {
+  if (!isOwner(subject.user)) throw new OrganizationOwnerRequiredError();
+}
+
+/**
+ * May the caller subscribe other users to a channel they can read? The organization's
+ * can_add_subscribers_group, organization administrators, channel administrators, or the channel's
+ * can_add_subscribers_group.
+ */
+export function canAddSubscribers(subject: PermissionSubject, realm: Realm, channel: ChannelPermissionFields): boolean {
+  if (holdsAsNonGuest(subject, realm.canAddSubscribersGroupId)) return true;
+  if (isAdmin(subject.user)) return true;
+  if (isGuest(subject.user)) return false;
+  return holds(subject, channel.canAdministerChannelGroupId) || holds(subject, channel.canAddSubscribersGroupId);
+}
+
+/**
+ * May the caller unsubscribe other users from a channel? Organization administrators (any channel);
+ * channel administrators; otherwise metadata access plus the channel's can_remove_subscribers_group.
+ * Decided per channel (Zulip checks a request's channels as a whole; per channel is the seed's wording).
+ */
+export function canRemoveSubscribers(subject: PermissionSubject, channel: ChannelPermissionFields, subscribed: boolean): boolean {
+  if (isAdmin(subject.user)) return true;
+  if (isGuest(subject.user)) return false;
+  if (holds(subject, channel.canAdministerChannelGroupId)) return true;
+  return hasMetadataAccess(subject, channel, subscribed) && holds(subject, channel.canRemoveSubscribersGroupId);
+}
+
+/** Removing a bot one owns: from any channel one can access (seed, op 14). */
+export function canRemoveOwnBot(subject: PermissionSubject, channel: ChannelPermissionFields, subscribed: boolean): boolean {
+  return hasMetadataAccess(subject, channel, subscribed) || canRemoveSubscribers(subject, channel, subscribed);
+}
+
+/** Does the caller act only on themselves or their own bots (Zulip's user_directly_controls_user)? */
+export const directlyControls = (actor: User, target: Pick<User, 'id' | 'isBot' | 'botOwnerId'>) =>
+  actor.id === target.id || (target.isBot && target.botOwnerId === actor.id);
+
+export interface RealmAudience {
+  all: number[];
+  nonGuests: Set<number>;
+  admins: Set<number>;
+  guests: Set<number>;
+}
+
+export async function loadRealmAudience(db: Db, realmId: number): Promise<RealmAudience> {
+  const users = await activeUsersOfRealm(db, realmId);
+  return {
+    all: users.map((u) => u.id),
+    nonGuests: new Set(users.filter((u) => u.role !== 600).map((u) => u.id)),
+    admins: new Set(users.filter((u) => u.role <= 200).map((u) => u.id)),
+    guests: new Set(users.filter((u) => u.role === 600).map((u) => u.id)),
+  };
+}
+
+/**
+ * Zulip's bulk_can_access_stream_metadata_user_ids: who can see each channel (the audience of its
+ * events). Web-public: everyone; public: every non-guest plus subscribed guests; private: subscribers,
+ * organization administrators and non-guest members of the groups granting metadata access.
+ */
+export async function metadataAccessUserIds(db: Db, audience: RealmAudience, channels: Channel[]): Promise<Map<number, Set<number>>> {
+  const subscribers = await subscriberIdsOfChannels(db, channels.map((c) => c.id));
+  const groupMembers = new Map<number, number[]>();
+  const membersOf = async (groupId: number) => {
+    if (!groupMembers.has(groupId)) groupMembers.set(groupId, await recursiveMemberIds(db, groupId));
+    return groupMembers.get(groupId)!;
+  };
+  const out = new Map<number, Set<number>>();
+  for (const channel of channels) {
+    const subs = subscribers.get(channel.id) ?? [];
+    if (channel.isWebPublic) {
+      out.set(channel.id, new Set(audience.all));
+    } else if (!channel.inviteOnly) {
+      out.set(channel.id, new Set([...audience.nonGuests, ...subs]));
+    } else {
+      const ids = new Set([...subs, ...audience.admins]);
+      for (const groupId of [channel.canAdministerChannelGroupId, channel.canAddSubscribersGroupId, channel.canSubscribeGroupId]) {
+        for (const id of await membersOf(groupId)) if (audience.nonGuests.has(id)) ids.add(id);
+      }
+      out.set(channel.id, ids);
+    }
+  }
+  return out;
+}
+
+export async function metadataAccessUserIdsOf(db: Db, audience: RealmAudience, channel: Channel): Promise<Set<number>> {
+  return (await metadataAccessUserIds(db, audience, [channel])).get(channel.id)!;
+}

@@ -1,0 +1,244 @@
+// DELETE /users/me (seed op 20, notes §20): a user deactivates their own account, except the only
+// owner and the only user, who get CANNOT_DEACTIVATE_LAST_USER with `entity` and `is_last_owner`.
+import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { TEST_PASSWORD } from '../helpers/fixtures.ts';
+
+const require = createRequire(import.meta.url);
+// zulip-js ships no type declarations.
+const zulipInit = require('zulip-js') as (config: Record<string, string>) => Promise<any>;
+
+type Role = 100 | 200 | 300 | 400 | 600;
+
+let env: TestServer;
+let realmId: number;
+beforeAll(async () => {
+  env = await startTestServer();
+  realmId = (await env.running.deps.db.realm.findFirstOrThrow()).id;
+});
+afterAll(() => env.close());
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+const uniqueEmail = (label: string) => `${label}-${randomBytes(4).toString('hex')}@parley.test`;
+const basic = (email: string, key: string) => `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}`;
+
+interface Account {
+  id: number;
+  email: string;
+  key: string;
+  auth: string;
+}
+
+async function createAccount(role: Role = 400): Promise<Account> {
+  const email = uniqueEmail('self');
+  const { data, error } = await env.client('iago').POST('/users', { body: { email, password: TEST_PASSWORD, full_name: 'Leaving User' } });
+  if (!data) throw new Error(`setup: create-user failed: ${JSON.stringify(error)}`);
+  if (role !== 400) {
+    const res = await env.client('desdemona').PATCH('/users/{user_id}', { params: { path: { user_id: data.user_id } }, body: { role } });
+    if (res.error) throw new Error(`setup: role change failed: ${JSON.stringify(res.error)}`);
+  }
+  const row = await env.running.deps.db.apiKey.findUniqueOrThrow({ where: { userId: data.user_id } });
+  const key = env.running.deps.cipher.decrypt(row.ciphertext);
+  return { id: data.user_id, email, key, auth: basic(email, key) };
+}
+
+async function isActive(userId: number): Promise<boolean> {
+  const { data, error } = await env.client('iago').GET('/users/{user_id}', { params: { path: { user_id: userId } } });
+  if (!data) throw new Error(`read-back failed: ${JSON.stringify(error)}`);
+  return data.user.is_active;
+}
+
+/** Deactivates (directly in the database) every active account but `keep`, and returns a function that restores them. */
+async function leaveOnly(keep: number[]): Promise<() => Promise<void>> {
+  const others = await env.running.deps.db.user.findMany({ where: { realmId, isActive: true, id: { notIn: keep } }, select: { id: true } });
+  const ids = others.map((u) => u.id);
+  await env.running.deps.db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: false } });
+  return async () => {
+    await env.running.deps.db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: true } });
+  };
+}
+
+/** Demotes (through the API, as desdemona) every other active human owner; returns a function that restores them. */
+async function makeDesdemonaOnlyOwner(): Promise<() => Promise<void>> {
+  const { data } = await env.client('desdemona').GET('/users', { params: { query: { client_gravatar: false } } });
+  const demoted: number[] = [];
+  for (const m of data!.members) {
+    if (m.is_active && !m.is_bot && m.role === 100 && m.user_id !== env.users.desdemona.id) {
+      const res = await env.client('desdemona').PATCH('/users/{user_id}', { params: { path: { user_id: m.user_id } }, body: { role: 400 } });
+      if (res.error) throw new Error(`setup: demotion failed: ${JSON.stringify(res.error)}`);
+      demoted.push(m.user_id);
+    }
+  }
+  return async () => {
+    for (const id of demoted) {
+      await env.client('desdemona').PATCH('/users/{user_id}', { params: { path: { user_id: id } }, body: { role: 100 } });
+    }
+  };
+}
+
+function expectLastUserError(res: { status: number; body: any }, expected: { msg: string; entity: string; is_last_owner: boolean }) {
+  expect(res.status).toBe(400);
+  expect(res.body).toEqual({
+    result: 'error',
+    code: 'CANNOT_DEACTIVATE_LAST_USER',
+    msg: expected.msg,
+    entity: expected.entity,
+    is_last_owner: expected.is_last_owner,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('DELETE /users/me', () => {
+  it('deactivates a member; the key is then refused with 401 Account is deactivated', async () => {
+    const member = await createAccount();
+    const res = await env.raw('/users/me', { method: 'DELETE', headers: { Authorization: member.auth } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ result: 'success', msg: '' });
+    expect(await isActive(member.id)).toBe(false);
+
+    for (const path of ['/users/me', '/users']) {
+      const after = await env.raw(path, { headers: { Authorization: member.auth } });
+      expect(after.status, path).toBe(401);
+      expect(after.body.result).toBe('error');
+      expect(after.body.msg).toBe('Account is deactivated');
+      expect(after.headers.get('www-authenticate')).toBe('Basic realm="zulip"');
+    }
+    const again = await env.raw('/users/me', { method: 'DELETE', headers: { Authorization: member.auth } });
+    expect(again.status).toBe(401);
+    expect(again.body.msg).toBe('Account is deactivated');
+  });
+
+  it('works as the Python zulip client sends it: no body, no Content-Type', async () => {
+    const member = await createAccount();
+    const res = await fetch(`${env.url}/api/v1/users/me`, { method: 'DELETE', headers: { Authorization: member.auth } });
+    expect(res.headers.get('content-type')).toMatch(/application\/json/);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ result: 'success', msg: '' });
+    expect(await isActive(member.id)).toBe(false);
+  });
+
+  it('works through the real zulip-js client', async () => {
+    const member = await createAccount();
+    const client = await zulipInit({ username: member.email, apiKey: member.key, realm: env.url });
+    const res = await client.callEndpoint('/users/me', 'DELETE');
+    expect(res).toEqual({ result: 'success', msg: '' });
+    expect(await isActive(member.id)).toBe(false);
+  });
+
+  it('lists parameters it was sent in ignored_parameters_unsupported', async () => {
+    const member = await createAccount();
+    const res = await env.raw('/users/me', { method: 'DELETE', headers: { Authorization: member.auth }, body: new URLSearchParams({ foo: 'bar' }) });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ result: 'success', msg: '', ignored_parameters_unsupported: ['foo'] });
+    expect(await isActive(member.id)).toBe(false);
+  });
+
+  it.each([
+    ['an administrator', 200],
+    ['a moderator', 300],
+    ['a guest', 600],
+    ['an owner while another owner remains', 100],
+  ] as const)('deactivates %s', async (_label, role) => {
+    const account = await createAccount(role);
+    const res = await env.raw('/users/me', { method: 'DELETE', headers: { Authorization: account.auth } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ result: 'success', msg: '' });
+    expect(await isActive(account.id)).toBe(false);
+  });
+
+  it('refuses the only organization owner with CANNOT_DEACTIVATE_LAST_USER (is_last_owner true)', async () => {
+    const restore = await makeDesdemonaOnlyOwner();
+    try {
+      const res = await env.raw('/users/me', { method: 'DELETE', as: 'desdemona' });
+      expectLastUserError(res, { msg: 'Cannot deactivate the only organization owner.', entity: 'organization owner', is_last_owner: true });
+      expect(await isActive(env.users.desdemona.id)).toBe(true);
+      expect((await env.raw('/users/me', { as: 'desdemona' })).status).toBe(200);
+    } finally {
+      await restore();
+    }
+  });
+
+  it('counts only human owners: an owner-role bot does not save the last human owner', async () => {
+    const restore = await makeDesdemonaOnlyOwner();
+    const email = uniqueEmail('owner-bot');
+    const bot = await env.running.deps.db.user.create({
+      data: { realmId, email, deliveryEmail: email, fullName: 'Owner Bot', role: 100, isBot: true, botType: 1, botOwnerId: env.users.desdemona.id, settings: { create: {} } },
+    });
+    try {
+      const res = await env.raw('/users/me', { method: 'DELETE', as: 'desdemona' });
+      expectLastUserError(res, { msg: 'Cannot deactivate the only organization owner.', entity: 'organization owner', is_last_owner: true });
+      expect(await isActive(env.users.desdemona.id)).toBe(true);
+    } finally {
+      await env.running.deps.db.user.update({ where: { id: bot.id }, data: { isActive: false } });
+      await restore();
+    }
+  });
+
+  it('refuses the only user with CANNOT_DEACTIVATE_LAST_USER (is_last_owner false), checked before the owner rule', async () => {
+    // desdemona is an owner and, once everyone else is gone, also the only user: the only-user error wins.
+    const restore = await leaveOnly([env.users.desdemona.id]);
+    try {
+      const res = await env.raw('/users/me', { method: 'DELETE', as: 'desdemona' });
+      expectLastUserError(res, { msg: 'Cannot deactivate the only user.', entity: 'user', is_last_owner: false });
+      expect((await env.raw('/users/me', { as: 'desdemona' })).status).toBe(200);
+    } finally {
+      await restore();
+    }
+    expect(await isActive(env.users.desdemona.id)).toBe(true);
+  });
+
+  it('refuses the only user who is a plain member', async () => {
+    const restore = await leaveOnly([env.users.hamlet.id]);
+    try {
+      const res = await env.raw('/users/me', { method: 'DELETE', as: 'hamlet' });
+      expectLastUserError(res, { msg: 'Cannot deactivate the only user.', entity: 'user', is_last_owner: false });
+      expect((await env.raw('/users/me', { as: 'hamlet' })).status).toBe(200);
+    } finally {
+      await restore();
+    }
+    expect(await isActive(env.users.hamlet.id)).toBe(true);
+  });
+
+  it('counts bots towards the users: a member with an active bot beside them may leave', async () => {
+    const member = await createAccount();
+    const email = uniqueEmail('bot');
+    const bot = await env.running.deps.db.user.create({
+      data: { realmId, email, deliveryEmail: email, fullName: 'Companion Bot', role: 400, isBot: true, botType: 1, botOwnerId: env.users.desdemona.id, settings: { create: {} } },
+    });
+    const restore = await leaveOnly([member.id, bot.id]);
+    try {
+      const res = await env.raw('/users/me', { method: 'DELETE', headers: { Authorization: member.auth } });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ result: 'success', msg: '' });
+    } finally {
+      await restore();
+      await env.running.deps.db.user.update({ where: { id: bot.id }, data: { isActive: false } });
+    }
+    expect(await isActive(member.id)).toBe(false);
+  });
+
+  it('deactivates the bots the user owns along with the account', async () => {
+    const member = await createAccount();
+    const email = uniqueEmail('owned-bot');
+    const bot = await env.running.deps.db.user.create({
+      data: { realmId, email, deliveryEmail: email, fullName: 'Owned Bot', role: 400, isBot: true, botType: 1, botOwnerId: member.id, settings: { create: {} } },
+    });
+    expect(await isActive(bot.id)).toBe(true);
+    const res = await env.raw('/users/me', { method: 'DELETE', headers: { Authorization: member.auth } });
+    expect(res.status).toBe(200);
+    expect(await isActive(member.id)).toBe(false);
+    expect(await isActive(bot.id)).toBe(false);
+  });
+
+  it('needs credentials', async () => {
+    const res = await env.raw('/users/me', { method: 'DELETE' });
+    expect(res.status).toBe(401);
+    expect(res.body).toMatchObject({ result: 'error', msg: 'Missing authorization header for basic auth', code: 'UNAUTHORIZED' });
+    expect(res.headers.get('www-authenticate')).toBe('Basic realm="zulip"');
+  });
+});

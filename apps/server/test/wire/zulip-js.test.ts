@@ -1,0 +1,280 @@
+// The real `zulip-js` npm package (2.1.0) against a Parley test server. It is configured from a
+// zuliprc file (and once with username + password, which makes it POST /fetch_api_key first). Its
+// requests pass through a small recording proxy so the tests can also check which wire shape was
+// exercised: multipart POST bodies (empty ones too, content-length 0), and GET/PATCH/DELETE
+// parameters in the query string with no body. Effects are checked through the typed client.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+
+const require = createRequire(import.meta.url);
+const zulip: (config: Record<string, unknown>) => Promise<any> = require('zulip-js');
+
+interface Recorded {
+  method: string;
+  url: string;
+  contentType: string | undefined;
+  contentLength: string | undefined;
+  body: Buffer;
+}
+
+let env: TestServer;
+let proxy: http.Server;
+let proxyUrl: string;
+let recorded: Recorded[] = [];
+let rcDir: string;
+
+beforeAll(async () => {
+  env = await startTestServer();
+  const upstream = new URL(env.url);
+  proxy = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      recorded.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        contentType: req.headers['content-type'],
+        contentLength: req.headers['content-length'],
+        body,
+      });
+      const forward = http.request(
+        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
+      forward.on('error', (e) => {
+        res.writeHead(502, { 'content-type': 'text/plain' });
+        res.end(String(e));
+      });
+      forward.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+  rcDir = mkdtempSync(path.join(os.tmpdir(), 'parley-zuliprc-'));
+});
+
+afterAll(async () => {
+  await new Promise<void>((resolve) => {
+    proxy.close(() => resolve());
+    proxy.closeAllConnections();
+  });
+  rmSync(rcDir, { recursive: true, force: true });
+  await env.close();
+});
+
+beforeEach(() => {
+  recorded = [];
+});
+
+/** Writes `[api] email/key/site` for someone and builds the client from that file. */
+async function clientFromZuliprc(credentials: { email: string; apiKey: string }): Promise<any> {
+  const file = path.join(rcDir, `zuliprc-${randomUUID().slice(0, 8)}`);
+  writeFileSync(file, `[api]\nemail=${credentials.email}\nkey=${credentials.apiKey}\nsite=${proxyUrl}\n`);
+  return zulip({ zuliprc: file });
+}
+const clientFor = (person: Person) => clientFromZuliprc(env.users[person]);
+
+function lastRequest(method: string, pathPrefix: string): Recorded {
+  const found = [...recorded].reverse().find((r) => r.method === method && r.url.startsWith(`/api/v1${pathPrefix}`));
+  if (!found) throw new Error(`no ${method} ${pathPrefix} recorded; saw ${recorded.map((r) => `${r.method} ${r.url}`).join(', ')}`);
+  return found;
+}
+
+function expectSuccess(result: any): void {
+  if (result?.result !== 'success') throw new Error(`expected success, got ${JSON.stringify(result)}`);
+  expect(result.msg).toBe('');
+}
+
+async function userById(id: number) {
+  const { data, error } = await env.client('iago').GET('/users/{user_id}', { params: { path: { user_id: id } } });
+  if (!data) throw new Error(`GET /users/${id} failed: ${JSON.stringify(error)}`);
+  return data.user;
+}
+
+/** A fresh member: zulip-js users.create as iago (multipart), then a password login with zulip-js. */
+async function freshUser(): Promise<{ id: number; email: string; client: any }> {
+  const iago = await clientFor('iago');
+  const email = `js-${randomUUID().slice(0, 8)}@parley.test`;
+  const created = await iago.users.create({ email, password: TEST_PASSWORD, full_name: 'Zulip JS Newcomer' });
+  expectSuccess(created);
+  const client = await zulip({ username: email, password: TEST_PASSWORD, realm: proxyUrl });
+  return { id: created.user_id, email, client };
+}
+
+describe('configuration', () => {
+  it('a client built from a zuliprc file talks to the server (server.settings, users.me.getProfile)', async () => {
+    const client = await clientFor('hamlet');
+    expect(client.config.apiURL).toBe(`${proxyUrl}/api/v1`);
+    expect(recorded).toEqual([]); // no start-up call with a key
+
+    const settings = await client.server.settings();
+    expectSuccess(settings);
+    expect(typeof settings.zulip_version).toBe('string');
+
+    const me = await client.users.me.getProfile();
+    expectSuccess(me);
+    expect(me).toMatchObject({ user_id: env.users.hamlet.id, email: env.users.hamlet.email, role: 400 });
+  });
+
+  it('username + password: POST /fetch_api_key (multipart) and the key works', async () => {
+    const client = await zulip({ username: env.users.othello.email, password: TEST_PASSWORD, realm: proxyUrl });
+    const login = lastRequest('POST', '/fetch_api_key');
+    expect(login.contentType).toMatch(/^multipart\/form-data;\s*boundary=/);
+    expect(client.config.apiKey).toBe(env.users.othello.apiKey);
+    const me = await client.users.me.getProfile();
+    expectSuccess(me);
+    expect(me.user_id).toBe(env.users.othello.id);
+  });
+});
+
+describe('list users', () => {
+  it('users.retrieve() lists every person', async () => {
+    const client = await clientFor('cordelia');
+    const result = await client.users.retrieve();
+    expectSuccess(result);
+    const ids = result.members.map((m: any) => m.user_id);
+    for (const person of Object.keys(env.users) as Person[]) expect(ids).toContain(env.users[person].id);
+    expect(result).not.toHaveProperty('ignored_parameters_unsupported');
+    const get = lastRequest('GET', '/users');
+    expect(get.body.length).toBe(0);
+  });
+
+  it('users.retrieve({ client_gravatar: false, include_custom_profile_fields: true }) → query string', async () => {
+    const client = await clientFor('cordelia');
+    const result = await client.users.retrieve({ client_gravatar: false, include_custom_profile_fields: true });
+    expectSuccess(result);
+    const get = lastRequest('GET', '/users');
+    expect(get.url).toBe('/api/v1/users?client_gravatar=false&include_custom_profile_fields=true');
+    const hamlet = result.members.find((m: any) => m.user_id === env.users.hamlet.id);
+    expect(typeof hamlet.avatar_url).toBe('string');
+    expect(hamlet).toHaveProperty('profile_data');
+  });
+
+  it('users.retrieve({ user_ids: JSON text }) limits the listing', async () => {
+    const client = await clientFor('cordelia');
+    const wanted = [env.users.iago.id, env.users.shiva.id];
+    const result = await client.users.retrieve({ user_ids: JSON.stringify(wanted) });
+    expectSuccess(result);
+    expect(result.members.map((m: any) => m.user_id).sort((a: number, b: number) => a - b)).toEqual([...wanted].sort((a, b) => a - b));
+  });
+});
+
+describe('edit a user as the owner', () => {
+  it("callEndpoint('/users/ID', 'PATCH', { full_name, role }) — parameters in the query string, no body", async () => {
+    const target = await freshUser();
+    const owner = await clientFor('desdemona');
+    const result = await owner.callEndpoint(`/users/${target.id}`, 'PATCH', { full_name: 'Renamed by JS', role: 300 });
+    expectSuccess(result);
+    expect(result).not.toHaveProperty('ignored_parameters_unsupported');
+
+    const patch = lastRequest('PATCH', `/users/${target.id}`);
+    expect(patch.url).toBe(`/api/v1/users/${target.id}?full_name=Renamed+by+JS&role=300`);
+    expect(patch.body.length).toBe(0);
+
+    expect(await userById(target.id)).toMatchObject({ full_name: 'Renamed by JS', role: 300, is_admin: false });
+  });
+
+  it('extra parameters are ignored and reported', async () => {
+    const target = await freshUser();
+    const owner = await clientFor('desdemona');
+    const result = await owner.callEndpoint(`/users/${target.id}`, 'PATCH', { role: 200, stream_id: 5, dont_block: true });
+    expectSuccess(result);
+    expect(result.ignored_parameters_unsupported).toEqual(['dont_block', 'stream_id']);
+    expect((await userById(target.id)).role).toBe(200);
+  });
+
+  it('an invalid role comes back as a Zulip error object', async () => {
+    const owner = await clientFor('desdemona');
+    const result = await owner.callEndpoint(`/users/${env.users.hamlet.id}`, 'PATCH', { role: 'admin' });
+    expect(result).toMatchObject({ result: 'error', msg: 'role is not valid JSON', code: 'BAD_REQUEST' });
+    expect((await userById(env.users.hamlet.id)).role).toBe(400);
+  });
+});
+
+describe('POST bodies are multipart', () => {
+  it('users.create({ email, password, full_name }) creates the user', async () => {
+    const iago = await clientFor('iago');
+    const email = `js-create-${randomUUID().slice(0, 8)}@parley.test`;
+    const result = await iago.users.create({ email, password: TEST_PASSWORD, full_name: 'Made By Zulip JS' });
+    expectSuccess(result);
+    expect(lastRequest('POST', '/users').contentType).toMatch(/^multipart\/form-data;\s*boundary=/);
+    expect(await userById(result.user_id)).toMatchObject({ full_name: 'Made By Zulip JS', is_active: true, role: 400 });
+  });
+
+  it("a POST without parameters sends an EMPTY multipart body: callEndpoint('/users/ID/reactivate', 'POST')", async () => {
+    const target = await freshUser();
+    const iago = await clientFor('iago');
+    expectSuccess(await iago.callEndpoint(`/users/${target.id}`, 'DELETE', {}));
+    expect((await userById(target.id)).is_active).toBe(false);
+
+    const result = await iago.callEndpoint(`/users/${target.id}/reactivate`, 'POST', {});
+    expectSuccess(result);
+    const post = lastRequest('POST', `/users/${target.id}/reactivate`);
+    expect(post.contentType).toMatch(/^multipart\/form-data;\s*boundary=/);
+    expect(post.contentLength).toBe('0');
+    expect(post.body.length).toBe(0);
+    expect((await userById(target.id)).is_active).toBe(true);
+  });
+
+  it('typing.send with an invalid op is decoded from multipart and refused: Invalid op', async () => {
+    const client = await clientFor('hamlet');
+    const result = await client.typing.send({ to: [env.users.othello.id, env.users.cordelia.id], op: 'bogus' });
+    expect(result).toMatchObject({ result: 'error', msg: 'Invalid op', code: 'BAD_REQUEST' });
+    expect(lastRequest('POST', '/typing').contentType).toMatch(/^multipart\/form-data;\s*boundary=/);
+  });
+
+  it('typing.send({ to: [id], op: "start" }) passes decoding and validation', async () => {
+    const client = await clientFor('hamlet');
+    const result = await client.typing.send({ to: [env.users.othello.id], op: 'start' });
+    if (result.result === 'success') expectSuccess(result);
+    else expect(result).toMatchObject({ result: 'error', code: 'NOT_IMPLEMENTED' });
+  });
+});
+
+describe('deactivate an account', () => {
+  it("callEndpoint('/users/me', 'DELETE', {}) deactivates the caller; its key then fails with 401", async () => {
+    const me = await freshUser();
+    expectSuccess(await me.client.users.me.getProfile());
+
+    const result = await me.client.callEndpoint('/users/me', 'DELETE', {});
+    expectSuccess(result);
+    expect(result).not.toHaveProperty('ignored_parameters_unsupported');
+    const del = lastRequest('DELETE', '/users/me');
+    expect(del.url).toBe('/api/v1/users/me');
+    expect(del.body.length).toBe(0);
+
+    expect(await userById(me.id)).toMatchObject({ is_active: false, user_id: me.id });
+
+    const after = await me.client.users.me.getProfile();
+    expect(after).toMatchObject({ result: 'error', msg: 'Account is deactivated' });
+    const again = await me.client.users.retrieve();
+    expect(again).toMatchObject({ result: 'error', msg: 'Account is deactivated' });
+  });
+
+  it('a deactivated account cannot log in with its password either', async () => {
+    const me = await freshUser();
+    expectSuccess(await me.client.callEndpoint('/users/me', 'DELETE', {}));
+    const login = await zulip({ username: me.email, password: TEST_PASSWORD, realm: proxyUrl });
+    // zulip-js stores whatever came back as the key; the response itself was an error
+    expect(login.config.apiKey).toBeUndefined();
+    const res = await env.raw('/fetch_api_key', {
+      method: 'POST',
+      body: new URLSearchParams({ username: me.email, password: TEST_PASSWORD }).toString(),
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    });
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ result: 'error', msg: 'Account is deactivated' });
+  });
+});
