@@ -16,6 +16,8 @@ import { resolveOperation } from './http/operations.ts';
 import { sendError, sendSuccess } from './http/respond.ts';
 import { buildValidationSpec } from './http/validation-spec.ts';
 import { handlers } from './routes.ts';
+import { rateLimit } from './http/rate-limit.ts';
+import { createRateLimiter } from './data/rate-limits.repo.ts';
 import { findFirstRealm } from './data/realms.repo.ts';
 import type { HandlerContext } from './http/handler.ts';
 
@@ -25,6 +27,7 @@ export function buildApp(deps: AppDeps) {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  if (deps.config.trustProxy) app.set('trust proxy', deps.config.trustProxy);
 
   app.get('/api/openapi.yaml', (_req, res) => {
     res.type('application/yaml').sendFile(deps.specYamlPath);
@@ -110,6 +113,9 @@ export function buildApp(deps: AppDeps) {
       next(error);
     }
   });
+
+  // 3b. Rate limit, per user or client address (counters shared through the database).
+  api.use(rateLimit(deps.config.rateLimit ? createRateLimiter(deps.db, deps.config.rateLimit, 'api') : null));
 
   // 4. Decode Zulip's wire format into typed values, driven by the wire plan.
   api.use((req: Request, res: Response, next: NextFunction) => {

@@ -15,6 +15,10 @@ export interface Config {
   /** Validate every response against the spec (on in development and tests). */
   validateResponses: boolean;
   logRequests: boolean;
+  /** Express `trust proxy` (PARLEY_TRUST_PROXY), so rate limits see client addresses behind a load balancer. */
+  trustProxy: string | false;
+  /** Requests per window per user (or client address); null disables. PARLEY_RATE_LIMIT="200/60". */
+  rateLimit: { points: number; durationSeconds: number } | null;
   /** Whether a push provider (APNs credentials) is configured. */
   pushNotificationsEnabled: boolean;
 }
@@ -38,5 +42,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     validateResponses: (env.PARLEY_VALIDATE_RESPONSES ?? (env.NODE_ENV === 'production' ? '0' : '1')) === '1',
     logRequests: env.PARLEY_LOG_REQUESTS === '1',
     pushNotificationsEnabled: Boolean(env.PARLEY_APNS_KEY_FILE),
+    trustProxy: env.PARLEY_TRUST_PROXY || false,
+    rateLimit: parseRateLimit(env.PARLEY_RATE_LIMIT ?? '200/60'),
   };
+}
+
+function parseRateLimit(value: string): Config['rateLimit'] {
+  if (value === '0' || value === 'off') return null;
+  const m = /^(\d+)\/(\d+)$/.exec(value);
+  if (!m) throw new Error(`PARLEY_RATE_LIMIT must look like 200/60 (requests/seconds) or 0, got ${value}`);
+  return { points: Number(m[1]), durationSeconds: Number(m[2]) };
 }

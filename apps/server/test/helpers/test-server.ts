@@ -22,7 +22,7 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(options: { emitQueryEvents?: boolean } = {}): Promise<TestServer> {
+export async function startTestServer(options: { emitQueryEvents?: boolean; rateLimit?: { points: number; durationSeconds: number } } = {}): Promise<TestServer> {
   const template = inject('parleyTemplate');
   const database = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: template.adminUrl });
@@ -30,7 +30,7 @@ export async function startTestServer(options: { emitQueryEvents?: boolean } = {
   await admin.query(`CREATE DATABASE ${database} TEMPLATE ${template.templateDatabase}`);
   await admin.end();
   const databaseUrl = template.adminUrl.replace(/\/postgres$/, `/${database}`);
-  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: template.realmUrl, validateResponses: true };
+  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: template.realmUrl, validateResponses: true, rateLimit: options.rateLimit ?? null };
   const deps = await createDeps(config, databaseUrl, { poolSize: 8, emitQueryEvents: options.emitQueryEvents ?? false });
   const running = await listen(deps, '127.0.0.1', 0);
   const auth = (person: Person) => {
