@@ -25,7 +25,7 @@ interface Seen {
 /** A client whose fetch records the Request and answers with `reply`. */
 function recordingClient(reply: { status?: number; body?: unknown } = {}, credentials = true) {
   const seen: Seen[] = [];
-  const fakeFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+  const fakeFetch = (async (input: Request | string | URL, init?: RequestInit) => {
     const request = input instanceof Request ? input : new Request(input, init);
     seen.push({ method: request.method, url: new URL(request.url), headers: request.headers, body: await request.text() });
     return new Response(JSON.stringify(reply.body ?? { result: 'success', msg: '' }), {
@@ -170,7 +170,7 @@ describe('zuliprc', () => {
     writeFileSync(file, `[api]\nemail=${EMAIL}\nkey=${KEY}\nsite=${SITE}\n`);
     const seen: Request[] = [];
     const client = createClientFromZuliprc(file, {
-      fetch: (async (input: RequestInfo | URL) => {
+      fetch: (async (input: Request | string | URL) => {
         seen.push(input as Request);
         return new Response('{"result":"success","msg":""}', { headers: { 'Content-Type': 'application/json' } });
       }) as typeof fetch,

@@ -39,8 +39,18 @@ export function checkCanChangeRole(actor: User, target: User, newRole: number): 
   if (!isAdmin(actor)) throw new OrganizationAdministratorRequiredError();
 }
 
-/** Who may administer (edit, deactivate, reactivate) another user: organization administrators. */
+/**
+ * Who may administer (edit, deactivate, reactivate) another user: organization administrators, and a
+ * bot's owner for their own bot. Changes touching the owner role need an owner (checkCanChangeRole,
+ * checkCanDeactivateUser).
+ */
 export function checkCanAdministerUser(actor: User, target: User): void {
-  if (!isAdmin(actor)) throw new JsonableError('Insufficient permission');
-  if (isOwner(target) && !isOwner(actor) && target.id !== actor.id) throw new JsonableError('Insufficient permission');
+  if (isAdmin(actor)) return;
+  if (target.isBot && target.botOwnerId === actor.id) return;
+  throw new JsonableError('Insufficient permission');
+}
+
+/** Deactivating an owner needs an owner. */
+export function checkCanDeactivateUser(actor: User, target: User): void {
+  if (isOwner(target) && !isOwner(actor)) throw new OrganizationOwnerRequiredError();
 }

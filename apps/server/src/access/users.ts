@@ -2,7 +2,7 @@
 import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import { findUserById } from '../data/users.repo.ts';
-import { JsonableError } from '../errors.ts';
+import { JsonableError, UnauthorizedError } from '../errors.ts';
 import { checkCanAdministerUser } from './roles.ts';
 
 export async function accessUserById(db: Db, realm: Realm, userId: number, options: { allowDeactivated: boolean }): Promise<User> {
@@ -21,6 +21,6 @@ export async function accessUserForAdministration(db: Db, realm: Realm, actor: U
 /** Spectators (no credentials) may read public data only where the organization allows it. */
 export function checkSpectatorAccess(realm: Realm): void {
   if (!realm.enableSpectatorAccess) {
-    throw Object.assign(new JsonableError('Not logged in: API authentication or user session required', { status: 401, code: 'UNAUTHORIZED' }), {});
+    throw new UnauthorizedError('Missing authorization header for basic auth');
   }
 }

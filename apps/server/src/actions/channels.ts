@@ -333,7 +333,7 @@ async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: 
   const audience = await loadRealmAudience(tx, realm.id);
   const before = await metadataAccessUserIdsOf(tx, audience, channel);
 
-  const data: Record<string, unknown> = {};
+  const data: Parameters<typeof updateChannel>[2] & Record<string, unknown> = {};
   if (plan.privacy) Object.assign(data, plan.privacy);
   if (plan.isDefault !== undefined) data.isDefault = plan.isDefault;
   if (plan.messageRetentionDays !== undefined) data.messageRetentionDays = plan.messageRetentionDays;

@@ -7,7 +7,7 @@
 import type { AppDeps } from '../deps.ts';
 import { inTransaction, type Db } from '../data/db.ts';
 import type { Channel, Realm, Subscription, User } from '../data/models.ts';
-import { findChannelFolder, findChannelsByIds, findChannelsByNames, isUniqueViolation, lockChannels } from '../data/channels.repo.ts';
+import { findChannelFolder, findChannelsByNames, isUniqueViolation, lockChannels } from '../data/channels.repo.ts';
 import {
   findUsersByPrincipalIds,
   findUsersByPrincipalEmails,
@@ -367,4 +367,3 @@ async function removalEvents(tx: Db, realm: Realm, users: User[], channels: Chan
   return events;
 }
 
-export { findChannelsByIds };

@@ -165,14 +165,17 @@ export async function doDeactivateUser(deps: AppDeps, realm: Realm, target: User
         data: { is_last_owner: false, entity: 'user' },
       });
     }
-    if (target.role === Role.OWNER && !target.isBot && (await countActiveHumanOwners(tx, realm.id)) <= 1) {
-      throw new JsonableError(options.self ? 'Cannot deactivate the only organization owner.' : 'Cannot deactivate the only organization owner', {
-        code: 'CANNOT_DEACTIVATE_LAST_USER',
-        data: { is_last_owner: true, entity: 'organization owner' },
-      });
-    }
     const current = await findUsersByIds(tx, realm.id, [target.id]);
-    if (!current[0]?.isActive) throw new JsonableError('User is already deactivated');
+    if (!current[0]?.isActive) throw new JsonableError('User is deactivated');
+    if (target.role === Role.OWNER && !target.isBot && (await countActiveHumanOwners(tx, realm.id)) <= 1) {
+      // Own deactivation has its own error code (seed op 20); an administrator's attempt is a plain error.
+      throw options.self
+        ? new JsonableError('Cannot deactivate the only organization owner.', {
+            code: 'CANNOT_DEACTIVATE_LAST_USER',
+            data: { is_last_owner: true, entity: 'organization owner' },
+          })
+        : new JsonableError('Cannot deactivate the only organization owner');
+    }
     await updateUser(tx, target.id, { isActive: false });
     const bots = await deactivateBotsOwnedBy(tx, target.id);
     const recipients = await activeUserIds(tx, realm.id);
@@ -188,7 +191,7 @@ export async function doDeactivateUser(deps: AppDeps, realm: Realm, target: User
 export async function doReactivateUser(deps: AppDeps, realm: Realm, target: User): Promise<void> {
   await inTransaction(deps.db, async (tx, afterCommit) => {
     const current = await findUsersByIds(tx, realm.id, [target.id]);
-    if (current[0]?.isActive) throw new JsonableError('User is already active');
+    if (current[0]?.isActive) return; // already active: nothing to do (Zulip has no error here)
     await updateUser(tx, target.id, { isActive: true });
     const recipients = await activeUserIds(tx, realm.id);
     await deps.events.enqueue(tx, realm.id, [

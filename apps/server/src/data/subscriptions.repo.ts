@@ -79,3 +79,28 @@ export async function usedColorsOfUsers(db: Db, userIds: number[]): Promise<Map<
   for (const r of rows) out.get(r.userId)!.add(r.color);
   return out;
 }
+
+/** Users named by id (principals); null when any id is unknown in the organization. */
+export async function findUsersByPrincipalIds(db: Db, realmId: number, ids: number[]) {
+  const unique = [...new Set(ids)];
+  const users = await db.user.findMany({ where: { realmId, id: { in: unique } }, orderBy: { id: 'asc' } });
+  return users.length === unique.length ? users : null;
+}
+
+/**
+ * Users named by e-mail (principals), matched case-insensitively against the address other users see:
+ * the `email` column, or the `user<id>@<host>` form shown when the address is hidden. Null when any
+ * address matches nobody.
+ */
+export async function findUsersByPrincipalEmails(db: Db, realm: { id: number; url: string }, emails: string[]) {
+  const host = new URL(realm.url).hostname.toLowerCase();
+  const wanted = [...new Set(emails.map((e) => e.trim().toLowerCase()))];
+  const hiddenIds = wanted.map((e) => new RegExp(`^user(\\d+)@${host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`).exec(e)).filter((m) => m !== null).map((m) => Number(m[1]));
+  const rows = await db.$queryRaw<{ id: number }[]>`
+    SELECT id FROM "user"
+    WHERE realm_id = ${realm.id}
+      AND (lower(email) IN (SELECT n FROM unnest(${wanted}::text[]) AS n) OR id = ANY(${hiddenIds}::int[]))`;
+  const users = await db.user.findMany({ where: { id: { in: rows.map((r) => r.id) } }, orderBy: { id: 'asc' } });
+  const matched = (email: string) => users.some((u) => u.email.toLowerCase() === email || `user${u.id}@${host}` === email);
+  return wanted.every(matched) ? users : null;
+}

@@ -6,13 +6,15 @@ import { verifyPassword } from '../security/passwords.ts';
 import { getOrCreateApiKey } from '../actions/users.ts';
 
 export const fetchApiKey: Handler<'fetch-api-key'> = async ({ params, realm, deps }) => {
-  const user = await findUserByDeliveryEmail(deps.db, realm.id, params.username.trim());
+  const username = params.username.trim();
+  if (!/^[^\s@]+@[^\s@]+$/.test(username)) throw new JsonableError('Enter a valid email address.');
+  const user = await findUserByDeliveryEmail(deps.db, realm.id, username);
   // Verify even for unknown users, so that response time does not reveal which addresses exist.
   const ok = await verifyPassword(params.password, user?.passwordHash ?? DUMMY_HASH);
-  if (!user || !ok) throw new JsonableError('Your username or password is incorrect', { status: 403, code: 'AUTHENTICATION_FAILED' });
-  if (!user.isActive) throw new JsonableError('Account is deactivated', { status: 403, code: 'USER_DEACTIVATED' });
+  if (!user || !ok) throw new JsonableError('Your username or password is incorrect', { status: 401, code: 'AUTHENTICATION_FAILED' });
+  if (!user.isActive) throw new JsonableError('Account is deactivated', { status: 401, code: 'USER_DEACTIVATED' });
   const userRealm = await findRealmById(deps.db, user.realmId);
-  if (!userRealm || userRealm.deactivated) throw new JsonableError('This organization has been deactivated', { status: 403, code: 'REALM_DEACTIVATED' });
+  if (!userRealm || userRealm.deactivated) throw new JsonableError('This organization has been deactivated', { status: 401, code: 'REALM_DEACTIVATED' });
   return { api_key: await getOrCreateApiKey(deps, user), email: user.deliveryEmail, user_id: user.id };
 };
 

@@ -14,7 +14,7 @@ export const getCustomProfileFields: Handler<'get-custom-profile-fields'> = asyn
       hint: f.hint,
       field_data: f.fieldType === FieldType.SELECT || f.fieldType === FieldType.EXTERNAL_ACCOUNT ? JSON.stringify(f.fieldData) : '',
       order: f.order,
-      display_in_profile_summary: f.displayInProfileSummary,
+      ...(f.displayInProfileSummary ? { display_in_profile_summary: true } : {}),
       required: f.required,
       editable_by_user: f.editableByUser,
     })),
@@ -23,11 +23,19 @@ export const getCustomProfileFields: Handler<'get-custom-profile-fields'> = asyn
 
 export const createCustomProfileField: Handler<'create-custom-profile-field'> = async ({ params, realm, user, deps }) => {
   requireAdmin(user);
-  const name = (params.name ?? '').trim();
+  const externalDefault = params.field_type === FieldType.EXTERNAL_ACCOUNT ? EXTERNAL_ACCOUNT_DEFAULTS[String((params.field_data as Record<string, unknown> | undefined)?.subtype)] : undefined;
+  const name = (params.name ?? '').trim() || externalDefault?.name || '';
   if (!name) throw new JsonableError('Label cannot be blank.');
   if (name.length > 40) throw new JsonableError('name is too long (limit: 40 characters)');
   if (!FIELD_TYPES.includes(params.field_type)) throw new JsonableError('Invalid field type.');
-  const hint = (params.hint ?? '').trim();
+  const hint = (params.hint ?? '').trim() || externalDefault?.hint || '';
+  if (params.display_in_profile_summary) {
+    if (params.field_type === FieldType.LONG_TEXT || params.field_type === FieldType.USER) {
+      throw new JsonableError('Field type not supported for display in profile summary.');
+    }
+    const shown = (await listProfileFields(deps.db, realm.id)).filter((f) => f.displayInProfileSummary).length;
+    if (shown >= 2) throw new JsonableError('Only 2 custom profile fields can be displayed in the profile summary.');
+  }
   if (hint.length > 80) throw new JsonableError('hint is too long (limit: 80 characters)');
   let fieldData: unknown = {};
   if (params.field_type === FieldType.SELECT) {
@@ -52,4 +60,10 @@ export const createCustomProfileField: Handler<'create-custom-profile-field'> = 
     editableByUser: params.editable_by_user ?? true,
   });
   return { id: field.id };
+};
+
+/** Predefined external-account fields: created without a name, they take these. */
+const EXTERNAL_ACCOUNT_DEFAULTS: Record<string, { name: string; hint: string }> = {
+  github: { name: 'GitHub username', hint: 'Enter your GitHub username' },
+  twitter: { name: 'Twitter username', hint: 'Enter your Twitter username' },
 };

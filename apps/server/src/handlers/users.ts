@@ -6,9 +6,10 @@ import { emailVisibilityOf } from '../data/users-admin.repo.ts';
 import { profileValuesOfUsers } from '../data/profile-fields.repo.ts';
 import { formatUser } from '../lib/user-format.ts';
 import { accessUserById, accessUserForAdministration, checkSpectatorAccess } from '../access/users.ts';
-import { checkCanChangeRole, isOwner, requireAdmin, requireHuman } from '../access/roles.ts';
+import { checkCanChangeRole, checkCanDeactivateUser, isOwner, requireAdmin, requireHuman } from '../access/roles.ts';
 import { doCreateUser, doDeactivateUser, doReactivateUser, doUpdateUser } from '../actions/users.ts';
 import { JsonableError } from '../errors.ts';
+import { checkPasswordStrength, isPlausibleEmail } from '../lib/validation.ts';
 
 async function formatUsers(db: Db, realm: Realm, viewer: User | null, users: User[], options: { clientGravatar: boolean; includeProfile: boolean }) {
   const ids = users.map((u) => u.id);
@@ -51,6 +52,8 @@ export const getOwnUser: Handler<'get-own-user'> = async ({ realm, user, deps })
 
 export const createUser: Handler<'create-user'> = async ({ params, realm, user, deps }) => {
   requireAdmin(user);
+  if (!isPlausibleEmail(params.email)) throw new JsonableError('Bad name or username');
+  checkPasswordStrength(params.password);
   const { user: created } = await doCreateUser(deps, realm, {
     email: params.email,
     fullName: params.full_name,
@@ -78,6 +81,9 @@ export const updateUser: Handler<'update-user'> = async ({ params, path, realm, 
 
 export const deactivateUser: Handler<'deactivate-user'> = async ({ path, realm, user, deps }) => {
   const target = await accessUserForAdministration(deps.db, realm, user, path.user_id);
+  if (target.isBot) throw new JsonableError('No such user'); // bots are deactivated through the bot API
+  requireAdmin(user);
+  checkCanDeactivateUser(user, target);
   await doDeactivateUser(deps, realm, target, { self: false });
   return {};
 };

@@ -5,7 +5,8 @@ import { renderMarkdown } from './html.ts';
 
 export const FieldType = { SHORT_TEXT: 1, LONG_TEXT: 2, SELECT: 3, DATE: 4, URL: 5, USER: 6, EXTERNAL_ACCOUNT: 7, PRONOUNS: 8 } as const;
 export const FIELD_TYPES: readonly number[] = Object.values(FieldType);
-const TEXT_LIKE = new Set<number>([FieldType.SHORT_TEXT, FieldType.LONG_TEXT, FieldType.PRONOUNS]);
+/** Field types whose values are rendered as Markdown. */
+const TEXT_LIKE = new Set<number>([FieldType.SHORT_TEXT, FieldType.LONG_TEXT]);
 const MAX_LENGTH: Record<number, number> = { 1: 50, 2: 500, 5: 2048, 7: 50, 8: 50 };
 
 export interface NormalizedValue {

@@ -58,10 +58,11 @@ export function formatUser(user: User, options: FormatOptions): Schema<'User'> {
     delivery_email: seesEmail ? user.deliveryEmail : null,
     avatar_url: options.clientGravatar && seesEmail && user.avatarSource === 'G' ? null : gravatarUrl(user.deliveryEmail, user.avatarVersion),
   };
+  if (!options.viewer) delete (out as Partial<typeof out>).timezone; // spectators do not see time zones
   if (user.isBot) {
     out.bot_type = user.botType ?? 1;
     out.bot_owner_id = user.botOwnerId ?? null;
-  } else if (options.profileValues) {
+  } else if (options.profileValues && options.viewer) {
     const profile: NonNullable<Schema<'User'>['profile_data']> = {};
     for (const v of options.profileValues) {
       profile[String(v.fieldId)] = v.renderedValue === null ? { value: v.value } : { value: v.value, rendered_value: v.renderedValue };

@@ -12,11 +12,20 @@ export function validateFullName(raw: string): string {
   return name;
 }
 
-/** A plausible e-mail address (one @, a dotted domain, no spaces). Returns it stripped. */
+/** A plausible e-mail address: one @, a dotted domain, no spaces or separators. */
+export function isPlausibleEmail(raw: string): boolean {
+  const email = raw.trim();
+  return email.length <= 254 && /^[^\s@<>,;"]+@[^\s@<>,;"]+\.[^\s@<>,;"]+$/.test(email);
+}
+
+/** Returns the address stripped; throws Zulip's error for an implausible one. */
 export function validateEmailAddress(raw: string): string {
   const email = raw.trim();
-  if (email.length > 254 || !/^[^\s@<>,;"]+@[^\s@<>,;"]+\.[^\s@<>,;"]+$/.test(email)) {
-    throw new JsonableError(`Invalid email '${email}'`);
-  }
+  if (!isPlausibleEmail(email)) throw new JsonableError(`Invalid email '${email}'`);
   return email;
+}
+
+/** Zulip's minimum: 6 characters, and not a single repeated character. */
+export function checkPasswordStrength(password: string): void {
+  if (password.length < 6 || new Set(password).size < 2) throw new JsonableError('The password is too weak.');
 }

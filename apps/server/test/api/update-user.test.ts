@@ -104,9 +104,9 @@ describe('PATCH /users/{user_id}: full_name', () => {
     expect((await readUser(target.id)).full_name).toBe('Checked Name');
   });
 
-  it('accepts the form body of the Python zulip client', async () => {
+  it('lets an owner edit a user with the form body of the Python zulip client', async () => {
     const target = await createUser();
-    const res = await rawPatch('iago', target.id, { full_name: 'Form Encoded Name', role: '300' });
+    const res = await rawPatch('desdemona', target.id, { full_name: 'Form Encoded Name', role: '300' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual(SUCCESS);
     expect(await readUser(target.id)).toMatchObject({ full_name: 'Form Encoded Name', role: 300 });

@@ -504,6 +504,14 @@ describe('DELETE /users/{user_id}', () => {
     expect(after.headers.get('www-authenticate')).toBe('Basic realm="zulip"');
   });
 
+  it('works as the Python zulip client sends it (no body, no Content-Type)', async () => {
+    const target = await createUser();
+    const res = await env.raw(`/users/${target.id}`, { method: 'DELETE', as: 'desdemona' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ result: 'success', msg: '' });
+    expect((await readUser(target.id)).is_active).toBe(false);
+  });
+
   it('answers User is deactivated for an account already deactivated', async () => {
     const target = await createUser();
     await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: target.id } } });
