@@ -22,6 +22,7 @@ export function errorHandler(rules: Map<string, ParamRules>, config: Config) {
 
 function toJsonableError(error: unknown, rules: Map<string, ParamRules>, state: RequestState | undefined): JsonableError | null {
   if (error instanceof JsonableError) return error;
+  if (isOutOfRange(error)) return new JsonableError('Number out of range');
   const e = error as { status?: number; errors?: ValidatorIssue[]; type?: string };
   // body-parser failures (malformed bodies, too large)
   if (e && typeof e.type === 'string' && typeof e.status === 'number' && e.status < 500) {
@@ -40,4 +41,11 @@ function toJsonableError(error: unknown, rules: Map<string, ParamRules>, state: 
     return new JsonableError(e.status === 404 ? 'Not Found' : e.errors[0].message, { status: e.status });
   }
   return null;
+}
+
+/** A number the database cannot hold (an id beyond PostgreSQL's integer range, say): the client's fault. */
+function isOutOfRange(error: unknown): boolean {
+  const e = error as { code?: string; message?: string; cause?: { code?: string; originalCode?: string } };
+  const text = `${e?.code ?? ''} ${e?.cause?.code ?? ''} ${e?.cause?.originalCode ?? ''} ${e?.message ?? ''}`;
+  return /\b22003\b|P2020|out of range for type (integer|smallint)|value out of range/i.test(text);
 }

@@ -39,6 +39,7 @@ function compile(operations: readonly WireOperation[]): CompiledPath[] {
 }
 
 const compiledPaths = compile(Object.values(wirePlan));
+const MAX_ID = 2_147_483_647;
 
 /** `path` is relative to /api/v1. */
 export function resolveOperation(method: string, path: string): Resolution {
@@ -48,7 +49,11 @@ export function resolveOperation(method: string, path: string): Resolution {
     const operation = compiled.byMethod.get(method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase());
     if (!operation) return { kind: 'method-not-allowed', allowed: [...compiled.byMethod.keys()].sort() };
     const pathParams: Record<string, number> = {};
-    compiled.paramNames.forEach((name, i) => (pathParams[name] = Number(m[i + 1])));
+    // Ids beyond PostgreSQL's integer range can name no row: -1 makes the lookup fail as "not found".
+    compiled.paramNames.forEach((name, i) => {
+      const id = Number(m[i + 1]);
+      pathParams[name] = id <= MAX_ID ? id : -1;
+    });
     return { kind: 'operation', operation, pathParams };
   }
   return { kind: 'not-found' };

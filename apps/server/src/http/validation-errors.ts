@@ -64,7 +64,7 @@ export function toZulipError(issue: ValidatorIssue, rules: ParamRules | undefine
       return new JsonableError(`${name} has invalid format`);
     case 'additionalProperties': {
       const key = segments.at(-1) ?? '';
-      return new JsonableError(`Argument "${key}" at ${formatParamPath(segments.slice(0, -1))} is unexpected`);
+      return new JsonableError(`Argument "${key}" at ${name} is unexpected`);
     }
     case 'uniqueItems':
       return new JsonableError(`${name} has duplicate items`);

@@ -274,7 +274,7 @@ describe('deactivate an account', () => {
       body: new URLSearchParams({ username: me.email, password: TEST_PASSWORD }).toString(),
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
     });
-    expect(res.status).toBe(403);
-    expect(res.body).toMatchObject({ result: 'error', msg: 'Account is deactivated' });
+    expect(res.status).toBe(401); // spec/paths/fetch_api_key.yaml: every failure is 401, told apart by code
+    expect(res.body).toMatchObject({ result: 'error', msg: 'Account is deactivated', code: 'USER_DEACTIVATED' });
   });
 });

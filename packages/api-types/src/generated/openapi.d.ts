@@ -547,7 +547,8 @@ export interface paths {
          * @description Returns one channel. The caller needs at least metadata access to it: subscribers, anyone for a
          *     public or web-public channel (guests excepted), organization administrators, and members of the
          *     channel's `can_administer_channel_group`, `can_add_subscribers_group` or `can_subscribe_group`.
-         *     An unknown or inaccessible channel gives `Invalid channel ID`.
+         *     An unknown or inaccessible channel gives `Invalid channel ID`. Archived channels are returned too,
+         *     with `is_archived` true.
          */
         get: operations["get-stream-by-id"];
         put?: never;
@@ -558,7 +559,9 @@ export interface paths {
          *     can post to it, and its messages and subscriptions are kept so it can later be unarchived with
          *     `PATCH /streams/{stream_id}` and `is_archived=false`. The caller needs the right to administer the
          *     channel (organization administrators, members of `can_administer_channel_group`). It is also removed
-         *     from the default channels. Channel deletion events are sent to users who could see it.
+         *     from the default channels and stops being the moderation-request channel. An archived channel gives
+         *     `Channel is already deactivated`. Channel update (`is_archived`) and deletion events are sent to users
+         *     who could see it.
          */
         delete: operations["archive-stream"];
         options?: never;
@@ -585,11 +588,16 @@ export interface paths {
          *     name another channel has (case-insensitively) is refused. Newlines in the description are replaced by
          *     spaces.
          *
-         *     Only unarchiving is supported: `is_archived=false` restores an archived channel and `true` is
-         *     ignored. Changing `message_retention_days` requires an organization owner (`Must be an organization
-         *     owner`, code `UNAUTHORIZED_PRINCIPAL`). `topics_policy` requires the organization permission to set
-         *     topic policies, and `empty_topic_only` is accepted only while every message of the channel is in
-         *     the empty topic.
+         *     Only unarchiving is supported: `is_archived=false` restores an archived channel (`Channel is not
+         *     currently deactivated` for one that is not archived) and `true` is ignored. Archived channels can be
+         *     reconfigured like others. Changing `message_retention_days` requires an organization owner (`Must be
+         *     an organization owner`, code `UNAUTHORIZED_PRINCIPAL`); `is_default_stream` requires an organization
+         *     administrator (`You do not have permission to change default channels.`, code
+         *     `CANNOT_MANAGE_DEFAULT_CHANNEL`). `topics_policy` requires the organization permission to set topic
+         *     policies (except going back to `inherit`), and `empty_topic_only` is accepted only while every message
+         *     of the channel is in the empty topic. An unknown `folder_id` gives `Invalid channel folder ID`.
+         *
+         *     The request is applied completely or not at all: every check is made before anything changes.
          *
          *     Each permission setting takes a `{"new": …, "old": …}` update; when `old` is given and does not match
          *     the current value the request fails with `'old' value does not match the expected value.` Group
@@ -611,7 +619,8 @@ export interface paths {
          * Get channel subscribers
          * @description Lists the IDs of the active users subscribed to a channel. The caller needs metadata access to the
          *     channel (as for `GET /streams/{stream_id}`); guests can see subscribers only of channels they can
-         *     access. An unknown or inaccessible channel gives `Invalid channel ID`.
+         *     access. Archived channels keep their subscribers and can be read. An unknown or inaccessible
+         *     channel gives `Invalid channel ID`.
          */
         get: operations["get-subscribers"];
         put?: never;
@@ -672,8 +681,9 @@ export interface paths {
          *     `Unable to access channel (<name>).` when `authorization_errors_fatal` is true; when it is false the
          *     channel is skipped and listed in `unauthorized`. Guests cannot use this endpoint. Channel names are
          *     trimmed and checked as on rename (`Channel name can't be empty.`, `Channel name too long (limit: 60
-         *     characters).`). Principals that are unknown or deactivated give `No such user` (400, since feature
-         *     level 208).
+         *     characters).`). Unknown principals give `No such user` and deactivated ones `User is deactivated`
+         *     (both 400 `BAD_REQUEST`, since feature level 208). An e-mail principal is matched case-insensitively
+         *     against the users' `email` field.
          *
          *     Users subscribed by someone else receive a direct message from the notification bot about the
          *     channels they were added to (not about channels created by this request), unless
@@ -690,9 +700,10 @@ export interface paths {
          *     `can_remove_subscribers_group`; otherwise the answer is `Insufficient permission`. Archived channels
          *     can be left too (feature level 362).
          *
-         *     A name that matches no channel gives error code `STREAM_DOES_NOT_EXIST` with the name in `stream`.
-         *     Unknown or deactivated principals give HTTP 400 with code `BAD_REQUEST` (feature level 208; before
-         *     that 403 `UNAUTHORIZED_PRINCIPAL`). Channels a user was not subscribed to are reported in
+         *     A name that matches no channel gives error code `STREAM_DOES_NOT_EXIST` with the name in `stream`
+         *     (`Channel '<name>' does not exist`), checked after the permission to remove others. Unknown principals
+         *     give `No such user` and deactivated ones `User is deactivated`, with HTTP 400 and code `BAD_REQUEST`
+         *     (feature level 208; before that 403 `UNAUTHORIZED_PRINCIPAL`). Channels a user was not subscribed to are reported in
          *     `not_removed` rather than failing; with several principals a channel name appears once per user.
          *     Subscription removal events are sent.
          */
