@@ -28,7 +28,12 @@ import { findFirstRealm } from '../apps/server/src/data/realms.repo.ts';
 import { systemGroupIds } from '../apps/server/src/data/system-groups.repo.ts';
 
 // pg is a dependency of the server package, not of the repository root.
-const pg = createRequire(new URL('../apps/server/package.json', import.meta.url))('pg') as typeof import('pg');
+interface PgClient {
+  connect(): Promise<void>;
+  query(sql: string): Promise<unknown>;
+  end(): Promise<void>;
+}
+const pg = createRequire(new URL('../apps/server/package.json', import.meta.url))('pg') as { Client: new (options: { connectionString: string }) => PgClient };
 
 const N = Number(process.env.BENCH_N ?? 300);
 const WARMUP = 30;

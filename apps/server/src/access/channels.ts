@@ -158,6 +158,73 @@ export function checkCanCreateChannel(
   if (request.messageRetentionDays !== null && !isOwner(subject.user)) throw new OrganizationOwnerRequiredError();
 }
 
+/**
+ * Changing a channel's privacy (PATCH /streams/{id}): `is_private` needs content access on top of
+ * administering (an organization administrator not subscribed to a private channel cannot make it
+ * public) and the organization permission to create channels of the target kind; `is_web_public=true`
+ * needs web-public channels enabled and the web-public creation permission.
+ */
+export function checkCanChangePrivacy(
+  subject: PermissionSubject,
+  realm: Realm,
+  channel: ChannelPermissionFields,
+  subscribed: boolean,
+  requested: { isPrivate?: boolean | undefined; isWebPublic?: boolean | undefined },
+): void {
+  if (requested.isPrivate !== undefined) {
+    if (!hasContentAccess(subject, channel, subscribed)) throw new JsonableError('Channel content access is required.');
+    if (requested.isPrivate && !canCreatePrivateChannels(subject, realm)) throw insufficientPermission();
+    if (!requested.isPrivate && !canCreatePublicChannels(subject, realm)) throw insufficientPermission();
+  }
+  if (requested.isWebPublic === true) checkCanMakeWebPublic(subject, realm);
+}
+
+/** Adding or removing default channels. */
+export function checkCanChangeDefaultChannels(subject: PermissionSubject): void {
+  if (!canManageDefaultChannels(subject)) throw new CannotManageDefaultChannelError();
+}
+
+/** Setting a topics policy; going back to `inherit` needs no permission (Zulip's validate_topics_policy). */
+export function checkCanSetTopicsPolicy(subject: PermissionSubject, realm: Realm, policy: string): void {
+  if (policy !== 'inherit' && !canSetTopicsPolicy(subject, realm)) throw insufficientPermission();
+}
+
+/** Group settings that grant content access can only be changed by someone with content access (Zulip's list). */
+const SETTINGS_REQUIRING_CONTENT_ACCESS: readonly string[] = ['can_add_subscribers_group', 'can_subscribe_group'];
+
+export function checkCanChangeGroupSetting(subject: PermissionSubject, channel: ChannelPermissionFields, subscribed: boolean, setting: string): void {
+  if (SETTINGS_REQUIRING_CONTENT_ACCESS.includes(setting) && !hasContentAccess(subject, channel, subscribed)) {
+    throw new JsonableError('Channel content access is required.');
+  }
+}
+
+/** Subscribing others to channels the caller can read: each needs canAddSubscribers. */
+export function checkCanSubscribeOthers(subject: PermissionSubject, realm: Realm, channels: ChannelPermissionFields[]): void {
+  if (channels.some((c) => !canAddSubscribers(subject, realm, c))) throw insufficientPermission();
+}
+
+/**
+ * The seed's three ways to remove others: organization administrators (any user, any channel); one's
+ * own bots from channels one can access; members of the channel's can_remove_subscribers_group who can
+ * access the channel (channel administrators too, as in Zulip). Removing oneself needs nothing.
+ */
+export function checkCanUnsubscribe(
+  subject: PermissionSubject,
+  targets: Array<Pick<User, 'id' | 'isBot' | 'botOwnerId'>>,
+  channels: Array<ChannelPermissionFields & { id: number }>,
+  callerSubscribed: Set<number>,
+): void {
+  for (const target of targets) {
+    if (target.id === subject.user.id) continue;
+    const ownBot = directlyControls(subject.user, target);
+    for (const channel of channels) {
+      const subscribed = callerSubscribed.has(channel.id);
+      const allowed = ownBot ? canRemoveOwnBot(subject, channel, subscribed) : canRemoveSubscribers(subject, channel, subscribed);
+      if (!allowed) throw insufficientPermission();
+    }
+  }
+}
+
 /** Changing a channel's retention: organization owners only. */
 export function checkCanChangeRetention(subject: PermissionSubject): void {
   if (!isOwner(subject.user)) throw new OrganizationOwnerRequiredError();

@@ -12,8 +12,11 @@ export async function accessUserGroup(db: Db, realm: Realm, groupId: number): Pr
   return group;
 }
 
+/** Guests never manage groups, whatever a setting names (as in Zulip); system groups are never managed. */
 export const canManageGroup = (subject: PermissionSubject, realm: Realm, group: UserGroup) =>
-  !group.isSystemGroup && (holds(subject, realm.canManageAllGroupsId) || holds(subject, group.canManageGroupId));
+  !group.isSystemGroup &&
+  subject.user.role !== 600 &&
+  (holds(subject, realm.canManageAllGroupsId) || holds(subject, group.canManageGroupId));
 
 export function checkCanManageGroup(subject: PermissionSubject, realm: Realm, group: UserGroup): void {
   if (!canManageGroup(subject, realm, group)) throw insufficientPermission();

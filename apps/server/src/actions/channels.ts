@@ -15,22 +15,20 @@ import {
   findChannelFolder,
   findChannelsByNames,
   firstMessageIds,
+  lockGroupsForShare,
   updateChannel,
 } from '../data/channels.repo.ts';
 import { subscriberCounts, subscriberIds } from '../data/subscriptions.repo.ts';
 import { systemGroupIds } from '../data/system-groups.repo.ts';
 import type { StoredEvent } from '../data/events.repo.ts';
-import { JsonableError, insufficientPermission } from '../errors.ts';
+import { JsonableError } from '../errors.ts';
 import {
   accessChannelForAdministration,
-  canCreatePrivateChannels,
-  canCreatePublicChannels,
-  canManageDefaultChannels,
-  canSetTopicsPolicy,
-  CannotManageDefaultChannelError,
+  checkCanChangeDefaultChannels,
+  checkCanChangeGroupSetting,
+  checkCanChangePrivacy,
   checkCanChangeRetention,
-  checkCanMakeWebPublic,
-  hasContentAccess,
+  checkCanSetTopicsPolicy,
   loadChannelViewer,
   loadRealmAudience,
   metadataAccessUserIdsOf,
@@ -60,13 +58,11 @@ import {
   type TopicsPolicy,
 } from '../lib/channel-format.ts';
 
+/** Events of these actions always name their recipients. */
+type UserEvent = Extract<StoredEvent, { userIds: number[] }>;
+
 /** Zulip's Stream.LAST_ACTIVITY_DAYS_BEFORE_FOR_ACTIVE. */
 const RECENT_ACTIVITY_DAYS = 180;
-
-/** Settings that grant content access, so changing them needs content access (Zulip's list). */
-const SETTINGS_REQUIRING_CONTENT_ACCESS: readonly ChannelGroupSettingName[] = ['can_add_subscribers_group', 'can_subscribe_group'];
-/** Settings whose members get metadata access to a private channel. */
-const SETTINGS_GRANTING_METADATA_ACCESS: readonly ChannelGroupSettingName[] = ['can_administer_channel_group', 'can_add_subscribers_group', 'can_subscribe_group'];
 
 // ---------------------------------------------------------------------------------------------
 // Presenting channels (read-only; shared by handlers and by events)
@@ -110,11 +106,15 @@ export const streamDeleteEvent = (channelIds: number[], forArchiving = false) =>
   for_archiving: forArchiving,
 });
 
-export async function defaultStreamsEvent(db: Db, realmId: number, audience: RealmAudience): Promise<StoredEvent> {
+export async function defaultStreamsEvent(db: Db, realmId: number, audience: RealmAudience): Promise<UserEvent> {
   return { userIds: [...audience.nonGuests], payload: { type: 'default_streams', default_streams: await defaultChannelIds(db, realmId) } };
 }
 
 const sorted = (ids: Iterable<number>) => [...ids].sort((a, b) => a - b);
+
+/** The named groups a setting value refers to (the group, or an anonymous value's subgroups). */
+const groupsNamedBy = (value: GroupSettingValue | undefined): number[] =>
+  value === undefined ? [] : typeof value === 'number' ? [value] : value.direct_subgroups;
 
 // ---------------------------------------------------------------------------------------------
 // Creating channels (POST /users/me/subscriptions with names that do not exist)
@@ -138,11 +138,12 @@ export interface NewChannel {
  * stream-creation event for everyone who can see it. Anonymous group-setting values get one group per
  * channel, so that changing one channel's setting never affects another's.
  */
-export async function insertChannel(tx: Db, realm: Realm, creator: User, request: NewChannel, audience: RealmAudience): Promise<{ channel: Channel; events: StoredEvent[] }> {
+export async function insertChannel(tx: Db, realm: Realm, creator: User, request: NewChannel, audience: RealmAudience): Promise<{ channel: Channel; events: UserEvent[] }> {
   // Public channels always have public history (Zulip's get_default_value_for_history_public_to_subscribers).
   const history = request.inviteOnly ? (request.historyPublicToSubscribers ?? false) : true;
   if (request.isWebPublic && request.inviteOnly) throw new JsonableError('Invalid parameters');
   const settings: Record<string, number> = {};
+  await lockGroupsForShare(tx, realm.id, CHANNEL_GROUP_SETTINGS.flatMap((s) => groupsNamedBy(request.groupSettings[s.name])));
   for (const setting of CHANNEL_GROUP_SETTINGS) {
     const value = request.groupSettings[setting.name];
     settings[setting.column] =
@@ -246,14 +247,7 @@ async function planChannelUpdate(
   if (isPrivate && isDefault) throw new JsonableError('A default channel cannot be private.');
   if (!isPrivate && realm.moderationRequestChannelId === channel.id) throw new JsonableError('Moderation request channel must be private.');
 
-  if (update.isPrivate !== undefined) {
-    // Changing privacy needs content access on top of administering (an organization administrator
-    // not subscribed to a private channel cannot make it public).
-    if (!hasContentAccess(subject, channel, subscribed)) throw new JsonableError('Channel content access is required.');
-    if (update.isPrivate && !canCreatePrivateChannels(subject, realm)) throw insufficientPermission();
-    if (!update.isPrivate && !canCreatePublicChannels(subject, realm)) throw insufficientPermission();
-  }
-  if (update.isWebPublic === true) checkCanMakeWebPublic(subject, realm);
+  checkCanChangePrivacy(subject, realm, channel, subscribed, { isPrivate: update.isPrivate, isWebPublic: update.isWebPublic });
   if (update.isPrivate !== undefined || update.isWebPublic !== undefined || update.historyPublicToSubscribers !== undefined) {
     if (isPrivate !== channel.inviteOnly || isWebPublic !== channel.isWebPublic || history !== channel.historyPublicToSubscribers) {
       plan.privacy = { inviteOnly: isPrivate, historyPublicToSubscribers: history, isWebPublic };
@@ -261,7 +255,7 @@ async function planChannelUpdate(
   }
 
   if (update.isDefault !== undefined) {
-    if (!canManageDefaultChannels(subject)) throw new CannotManageDefaultChannelError();
+    checkCanChangeDefaultChannels(subject);
     if (update.isDefault !== channel.isDefault) plan.isDefault = update.isDefault;
   }
 
@@ -279,8 +273,7 @@ async function planChannelUpdate(
   }
 
   if (update.topicsPolicy !== undefined) {
-    // Going back to `inherit` needs no permission (Zulip's validate_topics_policy).
-    if (update.topicsPolicy !== 'inherit' && !canSetTopicsPolicy(subject, realm)) throw insufficientPermission();
+    checkCanSetTopicsPolicy(subject, realm, update.topicsPolicy);
     if (update.topicsPolicy === 'empty_topic_only' && (await channelHasNamedTopics(tx, channel.id))) {
       throw new JsonableError(
         'To enable this configuration, all messages in this channel must be in the "general chat" topic. Consider renaming or deleting other topics.',
@@ -311,14 +304,14 @@ async function planChannelUpdate(
     if (update.folderId !== channel.folderId) plan.folderId = update.folderId;
   }
 
+  await lockGroupsForShare(tx, realm.id, CHANNEL_GROUP_SETTINGS.flatMap((s) => groupsNamedBy(update.groupSettings[s.name]?.new)));
   for (const setting of CHANNEL_GROUP_SETTINGS) {
     const change = update.groupSettings[setting.name];
     if (change === undefined) continue;
     const groupId = await resolveGroupSettingUpdate(tx, realm.id, setting.definition, channel[setting.column], change);
     if (groupId === null) continue;
-    if (SETTINGS_REQUIRING_CONTENT_ACCESS.includes(setting.name) && !hasContentAccess(subject, channel, subscribed)) {
-      throw new JsonableError('Channel content access is required.');
-    }
+    // Checked once the value is known to change (after `old` and the groups were checked).
+    checkCanChangeGroupSetting(subject, channel, subscribed, setting.name);
     plan.groupSettings.push({ name: setting.name, column: setting.column, groupId });
   }
 
@@ -329,7 +322,7 @@ async function planChannelUpdate(
 }
 
 /** Writes the plan in one update and builds the events, in the order Zulip sends them. */
-async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: ChannelUpdatePlan): Promise<StoredEvent[]> {
+async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: ChannelUpdatePlan): Promise<UserEvent[]> {
   const audience = await loadRealmAudience(tx, realm.id);
   const before = await metadataAccessUserIdsOf(tx, audience, channel);
 
@@ -364,7 +357,7 @@ async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: 
   const gained = sorted([...after].filter((id) => !before.has(id)));
   const lost = sorted([...before].filter((id) => !after.has(id)));
 
-  const events: StoredEvent[] = [];
+  const events: UserEvent[] = [];
   let name = channel.name;
   const update = (property: string, value: unknown, extra: Record<string, unknown> = {}) =>
     events.push({ userIds: keep, payload: { type: 'stream', op: 'update', stream_id: channel.id, name, property, value, ...extra } });
@@ -433,7 +426,7 @@ export async function doArchiveChannel(deps: AppDeps, realm: Realm, actor: User,
     const audience = await loadRealmAudience(tx, realm.id);
     const affected = sorted(await metadataAccessUserIdsOf(tx, audience, channel));
     await updateChannel(tx, channel.id, { isArchived: true, isDefault: false });
-    const events: StoredEvent[] = [];
+    const events: UserEvent[] = [];
     if (channel.isDefault) events.push(await defaultStreamsEvent(tx, realm.id, audience));
     if (await clearModerationRequestChannel(tx, realm.id, channel.id)) {
       events.push({ userIds: audience.all, payload: { type: 'realm', op: 'update_dict', property: 'default', data: { moderation_request_channel_id: -1 } } });

@@ -8,6 +8,7 @@ import {
   deleteGroup,
   findGroupById,
   findGroupsByIds,
+  lockGroupsShared,
   membershipOfGroups,
 } from '../data/user-groups.repo.ts';
 import { findUsersByIds } from '../data/users.repo.ts';
@@ -50,6 +51,10 @@ async function validateValue(db: Db, realmId: number, setting: GroupSettingDefin
   const system = await systemGroupIds(db, realmId);
   const systemNameById = new Map(Object.entries(system).map(([name, id]) => [id, name]));
   const canonical = canonicalize(value, system['role:nobody']);
+  // Share-lock the named groups the value refers to: a concurrent deactivation (which locks the group
+  // for update and then looks for uses) either finishes first — and we see `deactivated` — or waits
+  // for this transaction and then sees the new use.
+  await lockGroupsShared(db, canonical.kind === 'named' ? [canonical.id] : canonical.subgroups);
   const checkSystemGroup = (id: number) => {
     const name = systemNameById.get(id);
     if (name && (setting.disallowedSystemGroups as readonly string[]).includes(name)) {
@@ -63,10 +68,11 @@ async function validateValue(db: Db, realmId: number, setting: GroupSettingDefin
     }
     if (group.deactivated) throw new JsonableError('User group is deactivated.');
     checkSystemGroup(group.id);
-    if (setting.requireSystemGroup) {
-      if (!group.isSystemGroup || (setting.allowedSystemGroups && !setting.allowedSystemGroups.includes(group.name as never))) {
-        throw new JsonableError(`'${setting.name}' must be a system user group.`, { code: 'SYSTEM_GROUP_REQUIRED' });
-      }
+    if (setting.requireSystemGroup && !group.isSystemGroup) {
+      throw new JsonableError(`'${setting.name}' must be a system user group.`, { code: 'SYSTEM_GROUP_REQUIRED' });
+    }
+    if (setting.allowedSystemGroups && group.isSystemGroup && !setting.allowedSystemGroups.includes(group.name as never)) {
+      throw new JsonableError(`'${setting.name}' setting cannot be set to '${group.name}' group.`);
     }
     return canonical;
   }

@@ -6,7 +6,6 @@ import type { Realm } from '../data/models.ts';
 import { lockRealm } from '../data/users.repo.ts';
 import { findRealmById } from '../data/realms.repo.ts';
 import { updateRealm } from '../data/realms-admin.repo.ts';
-import { activeUserIds } from '../data/users-admin.repo.ts';
 import { settingsOf } from '../lib/group-settings.ts';
 import { formatGroupSettingValues, releaseGroupSettingValue, resolveGroupSettingUpdate, type GroupSettingUpdate, type GroupSettingValue } from './group-settings.ts';
 
@@ -65,8 +64,7 @@ export async function doUpdateRealm(deps: AppDeps, realm: Realm, update: RealmUp
     if (Object.keys(data).length === 0) return changed;
     await updateRealm(tx, realm.id, data);
     for (const old of released) await releaseGroupSettingValue(tx, realm.id, old);
-    const recipients = await activeUserIds(tx, realm.id);
-    await deps.events.enqueue(tx, realm.id, events.map((payload) => ({ userIds: recipients, payload })));
+    await deps.events.enqueue(tx, realm.id, events.map((payload) => ({ realmWide: true as const, payload })));
     afterCommit(() => deps.events.announce(realm.id));
     return changed;
   });

@@ -7,7 +7,7 @@
 import type { AppDeps } from '../deps.ts';
 import { inTransaction, type Db } from '../data/db.ts';
 import type { Channel, Realm, Subscription, User } from '../data/models.ts';
-import { findChannelFolder, findChannelsByNames, isUniqueViolation, lockChannels } from '../data/channels.repo.ts';
+import { findChannelFolder, findChannelsByIds, findChannelsByNames, isUniqueViolation, lockChannels } from '../data/channels.repo.ts';
 import {
   findUsersByPrincipalIds,
   findUsersByPrincipalEmails,
@@ -19,21 +19,18 @@ import {
   usedColorsOfUsers,
 } from '../data/subscriptions.repo.ts';
 import type { StoredEvent } from '../data/events.repo.ts';
-import { JsonableError, insufficientPermission } from '../errors.ts';
+import { JsonableError } from '../errors.ts';
 import {
-  canAddSubscribers,
-  canRemoveOwnBot,
-  canRemoveSubscribers,
-  canSetTopicsPolicy,
   ChannelDoesNotExistError,
   checkCanCreateChannel,
-  directlyControls,
+  checkCanSetTopicsPolicy,
+  checkCanSubscribeOthers,
+  checkCanUnsubscribe,
   hasContentAccess,
   hasMetadataAccess,
   loadChannelViewer,
   loadRealmAudience,
   metadataAccessUserIds,
-  type PermissionSubject,
 } from '../access/channels.ts';
 import { isAdmin } from '../access/roles.ts';
 import { defaultStreamsEvent, insertChannel, loadChannelDisplayData, streamCreateEvent, streamDeleteEvent, type NewChannel } from './channels.ts';
@@ -50,6 +47,9 @@ import {
   type ChannelGroupSettingName,
   type TopicsPolicy,
 } from '../lib/channel-format.ts';
+
+/** Events of these actions always name their recipients. */
+type UserEvent = Extract<StoredEvent, { userIds: number[] }>;
 
 const sorted = (ids: Iterable<number>) => [...ids].sort((a, b) => a - b);
 
@@ -85,6 +85,13 @@ function checkNames(names: string[]): string[] {
 }
 
 const byName = (channels: Channel[]) => new Map(channels.map((c) => [c.name.toLowerCase(), c]));
+
+/** Locks the channels (in id order) and reads them again, keeping the request's order. */
+async function lockAndReload(tx: Db, realm: Realm, channels: Channel[]): Promise<Channel[]> {
+  await lockChannels(tx, channels.map((c) => c.id));
+  const fresh = new Map((await findChannelsByIds(tx, realm.id, channels.map((c) => c.id))).map((c) => [c.id, c]));
+  return channels.map((c) => fresh.get(c.id)!);
+}
 
 // ---------------------------------------------------------------------------------------------
 // POST /users/me/subscriptions
@@ -134,9 +141,7 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
     const colors = new Map<string, string>();
     for (const c of request.channels) if (c.color !== undefined) colors.set(stripChannelName(c.name).toLowerCase(), checkColor(c.color));
     const retention = parseMessageRetentionDays(request.messageRetentionDays);
-    if (request.topicsPolicy !== undefined && request.topicsPolicy !== 'inherit' && !canSetTopicsPolicy(subject, realm)) {
-      throw insufficientPermission();
-    }
+    if (request.topicsPolicy !== undefined) checkCanSetTopicsPolicy(subject, realm, request.topicsPolicy);
     const descriptions = new Map(
       request.channels.filter((c) => c.description !== undefined).map((c) => [stripChannelName(c.name).toLowerCase(), normalizeDescription(c.description!)]),
     );
@@ -144,7 +149,7 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
     const names = checkNames(request.channels.map((c) => c.name));
     const found = byName(await findChannelsByNames(tx, realm.id, names));
     const missing = names.filter((n) => !found.has(n.toLowerCase()));
-    for (const _name of missing) {
+    if (missing.length) {
       checkCanCreateChannel(subject, realm, {
         inviteOnly: request.inviteOnly,
         isWebPublic: request.isWebPublic,
@@ -153,10 +158,9 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
       });
     }
 
-    const existing = names.map((n) => found.get(n.toLowerCase())).filter((c): c is Channel => c !== undefined);
-    await lockChannels(tx, existing.map((c) => c.id));
+    const existing = await lockAndReload(tx, realm, names.map((n) => found.get(n.toLowerCase())).filter((c): c is Channel => c !== undefined));
     const audience = await loadRealmAudience(tx, realm.id);
-    const events: StoredEvent[] = [];
+    const events: UserEvent[] = [];
 
     const created: Channel[] = [];
     for (const name of missing) {
@@ -187,7 +191,7 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
     // An e-mail principal naming the caller counts as the caller (Zulip treats every e-mail as "others").
     const principals = request.principals ?? [];
     const others = principals.some((p) => (typeof p === 'number' ? p !== actor.id : p.trim().toLowerCase() !== actor.email.toLowerCase()));
-    if (others && authorized.some((c) => !canAddSubscribers(subject, realm, c))) throw insufficientPermission();
+    if (others) checkCanSubscribeOthers(subject, realm, authorized);
     const users = others ? await resolvePrincipals(tx, realm, principals) : [actor];
 
     const channels = [...authorized, ...created];
@@ -243,7 +247,7 @@ async function addSubscriptions(tx: Db, realm: Realm, channels: Channel[], users
   await insertSubscriptions(tx, toInsert);
   await setSubscriptionsActive(tx, toActivate, true);
 
-  const events: StoredEvent[] = [];
+  const events: UserEvent[] = [];
   if (added.length) {
     const touched = channels.filter((c) => added.some((a) => a.channel.id === c.id));
     const data = await loadChannelDisplayData(tx, realm.id, touched);
@@ -294,8 +298,7 @@ export async function doUnsubscribe(
 
     const names = checkNames(request.names);
     const found = byName(await findChannelsByNames(tx, realm.id, names));
-    const channels = names.map((n) => found.get(n.toLowerCase())).filter((c): c is Channel => c !== undefined);
-    await lockChannels(tx, channels.map((c) => c.id));
+    const channels = await lockAndReload(tx, realm, names.map((n) => found.get(n.toLowerCase())).filter((c): c is Channel => c !== undefined));
     checkCanUnsubscribe(subject, users, channels, await subscribedChannelIds(tx, actor.id, channels.map((c) => c.id)));
     // The seed: an unknown channel is STREAM_DOES_NOT_EXIST with its name in `stream` (checked after
     // permissions, as Zulip does, so an unauthorized request learns nothing about names).
@@ -326,25 +329,8 @@ export async function doUnsubscribe(
   });
 }
 
-/**
- * The seed's three ways to remove others: organization administrators (any user, any channel); one's
- * own bots from channels one can access; members of the channel's can_remove_subscribers_group who can
- * access the channel (channel administrators too, as in Zulip). Removing oneself needs nothing.
- */
-function checkCanUnsubscribe(subject: PermissionSubject, users: User[], channels: Channel[], callerSubscribed: Set<number>): void {
-  for (const target of users) {
-    if (target.id === subject.user.id) continue;
-    const ownBot = directlyControls(subject.user, target);
-    for (const channel of channels) {
-      const subscribed = callerSubscribed.has(channel.id);
-      const allowed = ownBot ? canRemoveOwnBot(subject, channel, subscribed) : canRemoveSubscribers(subject, channel, subscribed);
-      if (!allowed) throw insufficientPermission();
-    }
-  }
-}
-
-async function removalEvents(tx: Db, realm: Realm, users: User[], channels: Channel[], removed: Array<{ user: User; channel: Channel }>): Promise<StoredEvent[]> {
-  const events: StoredEvent[] = [];
+async function removalEvents(tx: Db, realm: Realm, users: User[], channels: Channel[], removed: Array<{ user: User; channel: Channel }>): Promise<UserEvent[]> {
+  const events: UserEvent[] = [];
   const touched = channels.filter((c) => removed.some((r) => r.channel.id === c.id));
   const audience = await loadRealmAudience(tx, realm.id);
   const after = await metadataAccessUserIds(tx, audience, touched);

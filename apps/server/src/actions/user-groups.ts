@@ -23,7 +23,6 @@ import {
   activeSupergroupIds,
 } from '../data/user-groups.repo.ts';
 import { findUsersByIds } from '../data/users.repo.ts';
-import { activeUserIds } from '../data/users-admin.repo.ts';
 import { findGroupUsage } from '../data/group-usage.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { settingsOf } from '../lib/group-settings.ts';
@@ -62,8 +61,7 @@ async function checkActiveUsers(db: Db, realmId: number, ids: number[]): Promise
 
 async function notifyRealm(tx: Db, deps: AppDeps, realmId: number, payloads: Record<string, unknown>[], afterCommit: (fn: () => Promise<void>) => void) {
   if (payloads.length === 0) return;
-  const recipients = await activeUserIds(tx, realmId);
-  await deps.events.enqueue(tx, realmId, payloads.map((payload) => ({ userIds: recipients, payload })));
+  await deps.events.enqueue(tx, realmId, payloads.map((payload) => ({ realmWide: true as const, payload })));
   afterCommit(() => deps.events.announce(realmId));
 }
 

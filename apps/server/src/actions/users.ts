@@ -15,9 +15,9 @@ import {
   updateUser,
   upsertApiKey,
 } from '../data/users.repo.ts';
-import { syncSystemGroupMembership } from '../data/system-groups.repo.ts';
+import { syncSystemGroupMembership, systemGroupEvents } from '../data/system-groups.repo.ts';
 import { deleteProfileValue, findProfileFieldsByIds, upsertProfileValue } from '../data/profile-fields.repo.ts';
-import { activeUserIds, deactivateBotsOwnedBy } from '../data/users-admin.repo.ts';
+import { deactivateBotsOwnedBy } from '../data/users-admin.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { generateApiKey } from '../security/secrets.ts';
 import { hashPassword } from '../security/passwords.ts';
@@ -66,12 +66,12 @@ export async function insertUser(tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'
   const { email, fullName, passwordHash, role } = input;
   if (await findUserByDeliveryEmail(tx, realm.id, email)) throw new JsonableError(`Email '${email}' already in use`);
   const user = await createUser(tx, { realmId: realm.id, email, deliveryEmail: email, fullName, role, passwordHash });
-  await syncSystemGroupMembership(tx, realm.id, user.id, user.role);
+  const membership = await syncSystemGroupMembership(tx, realm.id, user.id, user.role);
   const apiKey = generateApiKey();
   await upsertApiKey(tx, user.id, deps.cipher.lookupHash(apiKey), deps.cipher.encrypt(apiKey));
-  const recipients = await activeUserIds(tx, realm.id);
   await deps.events.enqueue(tx, realm.id, [
-    { userIds: recipients, payload: { type: 'realm_user', op: 'add', person: { user_id: user.id, full_name: fullName, email, role } } },
+    { realmWide: true, payload: { type: 'realm_user', op: 'add', person: { user_id: user.id, full_name: fullName, email, role } } },
+    ...systemGroupEvents(user.id, membership).map((payload) => ({ realmWide: true as const, payload })),
   ]);
   return { user, apiKey };
 }
@@ -109,8 +109,9 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, target: User, up
         }
       }
       await updateUser(tx, target.id, { role: update.role });
-      await syncSystemGroupMembership(tx, realm.id, target.id, update.role);
+      const membership = await syncSystemGroupMembership(tx, realm.id, target.id, update.role);
       events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, role: update.role } });
+      events.push(...systemGroupEvents(target.id, membership));
     }
     if (fullName !== undefined && fullName !== target.fullName) {
       await updateUser(tx, target.id, { fullName });
@@ -148,8 +149,7 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, target: User, up
       }
     }
     if (events.length > 0) {
-      const recipients = await activeUserIds(tx, realm.id);
-      await deps.events.enqueue(tx, realm.id, events.map((payload) => ({ userIds: recipients, payload })));
+      await deps.events.enqueue(tx, realm.id, events.map((payload) => ({ realmWide: true as const, payload })));
       afterCommit(() => deps.events.announce(realm.id));
     }
   });
@@ -178,11 +178,10 @@ export async function doDeactivateUser(deps: AppDeps, realm: Realm, target: User
     }
     await updateUser(tx, target.id, { isActive: false });
     const bots = await deactivateBotsOwnedBy(tx, target.id);
-    const recipients = await activeUserIds(tx, realm.id);
     await deps.events.enqueue(
       tx,
       realm.id,
-      [target.id, ...bots].map((userId) => ({ userIds: recipients, payload: { type: 'realm_user', op: 'update', person: { user_id: userId, is_active: false } } })),
+      [target.id, ...bots].map((userId) => ({ realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: userId, is_active: false } } })),
     );
     afterCommit(() => deps.events.announce(realm.id));
   });
@@ -193,9 +192,8 @@ export async function doReactivateUser(deps: AppDeps, realm: Realm, target: User
     const current = await findUsersByIds(tx, realm.id, [target.id]);
     if (current[0]?.isActive) return; // already active: nothing to do (Zulip has no error here)
     await updateUser(tx, target.id, { isActive: true });
-    const recipients = await activeUserIds(tx, realm.id);
     await deps.events.enqueue(tx, realm.id, [
-      { userIds: recipients, payload: { type: 'realm_user', op: 'update', person: { user_id: target.id, is_active: true } } },
+      { realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: target.id, is_active: true } } },
     ]);
     afterCommit(() => deps.events.announce(realm.id));
   });

@@ -1,15 +1,23 @@
 import type { Db } from './db.ts';
 import { Prisma } from './db.ts';
 
+/** An event for the listed users. */
 export interface StoredEvent {
   userIds: number[];
   payload: Record<string, unknown>;
 }
+/** …or for every active user of the organization at delivery time (`realmWide`). */
+export type QueuedEvent = StoredEvent | { realmWide: true; payload: Record<string, unknown> };
 
-export async function insertEvents(db: Db, realmId: number, events: StoredEvent[]): Promise<void> {
+export async function insertEvents(db: Db, realmId: number, events: QueuedEvent[]): Promise<void> {
   if (events.length === 0) return;
   await db.event.createMany({
-    data: events.map((e) => ({ realmId, userIds: e.userIds, payload: e.payload as Prisma.InputJsonValue })),
+    data: events.map((e) => ({
+      realmId,
+      userIds: 'userIds' in e ? e.userIds : [],
+      realmWide: 'realmWide' in e,
+      payload: e.payload as Prisma.InputJsonValue,
+    })),
   });
 }
 
@@ -17,5 +25,5 @@ export async function notifyEventChannel(db: Db, realmId: number): Promise<void>
   await db.$executeRaw`SELECT pg_notify('parley_events', ${String(realmId)})`;
 }
 
-export const listEventsForUser = (db: Db, userId: number, afterId: bigint = 0n) =>
-  db.event.findMany({ where: { userIds: { has: userId }, id: { gt: afterId } }, orderBy: { id: 'asc' } });
+export const listEventsForUser = (db: Db, realmId: number, userId: number, afterId: bigint = 0n) =>
+  db.event.findMany({ where: { realmId, id: { gt: afterId }, OR: [{ userIds: { has: userId } }, { realmWide: true }] }, orderBy: { id: 'asc' } });

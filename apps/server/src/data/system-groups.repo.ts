@@ -75,16 +75,33 @@ export function systemGroupForRole(role: number): SystemGroupName {
   }
 }
 
-/** Keeps a user's direct system-group membership in step with their role. */
-export async function syncSystemGroupMembership(db: Db, realmId: number, userId: number, role: number): Promise<void> {
+/**
+ * Keeps a user's direct system-group membership in step with their role. Returns the groups the user
+ * left and joined, for user_group events.
+ */
+export async function syncSystemGroupMembership(
+  db: Db,
+  realmId: number,
+  userId: number,
+  role: number,
+): Promise<{ removedFrom: number[]; addedTo: number | null }> {
   const ids = await systemGroupIds(db, realmId);
   const target = ids[systemGroupForRole(role)];
-  await db.userGroupMember.deleteMany({
-    where: { userId, group: { realmId, isSystemGroup: true }, NOT: { groupId: target } },
+  const current = await db.userGroupMember.findMany({
+    where: { userId, group: { realmId, isSystemGroup: true } },
+    select: { groupId: true },
   });
-  await db.userGroupMember.upsert({
-    where: { groupId_userId: { groupId: target, userId } },
-    create: { groupId: target, userId },
-    update: {},
-  });
+  const removedFrom = current.map((m) => m.groupId).filter((id) => id !== target);
+  if (removedFrom.length) await db.userGroupMember.deleteMany({ where: { userId, groupId: { in: removedFrom } } });
+  const alreadyIn = current.some((m) => m.groupId === target);
+  if (!alreadyIn) await db.userGroupMember.create({ data: { groupId: target, userId } });
+  return { removedFrom, addedTo: alreadyIn ? null : target };
+}
+
+/** user_group events describing a system-group membership change. */
+export function systemGroupEvents(userId: number, change: { removedFrom: number[]; addedTo: number | null }): Record<string, unknown>[] {
+  return [
+    ...change.removedFrom.map((groupId) => ({ type: 'user_group', op: 'remove_members', group_id: groupId, user_ids: [userId] })),
+    ...(change.addedTo !== null ? [{ type: 'user_group', op: 'add_members', group_id: change.addedTo, user_ids: [userId] }] : []),
+  ];
 }

@@ -16,6 +16,12 @@ export async function lockGroup(db: Db, groupId: number): Promise<void> {
   await db.$queryRaw`SELECT id FROM user_group WHERE id = ${groupId} FOR UPDATE`;
 }
 
+/** Share-locks groups (ordered, to avoid lock-order deadlocks) so they cannot be deactivated meanwhile. */
+export async function lockGroupsShared(db: Db, groupIds: number[]): Promise<void> {
+  const ids = [...new Set(groupIds)].sort((a, b) => a - b);
+  if (ids.length) await db.$queryRaw`SELECT id FROM user_group WHERE id = ANY(${ids}::int[]) ORDER BY id FOR SHARE`;
+}
+
 /** Serialises changes of the subgroup graph of an organization (cycle checks must see a stable graph). */
 export async function lockSubgroupGraph(db: Db, realmId: number): Promise<void> {
   await db.$executeRaw`SELECT pg_advisory_xact_lock(7265002, ${realmId})`;

@@ -2,14 +2,14 @@
 // committed) and announced with NOTIFY after commit, so that every server process sharing the
 // database can wake its long-polling clients.
 import type { Db, PrismaClient } from '../data/db.ts';
-import { insertEvents, notifyEventChannel, type StoredEvent } from '../data/events.repo.ts';
+import { insertEvents, notifyEventChannel, type QueuedEvent } from '../data/events.repo.ts';
 
 export interface EventBus {
   /** Stores events inside the transaction `tx`; call `announce` after commit. */
-  enqueue(tx: Db, realmId: number, events: StoredEvent[]): Promise<void>;
+  enqueue(tx: Db, realmId: number, events: QueuedEvent[]): Promise<void>;
   announce(realmId: number): Promise<void>;
   /** Stores and announces at once (stateless events such as typing). */
-  send(realmId: number, events: StoredEvent[]): Promise<void>;
+  send(realmId: number, events: QueuedEvent[]): Promise<void>;
 }
 
 export function createEventBus(db: PrismaClient): EventBus {

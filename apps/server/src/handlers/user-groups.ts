@@ -75,6 +75,7 @@ const updateUserGroupSubgroups: Handler<'update-user-group-subgroups'> = async (
 
 const deactivateUserGroup: Handler<'deactivate-user-group'> = async ({ path, realm, user, deps }) => {
   const group = await accessUserGroup(deps.db, realm, path.user_group_id);
+  if (group.deactivated) throw new JsonableError('User group is deactivated.');
   checkCanManageGroup(await loadPermissionSubject(deps.db, user), realm, group);
   await doDeactivateUserGroup(deps, realm, group.id);
   return {};

@@ -353,6 +353,30 @@ describe('DELETE /streams/{stream_id}', () => {
   });
 });
 
+describe('wire shapes of the Python zulip client', () => {
+  it('client.get_streams(include_public=False, include_default=True): JSON-dumped booleans in the query', async () => {
+    const mine = await createChannel('iago', {}, ['othello']);
+    const other = await createChannel('iago');
+    const res = await env.raw('/streams?include_public=false&include_default=true', { as: 'othello' });
+    expect(res.status).toBe(200);
+    const got = res.body.streams.map((s: any) => s.stream_id);
+    expect(got).toContain(mine.id);
+    expect(got).not.toContain(other.id);
+    expect(res.body.streams.every((s: any) => typeof s.is_default === 'boolean')).toBe(true);
+    expectJsonError(await env.raw('/streams?include_public=False', { as: 'othello' }), 400, 'include_public is not valid JSON');
+  });
+
+  it('client.get_stream_by_id(id) and client.get_subscribers(stream=name)', async () => {
+    const c = await createChannel('iago', {}, ['hamlet']);
+    const one = await env.raw(`/streams/${c.id}`, { as: 'hamlet' });
+    expect(one.body).toMatchObject({ result: 'success', msg: '', stream: { stream_id: c.id, name: c.name } });
+    // The Python client resolves the name with get_stream_id first, then asks for the members.
+    const id = await env.raw(`/get_stream_id?stream=${encodeURIComponent(c.name)}`, { as: 'hamlet' });
+    const members = await env.raw(`/streams/${id.body.stream_id}/members`, { as: 'hamlet' });
+    expect(members.body).toEqual({ result: 'success', msg: '', subscribers: ids(uid('iago'), uid('hamlet')) });
+  });
+});
+
 describe('events for private channels', () => {
   it('archiving a private channel tells only those who could see it', async () => {
     const c = await createChannel('hamlet', { invite_only: true }, ['othello']);

@@ -348,6 +348,36 @@ describe('POST /users/me/subscriptions: subscribing others', () => {
   });
 });
 
+describe('POST /users/me/subscriptions: who may subscribe others (permission matrix)', () => {
+  it('with the default organization setting (members): everyone but guests', async () => {
+    const name = fresh('matrix');
+    await createChannel('iago', name);
+    for (const who of ['desdemona', 'iago', 'shiva', 'hamlet'] as Person[]) {
+      const { data, error } = await subscribe(who, { subscriptions: [{ name }], principals: [uid('cordelia')] });
+      expect(error, who).toBeUndefined();
+      expect(data!.subscribed[uid('cordelia')] ?? data!.already_subscribed[uid('cordelia')]).toEqual([name]);
+    }
+    expectJsonError(await subscribe('polonius', { subscriptions: [{ name }], principals: [uid('cordelia')] }), 400, 'Not allowed for guest users');
+  });
+
+  it('with the organization setting restricted to administrators: administrators and channel administrators', async () => {
+    const name = fresh('restricted');
+    const moderators = await groupId('role:moderators');
+    await createChannel('iago', name, { can_administer_channel_group: moderators });
+    const hidden = fresh('restricted private');
+    await createChannel('hamlet', hidden, { invite_only: true, can_administer_channel_group: moderators });
+    await withRealm({ canAddSubscribersGroupId: await groupId('role:administrators') }, async () => {
+      expect((await subscribe('desdemona', { subscriptions: [{ name }], principals: [uid('othello')] })).response.status).toBe(200);
+      expect((await subscribe('iago', { subscriptions: [{ name }], principals: [uid('othello')] })).response.status).toBe(200);
+      // A moderator administers the channel through can_administer_channel_group.
+      expect((await subscribe('shiva', { subscriptions: [{ name }], principals: [uid('othello')] })).response.status).toBe(200);
+      expectJsonError(await subscribe('hamlet', { subscriptions: [{ name }], principals: [uid('othello')] }), 400, 'Insufficient permission');
+      // Administering a private channel does not give access to its messages: not subscribed, no adding.
+      expectJsonError(await subscribe('shiva', { subscriptions: [{ name: hidden }], principals: [uid('othello')] }), 400, `Unable to access channel (${hidden}).`);
+    });
+  });
+});
+
 describe('POST /users/me/subscriptions: private channels', () => {
   it('refuses private channels the caller cannot read, or lists them as unauthorized', async () => {
     const name = fresh('hidden');

@@ -554,6 +554,23 @@ describe('PATCH /streams/{stream_id}: all or nothing', () => {
     ]);
   });
 
+  it('never leaves a channel setting on a group deactivated concurrently (10 rounds)', async () => {
+    const c = await createChannel('iago');
+    for (let round = 0; round < 10; round++) {
+      const created = await env.client('iago').POST('/user_groups/create', { body: { name: fresh('race group'), description: 'race', members: [uid('hamlet')] } });
+      if (!created.data) throw new Error(`setup: ${JSON.stringify(created.error)}`);
+      const g = created.data.group_id;
+      const [deactivate, use] = await Promise.all([
+        env.client('iago').POST('/user_groups/{user_group_id}/deactivate', { params: { path: { user_group_id: g } } }),
+        patch('iago', c.id, { can_send_message_group: { new: g } }),
+      ]);
+      const state = `round ${round}: deactivate ${deactivate.response.status} ${deactivate.error?.msg ?? ''}, use ${use.response.status} ${use.error?.msg ?? ''}`;
+      expect([deactivate.response.status, use.response.status].filter((s) => s === 200), state).toHaveLength(1);
+      const group = await db().userGroup.findUniqueOrThrow({ where: { id: g } });
+      expect(group.deactivated && (await channel(c.id)).canSendMessageGroupId === g, state).toBe(false);
+    }
+  });
+
   it('serialises concurrent compare-and-swap updates of one setting', async () => {
     const c = await createChannel('iago');
     const everyone = await groupId('role:everyone');
