@@ -15,7 +15,6 @@ import {
   findChannelFolder,
   findChannelsByNames,
   firstMessageIds,
-  lockGroupsForShare,
   updateChannel,
 } from '../data/channels.repo.ts';
 import { subscriberCounts, subscriberIds } from '../data/subscriptions.repo.ts';
@@ -35,6 +34,7 @@ import {
   type PermissionSubject,
   type RealmAudience,
 } from '../access/channels.ts';
+import { lockGroupsShared } from '../data/user-groups.repo.ts';
 import {
   formatGroupSettingValues,
   releaseGroupSettingValue,
@@ -143,7 +143,9 @@ export async function insertChannel(tx: Db, realm: Realm, creator: User, request
   const history = request.inviteOnly ? (request.historyPublicToSubscribers ?? false) : true;
   if (request.isWebPublic && request.inviteOnly) throw new JsonableError('Invalid parameters');
   const settings: Record<string, number> = {};
-  await lockGroupsForShare(tx, realm.id, CHANNEL_GROUP_SETTINGS.flatMap((s) => groupsNamedBy(request.groupSettings[s.name])));
+  // Share-lock every group the values name, in one sorted statement (the per-value locks in
+  // actions/group-settings.ts then find them held; one ordered acquisition avoids lock-order deadlocks).
+  await lockGroupsShared(tx, CHANNEL_GROUP_SETTINGS.flatMap((s) => groupsNamedBy(request.groupSettings[s.name])));
   for (const setting of CHANNEL_GROUP_SETTINGS) {
     const value = request.groupSettings[setting.name];
     settings[setting.column] =
@@ -304,7 +306,8 @@ async function planChannelUpdate(
     if (update.folderId !== channel.folderId) plan.folderId = update.folderId;
   }
 
-  await lockGroupsForShare(tx, realm.id, CHANNEL_GROUP_SETTINGS.flatMap((s) => groupsNamedBy(update.groupSettings[s.name]?.new)));
+  // One sorted share-lock of every group the new values name (see insertChannel).
+  await lockGroupsShared(tx, CHANNEL_GROUP_SETTINGS.flatMap((s) => groupsNamedBy(update.groupSettings[s.name]?.new)));
   for (const setting of CHANNEL_GROUP_SETTINGS) {
     const change = update.groupSettings[setting.name];
     if (change === undefined) continue;

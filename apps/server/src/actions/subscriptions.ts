@@ -7,7 +7,8 @@
 import type { AppDeps } from '../deps.ts';
 import { inTransaction, type Db } from '../data/db.ts';
 import type { Channel, Realm, Subscription, User } from '../data/models.ts';
-import { findChannelFolder, findChannelsByIds, findChannelsByNames, isUniqueViolation, lockChannels } from '../data/channels.repo.ts';
+import { findChannelFolder, findChannelsByIds, findChannelsByNames, lockChannels } from '../data/channels.repo.ts';
+import { isUniqueViolation } from '../data/db.ts';
 import {
   findUsersByPrincipalIds,
   findUsersByPrincipalEmails,

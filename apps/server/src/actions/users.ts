@@ -1,7 +1,7 @@
 // Domain actions on users. Each runs in one transaction and emits its events after commit; callers
 // (handlers) have already authorized the request through access/.
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, type Db } from '../data/db.ts';
+import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import {
   countActiveHumanOwners,
@@ -197,9 +197,4 @@ export async function doReactivateUser(deps: AppDeps, realm: Realm, target: User
     ]);
     afterCommit(() => deps.events.announce(realm.id));
   });
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  const e = error as { code?: string; message?: string };
-  return e?.code === 'P2002' || /unique constraint|23505/i.test(e?.message ?? '');
 }

@@ -72,18 +72,3 @@ export async function clearModerationRequestChannel(db: Db, realmId: number, cha
 export const activeUsersOfRealm = (db: Db, realmId: number) =>
   db.user.findMany({ where: { realmId, isActive: true }, select: { id: true, role: true, isBot: true, botOwnerId: true }, orderBy: { id: 'asc' } });
 
-export function isUniqueViolation(error: unknown): boolean {
-  const e = error as { code?: string; message?: string; cause?: { code?: string } };
-  return e?.code === 'P2002' || e?.cause?.code === '23505' || /unique constraint|23505/i.test(e?.message ?? '');
-}
-
-/**
- * Share-locks the named groups a new setting value refers to, so that a concurrent deactivation of one
- * of them (which locks the group FOR UPDATE, then looks for its uses) either finishes first, and the
- * value is refused as naming a deactivated group, or waits and then sees this use.
- */
-export async function lockGroupsForShare(db: Db, realmId: number, groupIds: number[]): Promise<void> {
-  const ids = [...new Set(groupIds)].sort((a, b) => a - b);
-  if (ids.length === 0) return;
-  await db.$queryRaw`SELECT id FROM user_group WHERE realm_id = ${realmId} AND id IN (${Prisma.join(ids)}) ORDER BY id FOR SHARE`;
-}

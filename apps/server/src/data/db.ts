@@ -37,3 +37,9 @@ function isRetryable(error: unknown): boolean {
   const text = `${e?.code ?? ''} ${e?.cause?.code ?? ''} ${e?.message ?? ''}`;
   return /P2034|40001|40P01|deadlock|could not serialize/i.test(text);
 }
+
+/** A unique constraint refused the write (Prisma P2002, or PostgreSQL 23505 through the adapter). */
+export function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string; message?: string; cause?: { code?: string } };
+  return e?.code === 'P2002' || e?.cause?.code === '23505' || /unique constraint|23505/i.test(e?.message ?? '');
+}
