@@ -34,7 +34,7 @@ async function freePort(): Promise<number> {
 /** Form-encodes as the Python client does: strings raw, everything else json.dumps (with spaces). */
 function pythonForm(params: Record<string, unknown>): string {
   const dumps = (v: unknown) => JSON.stringify(v).replace(/,/g, ', ').replace(/":/g, '": ');
-  return new URLSearchParams(Object.entries(params).map(([k, v]) => [k, typeof v === 'string' ? v : dumps(v)])).toString();
+  return new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, typeof v === 'string' ? v : dumps(v)])).toString();
 }
 
 async function python(method: string, endpoint: string, params: Record<string, unknown> | null, auth: { email: string; key: string }) {
