@@ -4,6 +4,9 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
+// In a flat config a later entry REPLACES an earlier one's options for the same rule, so every block
+// below repeats the Prisma restriction that applies to it.
+const NO_PRISMA = { group: ['@parley/db', '@parley/db/*', '**/generated/prisma/**'], message: 'Only apps/server/src/data/ may import Prisma (@parley/db).' };
 
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', '**/generated/**', '.parley/**', '**/.turbo/**'] },
@@ -23,19 +26,25 @@ export default tseslint.config(
     files: ['apps/server/src/**/*.ts'],
     // The composition root (main, manage, server) wires the database in; nothing else may.
     ignores: ['apps/server/src/data/**', 'apps/server/src/main.ts', 'apps/server/src/manage.ts', 'apps/server/src/server.ts'],
-    rules: restrict([{ group: ['@parley/db', '@parley/db/*', '**/generated/prisma/**'], message: 'Only apps/server/src/data/ may import Prisma (@parley/db).' }]),
+    rules: restrict([NO_PRISMA]),
   },
   // Handlers stay thin: no Express, no Prisma, no envelope building.
   {
     files: ['apps/server/src/handlers/**/*.ts'],
     rules: restrict([
-      { group: ['express', '@parley/db', '@parley/db/*'], message: 'Handlers get a HandlerContext; they do not touch Express or Prisma.' },
+      NO_PRISMA,
+      { group: ['express'], message: 'Handlers get a HandlerContext; they do not touch Express.' },
       { group: ['../http/respond.ts'], message: 'Handlers return data; the envelope is built in http/respond.ts.' },
     ]),
   },
-  // Domain actions never read the request.
+  // Domain actions and permission checks never read the request, nor touch Prisma.
   {
-    files: ['apps/server/src/actions/**/*.ts', 'apps/server/src/access/**/*.ts', 'apps/server/src/data/**/*.ts'],
-    rules: restrict([{ group: ['express', '../http/*'], message: 'Actions, access checks and repositories do not depend on HTTP.' }]),
+    files: ['apps/server/src/actions/**/*.ts', 'apps/server/src/access/**/*.ts'],
+    rules: restrict([NO_PRISMA, { group: ['express', '../http/*'], message: 'Actions and access checks do not depend on HTTP.' }]),
+  },
+  // Repositories do not depend on HTTP either.
+  {
+    files: ['apps/server/src/data/**/*.ts'],
+    rules: restrict([{ group: ['express', '../http/*'], message: 'Repositories do not depend on HTTP.' }]),
   },
 );

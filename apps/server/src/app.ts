@@ -2,7 +2,7 @@
 //   resolve operation → parse body → authenticate → decode parameters (wire plan) → validate
 //   (express-openapi-validator on the spec) → thin handler → JSON envelope.
 // Every failure on the way becomes Zulip's error envelope in http/error-handler.ts.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import multer from 'multer';
 import * as OpenApiValidator from 'express-openapi-validator';
@@ -37,7 +37,7 @@ export function buildApp(deps: AppDeps) {
     res.type('html').sendFile(deps.docsHtmlPath);
   });
 
-  const { validationSpec, rules } = buildValidationSpec(deps.spec);
+  const { validationSpec, rules } = buildValidationSpec(JSON.parse(readFileSync(deps.specJsonPath, 'utf8')));
   const validator = OpenApiValidator.middleware({
     apiSpec: validationSpec as any,
     validateRequests: { coerceTypes: false, allowUnknownQueryParameters: true, removeAdditional: false },
@@ -95,6 +95,8 @@ export function buildApp(deps: AppDeps) {
   api.use(async (req: Request, res: Response, next: NextFunction) => {
     const state = res.locals.parley as RequestState;
     try {
+      // As in Zulip's rest_dispatch, credentials that are sent are checked even on public operations
+      // (a deactivated key gets 401 from /server_settings too).
       const credentials = parseBasicAuth(req);
       if (credentials) {
         const { user, realm } = await authenticate(deps.db, deps.cipher, credentials);

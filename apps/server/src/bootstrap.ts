@@ -20,6 +20,7 @@ export interface BootstrapResult {
 }
 
 export async function bootstrapIfEmpty(deps: AppDeps, env: NodeJS.ProcessEnv = process.env): Promise<BootstrapResult> {
+  if ((await countRealms(deps.db)) > 0) return { created: false }; // the usual start: nothing to hash
   const password = env.PARLEY_OWNER_PASSWORD || randomBytes(12).toString('base64url');
   const owner = await prepareNewUser({ email: deps.config.ownerEmail, fullName: 'Organization Owner', password, role: Role.OWNER });
   return inTransaction(deps.db, async (tx) => {

@@ -31,7 +31,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     host,
     port,
-    publicUrl: (env.PARLEY_URL ?? `http://${shownHost}:${port}`).replace(/\/+$/, ''),
+    publicUrl: validateOrganizationUrl(env.PARLEY_URL ?? `http://${shownHost}:${port}`),
     // Relative to where the user ran the command (pnpm runs scripts inside the package and keeps the
     // original directory in INIT_CWD).
     dataDir: path.resolve(env.INIT_CWD ?? process.cwd(), env.PARLEY_DATA_DIR ?? '.parley'),
@@ -52,4 +52,16 @@ function parseRateLimit(value: string): Config['rateLimit'] {
   const m = /^(\d+)\/(\d+)$/.exec(value);
   if (!m) throw new Error(`PARLEY_RATE_LIMIT must look like 200/60 (requests/seconds) or 0, got ${value}`);
   return { points: Number(m[1]), durationSeconds: Number(m[2]) };
+}
+
+/** An organization URL: absolute http(s), without a trailing slash. */
+export function validateOrganizationUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`organization URL must be an absolute http(s) URL, got ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`organization URL must use http or https, got ${value}`);
+  return value.replace(/\/+$/, '');
 }

@@ -9,8 +9,8 @@ export interface AppDeps {
   db: PrismaClient;
   cipher: ApiKeyCipher;
   events: EventBus;
-  /** The bundled spec (spec/dist/openapi.json). */
-  spec: Record<string, any>;
+  /** The bundled spec (spec/dist/openapi.json, made by `pnpm generate`); read when the HTTP app is built. */
+  specJsonPath: string;
   specYamlPath: string;
   docsHtmlPath: string;
 }

@@ -1,28 +1,13 @@
 // `pnpm start`: runs Parley. Without DATABASE_URL an embedded PostgreSQL keeps its data under
 // $PARLEY_DATA_DIR/postgres (default ./.parley); it stops cleanly on SIGINT/SIGTERM.
-import path from 'node:path';
-import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '@parley/db/embedded';
 import { loadConfig } from './config.ts';
-import { createDeps, listen } from './server.ts';
+import { createDeps, listen, openDatabase } from './server.ts';
 import { bootstrapIfEmpty, writeZuliprc } from './bootstrap.ts';
 
 const startedAt = performance.now();
 const config = loadConfig();
-let embedded: EmbeddedDatabase | undefined;
-let databaseUrl = config.databaseUrl;
-if (!databaseUrl) {
-  console.log(`[parley] starting embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')}`);
-  embedded = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres') });
-  const admin = new pg.Client({ connectionString: embedded.adminUrl });
-  await admin.connect();
-  const exists = await admin.query(`SELECT 1 FROM pg_database WHERE datname = 'parley'`);
-  if (exists.rowCount === 0) await admin.query('CREATE DATABASE parley');
-  await admin.end();
-  databaseUrl = embedded.urlFor('parley');
-}
-
-const deps = await createDeps(config, databaseUrl);
+const database = await openDatabase(config, (line) => console.log(`[parley] ${line}`));
+const deps = await createDeps(config, database.url);
 const boot = await bootstrapIfEmpty(deps);
 const running = await listen(deps, config.host, config.port);
 console.log(`[parley] listening on ${running.url} (ready in ${Math.round(performance.now() - startedAt)} ms)`);
@@ -40,7 +25,7 @@ async function shutdown(signal: string) {
   stopping = true;
   console.log(`[parley] ${signal}: shutting down`);
   await running.close();
-  if (embedded) await embedded.stop();
+  await database.stop();
   process.exit(0);
 }
 process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -1,12 +1,9 @@
 // `pnpm manage <command>`: administration from the shell, against the same database the server uses
 // (DATABASE_URL, or the embedded PostgreSQL under $PARLEY_DATA_DIR; stop the server first when it
 // uses the embedded one, since only one process may run the embedded cluster).
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '@parley/db/embedded';
-import { loadConfig } from './config.ts';
-import { createDeps } from './server.ts';
+import { loadConfig, validateOrganizationUrl } from './config.ts';
+import { createDeps, openDatabase } from './server.ts';
 import { doCreateRealm } from './actions/realms.ts';
 import { doCreateUser, doRotateApiKey, doUpdateUser, getOrCreateApiKey } from './actions/users.ts';
 import { findRealmById, listRealms } from './data/realms.repo.ts';
@@ -52,17 +49,8 @@ if (!command || command === 'help' || command === '--help') {
 }
 
 const config = loadConfig();
-let embedded: EmbeddedDatabase | undefined;
-let databaseUrl = config.databaseUrl;
-if (!databaseUrl) {
-  embedded = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres') });
-  const admin = new pg.Client({ connectionString: embedded.adminUrl });
-  await admin.connect();
-  if ((await admin.query(`SELECT 1 FROM pg_database WHERE datname = 'parley'`)).rowCount === 0) await admin.query('CREATE DATABASE parley');
-  await admin.end();
-  databaseUrl = embedded.urlFor('parley');
-}
-const deps = await createDeps(config, databaseUrl, { poolSize: 2 });
+const database = await openDatabase(config);
+const deps = await createDeps(config, database.url, { poolSize: 2 });
 
 async function realmFromArgs() {
   const realms = await listRealms(deps.db);
@@ -81,7 +69,7 @@ let exitCode = 0;
 try {
   switch (command) {
     case 'create-realm': {
-      const realm = await doCreateRealm(deps.db, { name: need('name'), url: need('url').replace(/\/+$/, '') });
+      const realm = await doCreateRealm(deps.db, { name: need('name'), url: validateOrganizationUrl(need('url')) });
       console.log(`created organization ${realm.id} "${realm.name}" at ${realm.url}`);
       break;
     }
@@ -107,7 +95,7 @@ try {
       const realm = await realmFromArgs();
       const user = await findUserByDeliveryEmail(deps.db, realm.id, need('email'));
       if (!user) throw new Error(`no user ${values.email} in ${realm.name}`);
-      await doUpdateUser(deps, realm, user, { role: parseRole(need('role')) });
+      await doUpdateUser(deps, realm, null, user.id, { role: parseRole(need('role')) });
       console.log(`${user.deliveryEmail}: role ${parseRole(values.role)}`);
       break;
     }
@@ -130,6 +118,6 @@ try {
   exitCode = 1;
 } finally {
   await deps.db.$disconnect();
-  if (embedded) await embedded.stop();
+  await database.stop();
 }
 process.exit(exitCode);

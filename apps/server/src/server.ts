@@ -1,11 +1,12 @@
 // Assembles a running Parley server: database (given or embedded), migrations, dependencies, HTTP.
 // Used by main.ts and by the tests, so that tests run exactly what users run.
-import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import path from 'node:path';
 import { createRequire } from 'node:module';
+import pg from 'pg';
 import { createPrismaClient } from '@parley/db';
+import { startEmbeddedPostgres } from '@parley/db/embedded';
 import { applyMigrations } from '@parley/db/migrate';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
@@ -40,7 +41,7 @@ export async function createDeps(config: Config, databaseUrl: string, options: {
     db,
     cipher: createApiKeyCipher(loadOrCreateSecret(config.secretKey, config.dataDir)),
     events: createEventBus(db),
-    spec: JSON.parse(readFileSync(files.json, 'utf8')),
+    specJsonPath: files.json,
     specYamlPath: files.yaml,
     docsHtmlPath: files.docs,
   };
@@ -66,4 +67,23 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
       await deps.db.$disconnect();
     },
   };
+}
+
+/**
+ * The database to use: DATABASE_URL when set, otherwise the embedded PostgreSQL under
+ * $PARLEY_DATA_DIR/postgres (its `parley` database created on first use). `stop` shuts the embedded
+ * cluster down (a no-op for DATABASE_URL).
+ */
+export async function openDatabase(config: Config, log: (line: string) => void = () => {}): Promise<{ url: string; stop(): Promise<void> }> {
+  if (config.databaseUrl) return { url: config.databaseUrl, stop: async () => {} };
+  log(`starting embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')}`);
+  const embedded = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres') });
+  const admin = new pg.Client({ connectionString: embedded.adminUrl });
+  await admin.connect();
+  try {
+    if ((await admin.query(`SELECT 1 FROM pg_database WHERE datname = 'parley'`)).rowCount === 0) await admin.query('CREATE DATABASE parley');
+  } finally {
+    await admin.end();
+  }
+  return { url: embedded.urlFor('parley'), stop: () => embedded.stop() };
 }

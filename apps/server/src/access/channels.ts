@@ -267,16 +267,14 @@ export interface RealmAudience {
   all: number[];
   nonGuests: Set<number>;
   admins: Set<number>;
-  guests: Set<number>;
 }
 
 export async function loadRealmAudience(db: Db, realmId: number): Promise<RealmAudience> {
   const users = await activeUsersOfRealm(db, realmId);
   return {
     all: users.map((u) => u.id),
-    nonGuests: new Set(users.filter((u) => u.role !== 600).map((u) => u.id)),
-    admins: new Set(users.filter((u) => u.role <= 200).map((u) => u.id)),
-    guests: new Set(users.filter((u) => u.role === 600).map((u) => u.id)),
+    nonGuests: new Set(users.filter((u) => !isGuest(u)).map((u) => u.id)),
+    admins: new Set(users.filter((u) => isAdmin(u)).map((u) => u.id)),
   };
 }
 

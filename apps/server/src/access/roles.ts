@@ -8,7 +8,6 @@ export const ALL_ROLES: readonly number[] = Object.values(Role);
 
 export const isOwner = (user: Pick<User, 'role'>) => user.role === Role.OWNER;
 export const isAdmin = (user: Pick<User, 'role'>) => user.role === Role.OWNER || user.role === Role.ADMINISTRATOR;
-export const isModerator = (user: Pick<User, 'role'>) => user.role <= Role.MODERATOR;
 export const isGuest = (user: Pick<User, 'role'>) => user.role === Role.GUEST;
 
 export function requireAdmin(user: User): void {
@@ -48,6 +47,12 @@ export function checkCanAdministerUser(actor: User, target: User): void {
   if (isAdmin(actor)) return;
   if (target.isBot && target.botOwnerId === actor.id) return;
   throw new JsonableError('Insufficient permission');
+}
+
+/** Changing another user's address: owners holding the server-granted can_change_user_emails permission. */
+export function checkCanChangeUserEmail(actor: User): void {
+  requireOwner(actor);
+  if (!actor.canChangeUserEmails) throw new JsonableError('User not authorized to change user emails');
 }
 
 /** Deactivating an owner needs an owner. */

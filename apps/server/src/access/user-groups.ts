@@ -1,9 +1,10 @@
 // Permission questions about user groups, answered from group-setting values.
 import type { Db } from '../data/db.ts';
-import type { Realm, User, UserGroup } from '../data/models.ts';
+import type { Realm, UserGroup } from '../data/models.ts';
 import { findGroupById } from '../data/user-groups.repo.ts';
 import { JsonableError, insufficientPermission } from '../errors.ts';
 import { holds, type PermissionSubject } from './group-settings.ts';
+import { isGuest } from './roles.ts';
 
 /** A named group of the organization (system groups included); anonymous setting groups are not addressable. */
 export async function accessUserGroup(db: Db, realm: Realm, groupId: number): Promise<UserGroup> {
@@ -15,7 +16,7 @@ export async function accessUserGroup(db: Db, realm: Realm, groupId: number): Pr
 /** Guests never manage groups, whatever a setting names (as in Zulip); system groups are never managed. */
 export const canManageGroup = (subject: PermissionSubject, realm: Realm, group: UserGroup) =>
   !group.isSystemGroup &&
-  subject.user.role !== 600 &&
+  !isGuest(subject.user) &&
   (holds(subject, realm.canManageAllGroupsId) || holds(subject, group.canManageGroupId));
 
 export function checkCanManageGroup(subject: PermissionSubject, realm: Realm, group: UserGroup): void {
@@ -49,9 +50,4 @@ export const checkCanRemoveSubgroups = checkCanManageGroup;
 
 export function checkCanCreateGroups(subject: PermissionSubject, realm: Realm): void {
   if (!holds(subject, realm.canCreateGroupsId) && !holds(subject, realm.canManageAllGroupsId)) throw insufficientPermission();
-}
-
-export function checkUserCanUseGroups(user: User): void {
-  if (user.isBot) throw new JsonableError('This endpoint does not accept bot requests.');
-  if (user.role === 600) throw new JsonableError('Not allowed for guest users');
 }

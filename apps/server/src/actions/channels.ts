@@ -4,7 +4,7 @@
 // completely or not at all (Zulip commits each property separately). Events are stored in the same
 // transaction and announced after commit.
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, type Db } from '../data/db.ts';
+import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import {
   channelHasNamedTopics,
@@ -20,6 +20,7 @@ import {
 import { subscriberCounts, subscriberIds } from '../data/subscriptions.repo.ts';
 import { systemGroupIds } from '../data/system-groups.repo.ts';
 import type { StoredEvent } from '../data/events.repo.ts';
+import { sorted } from '../lib/ids.ts';
 import { JsonableError } from '../errors.ts';
 import {
   accessChannelForAdministration,
@@ -59,7 +60,6 @@ import {
 } from '../lib/channel-format.ts';
 
 /** Events of these actions always name their recipients. */
-type UserEvent = Extract<StoredEvent, { userIds: number[] }>;
 
 /** Zulip's Stream.LAST_ACTIVITY_DAYS_BEFORE_FOR_ACTIVE. */
 const RECENT_ACTIVITY_DAYS = 180;
@@ -106,11 +106,10 @@ export const streamDeleteEvent = (channelIds: number[], forArchiving = false) =>
   for_archiving: forArchiving,
 });
 
-export async function defaultStreamsEvent(db: Db, realmId: number, audience: RealmAudience): Promise<UserEvent> {
+export async function defaultStreamsEvent(db: Db, realmId: number, audience: RealmAudience): Promise<StoredEvent> {
   return { userIds: [...audience.nonGuests], payload: { type: 'default_streams', default_streams: await defaultChannelIds(db, realmId) } };
 }
 
-const sorted = (ids: Iterable<number>) => [...ids].sort((a, b) => a - b);
 
 /** The named groups a setting value refers to (the group, or an anonymous value's subgroups). */
 const groupsNamedBy = (value: GroupSettingValue | undefined): number[] =>
@@ -138,7 +137,7 @@ export interface NewChannel {
  * stream-creation event for everyone who can see it. Anonymous group-setting values get one group per
  * channel, so that changing one channel's setting never affects another's.
  */
-export async function insertChannel(tx: Db, realm: Realm, creator: User, request: NewChannel, audience: RealmAudience): Promise<{ channel: Channel; events: UserEvent[] }> {
+export async function insertChannel(tx: Db, realm: Realm, creator: User, request: NewChannel, audience: RealmAudience): Promise<{ channel: Channel; events: StoredEvent[] }> {
   // Public channels always have public history (Zulip's get_default_value_for_history_public_to_subscribers).
   const history = request.inviteOnly ? (request.historyPublicToSubscribers ?? false) : true;
   if (request.isWebPublic && request.inviteOnly) throw new JsonableError('Invalid parameters');
@@ -325,7 +324,7 @@ async function planChannelUpdate(
 }
 
 /** Writes the plan in one update and builds the events, in the order Zulip sends them. */
-async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: ChannelUpdatePlan): Promise<UserEvent[]> {
+async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: ChannelUpdatePlan): Promise<StoredEvent[]> {
   const audience = await loadRealmAudience(tx, realm.id);
   const before = await metadataAccessUserIdsOf(tx, audience, channel);
 
@@ -347,7 +346,7 @@ async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: 
     updated = await updateChannel(tx, channel.id, data);
   } catch (error) {
     // A concurrent rename or creation took the name between the check and the write.
-    if (plan.name !== undefined && (error as { code?: string })?.code === 'P2002') throw new JsonableError('Channel name already in use.');
+    if (plan.name !== undefined && isUniqueViolation(error)) throw new JsonableError('Channel name already in use.');
     throw error;
   }
   for (const s of plan.groupSettings) {
@@ -360,7 +359,7 @@ async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: 
   const gained = sorted([...after].filter((id) => !before.has(id)));
   const lost = sorted([...before].filter((id) => !after.has(id)));
 
-  const events: UserEvent[] = [];
+  const events: StoredEvent[] = [];
   let name = channel.name;
   const update = (property: string, value: unknown, extra: Record<string, unknown> = {}) =>
     events.push({ userIds: keep, payload: { type: 'stream', op: 'update', stream_id: channel.id, name, property, value, ...extra } });
@@ -429,7 +428,7 @@ export async function doArchiveChannel(deps: AppDeps, realm: Realm, actor: User,
     const audience = await loadRealmAudience(tx, realm.id);
     const affected = sorted(await metadataAccessUserIdsOf(tx, audience, channel));
     await updateChannel(tx, channel.id, { isArchived: true, isDefault: false });
-    const events: UserEvent[] = [];
+    const events: StoredEvent[] = [];
     if (channel.isDefault) events.push(await defaultStreamsEvent(tx, realm.id, audience));
     if (await clearModerationRequestChannel(tx, realm.id, channel.id)) {
       events.push({ userIds: audience.all, payload: { type: 'realm', op: 'update_dict', property: 'default', data: { moderation_request_channel_id: -1 } } });

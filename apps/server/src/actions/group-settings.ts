@@ -38,12 +38,16 @@ function canonicalize(value: GroupSettingValue, nobodyId: number): Canonical {
 
 const sameCanonical = (a: Canonical, b: Canonical) => JSON.stringify(a) === JSON.stringify(b);
 
-/** The stored group's value in canonical form. */
-async function canonicalOfStored(db: Db, realmId: number, groupId: number): Promise<Canonical> {
+/**
+ * The stored group's value in canonical form, as clients see it: an anonymous value whose active
+ * members dwindled to none reads as its single subgroup, or as role:nobody (FL 303 drops deactivated
+ * users from direct_members), and compares equal to that.
+ */
+async function canonicalOfStored(db: Db, realmId: number, groupId: number, nobodyId: number): Promise<Canonical> {
   const group = await findGroupById(db, realmId, groupId);
   if (!group || group.name !== null) return { kind: 'named', id: groupId };
   const m = (await membershipOfGroups(db, [groupId])).get(groupId)!;
-  return { kind: 'anonymous', members: m.members, subgroups: m.subgroups };
+  return canonicalize({ direct_members: m.members, direct_subgroups: m.subgroups }, nobodyId);
 }
 
 /** Validates a value for `setting` and returns its canonical form (no writes). */
@@ -127,7 +131,7 @@ export async function resolveGroupSettingUpdate(
   update: GroupSettingUpdate,
 ): Promise<number | null> {
   const system = await systemGroupIds(db, realmId);
-  const current = await canonicalOfStored(db, realmId, currentGroupId);
+  const current = await canonicalOfStored(db, realmId, currentGroupId, system['role:nobody']);
   if (update.old !== undefined && !sameCanonical(canonicalize(update.old, system['role:nobody']), current)) {
     throw new JsonableError("'old' value does not match the expected value.", { code: 'EXPECTATION_MISMATCH' });
   }

@@ -7,7 +7,7 @@
 import type { AppDeps } from '../deps.ts';
 import { inTransaction, type Db } from '../data/db.ts';
 import type { Channel, Realm, Subscription, User } from '../data/models.ts';
-import { findChannelFolder, findChannelsByIds, findChannelsByNames, lockChannels } from '../data/channels.repo.ts';
+import { defaultChannelIds, findChannelFolder, findChannelsByIds, findChannelsByNames, lockChannels } from '../data/channels.repo.ts';
 import { isUniqueViolation } from '../data/db.ts';
 import {
   findUsersByPrincipalIds,
@@ -20,6 +20,7 @@ import {
   usedColorsOfUsers,
 } from '../data/subscriptions.repo.ts';
 import type { StoredEvent } from '../data/events.repo.ts';
+import { sorted } from '../lib/ids.ts';
 import { JsonableError } from '../errors.ts';
 import {
   ChannelDoesNotExistError,
@@ -50,9 +51,7 @@ import {
 } from '../lib/channel-format.ts';
 
 /** Events of these actions always name their recipients. */
-type UserEvent = Extract<StoredEvent, { userIds: number[] }>;
 
-const sorted = (ids: Iterable<number>) => [...ids].sort((a, b) => a - b);
 
 /**
  * Principals: user ids or e-mail addresses (as shown in users' `email` field, case-insensitively).
@@ -161,7 +160,7 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
 
     const existing = await lockAndReload(tx, realm, names.map((n) => found.get(n.toLowerCase())).filter((c): c is Channel => c !== undefined));
     const audience = await loadRealmAudience(tx, realm.id);
-    const events: UserEvent[] = [];
+    const events: StoredEvent[] = [];
 
     const created: Channel[] = [];
     for (const name of missing) {
@@ -248,7 +247,7 @@ async function addSubscriptions(tx: Db, realm: Realm, channels: Channel[], users
   await insertSubscriptions(tx, toInsert);
   await setSubscriptionsActive(tx, toActivate, true);
 
-  const events: UserEvent[] = [];
+  const events: StoredEvent[] = [];
   if (added.length) {
     const touched = channels.filter((c) => added.some((a) => a.channel.id === c.id));
     const data = await loadChannelDisplayData(tx, realm.id, touched);
@@ -281,6 +280,14 @@ async function addSubscriptions(tx: Db, realm: Realm, channels: Channel[], users
     /** Would Zulip's notification bot have told someone else about being subscribed? */
     notificationsDue: (actorId: number) => added.some((a) => a.user.id !== actorId && !a.user.isBot && !createdIds.has(a.channel.id)),
   };
+}
+
+/** A new user joins the organization's default channels (Zulip's do_create_user); returns the events. */
+export async function subscribeToDefaultChannels(tx: Db, realm: Realm, user: User): Promise<StoredEvent[]> {
+  const channels = (await findChannelsByIds(tx, realm.id, await defaultChannelIds(tx, realm.id))).filter((c) => !c.isArchived);
+  if (channels.length === 0) return [];
+  await lockChannels(tx, channels.map((c) => c.id));
+  return (await addSubscriptions(tx, realm, channels, [user], new Map(), new Set())).events;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,8 +337,8 @@ export async function doUnsubscribe(
   });
 }
 
-async function removalEvents(tx: Db, realm: Realm, users: User[], channels: Channel[], removed: Array<{ user: User; channel: Channel }>): Promise<UserEvent[]> {
-  const events: UserEvent[] = [];
+async function removalEvents(tx: Db, realm: Realm, users: User[], channels: Channel[], removed: Array<{ user: User; channel: Channel }>): Promise<StoredEvent[]> {
+  const events: StoredEvent[] = [];
   const touched = channels.filter((c) => removed.some((r) => r.channel.id === c.id));
   const audience = await loadRealmAudience(tx, realm.id);
   const after = await metadataAccessUserIds(tx, audience, touched);

@@ -2,7 +2,7 @@
 // concurrent edits of one group serialise (no lost updates, no deadlocks surfacing to clients), and
 // stores its user_group events for delivery after commit.
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, type Db } from '../data/db.ts';
+import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
 import type { Realm, User, UserGroup } from '../data/models.ts';
 import {
   addMembers,
@@ -14,6 +14,7 @@ import {
   findGroupsByIds,
   findNamedGroupByName,
   lockGroup,
+  lockGroupsShared,
   lockSubgroupGraph,
   membershipOfGroups,
   recursiveSubgroupIds,
@@ -77,6 +78,9 @@ export async function doCreateUserGroup(deps: AppDeps, realm: Realm, creator: Us
   return inTransaction(deps.db, async (tx, afterCommit) => {
     const name = await validateGroupName(tx, realm.id, input.name);
     await checkActiveUsers(tx, realm.id, input.members);
+    // Same locks as deactivation, so a subgroup cannot be deactivated while it joins the new group.
+    await lockSubgroupGraph(tx, realm.id);
+    await lockGroupsShared(tx, input.subgroups);
     await checkSubgroupsAddable(tx, realm.id, input.subgroups);
     const settings: Record<string, number> = {};
     for (const setting of GROUP_SETTINGS) {
@@ -92,8 +96,14 @@ export async function doCreateUserGroup(deps: AppDeps, realm: Realm, creator: Us
     const [formatted] = await formatUserGroups(tx, realm.id, [group]);
     await notifyRealm(tx, deps, realm.id, [{ type: 'user_group', op: 'add', group: formatted }], afterCommit);
     return group.id;
-  });
+  }).catch(duplicateNameError(input.name));
 }
+
+/** A concurrent create or rename took the name between our check and our write. */
+const duplicateNameError = (name: string | undefined) => (error: unknown): never => {
+  if (name !== undefined && isUniqueViolation(error)) throw new JsonableError(`User group '${name.trim()}' already exists.`);
+  throw error;
+};
 
 export interface UserGroupUpdate {
   name?: string;
@@ -131,7 +141,7 @@ export async function doUpdateUserGroup(deps: AppDeps, realm: Realm, groupId: nu
     await updateGroup(tx, group.id, data);
     for (const old of released) await releaseGroupSettingValue(tx, realm.id, old);
     await notifyRealm(tx, deps, realm.id, [{ type: 'user_group', op: 'update', group_id: group.id, data: eventData }], afterCommit);
-  });
+  }).catch(duplicateNameError(update.name));
 }
 
 /** Subgroups one may add: named, active groups of the organization. */

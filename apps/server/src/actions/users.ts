@@ -10,19 +10,21 @@ import {
   findApiKey,
   findUserByDeliveryEmail,
   findUsersByIds,
-  lockActiveOwners,
+  lockUser,
   lockRealm,
   updateUser,
   upsertApiKey,
 } from '../data/users.repo.ts';
 import { syncSystemGroupMembership, systemGroupEvents } from '../data/system-groups.repo.ts';
 import { deleteProfileValue, findProfileFieldsByIds, upsertProfileValue } from '../data/profile-fields.repo.ts';
-import { deactivateBotsOwnedBy } from '../data/users-admin.repo.ts';
+import { activeUsersWithRole, deactivateBotsOwnedBy, emailVisibilityOf } from '../data/users-admin.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { generateApiKey } from '../security/secrets.ts';
 import { hashPassword } from '../security/passwords.ts';
 import { normalizeProfileValue } from '../lib/profile-fields.ts';
-import { Role } from '../access/roles.ts';
+import { checkCanChangeRole, checkCanDeactivateUser, Role } from '../access/roles.ts';
+import { canSeeDeliveryEmail } from '../lib/user-format.ts';
+import { subscribeToDefaultChannels } from './subscriptions.ts';
 import { validateEmailAddress, validateFullName } from '../lib/validation.ts';
 
 export interface NewUser {
@@ -70,8 +72,10 @@ export async function insertUser(tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'
   const apiKey = generateApiKey();
   await upsertApiKey(tx, user.id, deps.cipher.lookupHash(apiKey), deps.cipher.encrypt(apiKey));
   await deps.events.enqueue(tx, realm.id, [
+    // New users start with email_address_visibility 1 (everyone), so the real address is public.
     { realmWide: true, payload: { type: 'realm_user', op: 'add', person: { user_id: user.id, full_name: fullName, email, role } } },
     ...systemGroupEvents(user.id, membership).map((payload) => ({ realmWide: true as const, payload })),
+    ...(await subscribeToDefaultChannels(tx, realm, user)),
   ]);
   return { user, apiKey };
 }
@@ -96,17 +100,23 @@ export interface UserUpdate {
   newEmail?: string;
 }
 
-export async function doUpdateUser(deps: AppDeps, realm: Realm, target: User, update: UserUpdate): Promise<void> {
+/**
+ * `actor` is the administrator making the change (null for the management CLI). Changes that touch the
+ * organization's owners are serialised on the realm row, and the target is re-read under lock, so the
+ * rules ("the only owner keeps the role", "only owners change owners") hold under concurrency.
+ */
+export async function doUpdateUser(deps: AppDeps, realm: Realm, actor: User | null, targetId: number, update: UserUpdate): Promise<void> {
   const fullName = update.fullName !== undefined && update.fullName.trim() !== '' ? validateFullName(update.fullName) : undefined;
   const newEmail = update.newEmail !== undefined ? validateEmailAddress(update.newEmail) : undefined;
   await inTransaction(deps.db, async (tx, afterCommit) => {
+    if (update.role !== undefined) await lockRealm(tx, realm.id);
+    const target = await lockUser(tx, realm.id, targetId);
+    if (!target) throw new JsonableError('No such user');
     const events: Array<Record<string, unknown>> = [];
     if (update.role !== undefined && update.role !== target.role) {
-      if (target.role === Role.OWNER) {
-        const owners = await lockActiveOwners(tx, realm.id);
-        if (owners.length <= 1 && owners.includes(target.id)) {
-          throw new JsonableError('The owner permission cannot be removed from the only organization owner.');
-        }
+      if (actor) checkCanChangeRole(actor, target, update.role);
+      if (target.role === Role.OWNER && target.isActive && !target.isBot && (await countActiveHumanOwners(tx, realm.id)) <= 1) {
+        throw new JsonableError('The owner permission cannot be removed from the only organization owner.');
       }
       await updateUser(tx, target.id, { role: update.role });
       const membership = await syncSystemGroupMembership(tx, realm.id, target.id, update.role);
@@ -117,11 +127,19 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, target: User, up
       await updateUser(tx, target.id, { fullName });
       events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, full_name: fullName } });
     }
+    const privateEvents: Array<{ userIds: number[]; payload: Record<string, unknown> }> = [];
     if (newEmail !== undefined && newEmail.toLowerCase() !== target.deliveryEmail.toLowerCase()) {
       const holder = await findUserByDeliveryEmail(tx, realm.id, newEmail);
       if (holder && holder.id !== target.id) throw new JsonableError(`Email '${newEmail}' already in use`);
       await updateUser(tx, target.id, { email: newEmail, deliveryEmail: newEmail });
-      events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, delivery_email: newEmail } });
+      // The real address goes only to those allowed to see it (the target's email_address_visibility).
+      const visibility = (await emailVisibilityOf(tx, [target.id])).get(target.id) ?? 1;
+      const viewers = await activeUsersWithRole(tx, realm.id);
+      privateEvents.push({
+        userIds: viewers.filter((v) => canSeeDeliveryEmail(v, target, visibility)).map((v) => v.id),
+        payload: { type: 'realm_user', op: 'update', person: { user_id: target.id, delivery_email: newEmail } },
+      });
+      if (visibility === 1) events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, email: newEmail } });
     }
     if (update.profileData && update.profileData.length > 0) {
       const fields = await findProfileFieldsByIds(tx, realm.id, update.profileData.map((d) => d.id));
@@ -148,28 +166,38 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, target: User, up
         });
       }
     }
-    if (events.length > 0) {
-      await deps.events.enqueue(tx, realm.id, events.map((payload) => ({ realmWide: true as const, payload })));
+    if (events.length > 0 || privateEvents.length > 0) {
+      await deps.events.enqueue(tx, realm.id, [...events.map((payload) => ({ realmWide: true as const, payload })), ...privateEvents]);
       afterCommit(() => deps.events.announce(realm.id));
     }
+  }).catch((error) => {
+    if (isUniqueViolation(error)) throw new JsonableError(`Email '${newEmail}' already in use`);
+    throw error;
   });
 }
 
-/** Deactivation, by an administrator or by the user. Bots the user owns are deactivated too. */
-export async function doDeactivateUser(deps: AppDeps, realm: Realm, target: User, options: { self: boolean }): Promise<void> {
+/**
+ * Deactivation, by an administrator (`actor`, DELETE /users/{id}) or by the user themself (`self`). Bots the
+ * user owns are deactivated too. Serialised on the realm row with role changes, so the organization
+ * can never lose its last owner or user.
+ */
+export async function doDeactivateUser(deps: AppDeps, realm: Realm, actor: User, targetId: number, options: { self: boolean }): Promise<void> {
+  const { self } = options;
   await inTransaction(deps.db, async (tx, afterCommit) => {
     await lockRealm(tx, realm.id);
-    if (options.self && (await countActiveUsers(tx, realm.id)) <= 1) {
+    const target = await lockUser(tx, realm.id, targetId);
+    if (!target) throw new JsonableError('No such user');
+    if (self && (await countActiveUsers(tx, realm.id)) <= 1) {
       throw new JsonableError('Cannot deactivate the only user.', {
         code: 'CANNOT_DEACTIVATE_LAST_USER',
         data: { is_last_owner: false, entity: 'user' },
       });
     }
-    const current = await findUsersByIds(tx, realm.id, [target.id]);
-    if (!current[0]?.isActive) throw new JsonableError('User is deactivated');
+    if (!target.isActive) throw new JsonableError('User is deactivated');
+    if (!self) checkCanDeactivateUser(actor, target);
     if (target.role === Role.OWNER && !target.isBot && (await countActiveHumanOwners(tx, realm.id)) <= 1) {
       // Own deactivation has its own error code (seed op 20); an administrator's attempt is a plain error.
-      throw options.self
+      throw self
         ? new JsonableError('Cannot deactivate the only organization owner.', {
             code: 'CANNOT_DEACTIVATE_LAST_USER',
             data: { is_last_owner: true, entity: 'organization owner' },

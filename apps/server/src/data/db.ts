@@ -12,11 +12,19 @@ export async function inTransaction<T>(
   work: (tx: Prisma.TransactionClient, afterCommit: (fn: () => void | Promise<void>) => void) => Promise<T>,
   options: { isolationLevel?: Prisma.TransactionIsolationLevel } = {},
 ): Promise<T> {
-  const callbacks: Array<() => void | Promise<void>> = [];
-  const result = await retryOnSerializationFailure(() =>
-    db.$transaction((tx) => work(tx, (fn) => callbacks.push(fn)), { maxWait: 10_000, timeout: 30_000, ...options }),
-  );
-  for (const fn of callbacks) await fn();
+  let callbacks: Array<() => void | Promise<void>> = [];
+  const result = await retryOnSerializationFailure(() => {
+    callbacks = []; // only the attempt that commits may run its callbacks
+    return db.$transaction((tx) => work(tx, (fn) => callbacks.push(fn)), { maxWait: 10_000, timeout: 30_000, ...options });
+  });
+  // The change is committed: a failing after-commit step (a NOTIFY) must not turn it into an error.
+  for (const fn of callbacks) {
+    try {
+      await fn();
+    } catch (error) {
+      console.error('[parley] after-commit step failed:', error);
+    }
+  }
   return result;
 }
 

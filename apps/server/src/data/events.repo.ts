@@ -24,6 +24,3 @@ export async function insertEvents(db: Db, realmId: number, events: QueuedEvent[
 export async function notifyEventChannel(db: Db, realmId: number): Promise<void> {
   await db.$executeRaw`SELECT pg_notify('parley_events', ${String(realmId)})`;
 }
-
-export const listEventsForUser = (db: Db, realmId: number, userId: number, afterId: bigint = 0n) =>
-  db.event.findMany({ where: { realmId, id: { gt: afterId }, OR: [{ userIds: { has: userId } }, { realmWide: true }] }, orderBy: { id: 'asc' } });

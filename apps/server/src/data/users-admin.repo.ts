@@ -1,9 +1,8 @@
 import type { Db } from './db.ts';
 
-export async function activeUserIds(db: Db, realmId: number): Promise<number[]> {
-  const rows = await db.user.findMany({ where: { realmId, isActive: true }, select: { id: true } });
-  return rows.map((r) => r.id);
-}
+/** Active users with what visibility rules need (id, role). */
+export const activeUsersWithRole = (db: Db, realmId: number) =>
+  db.user.findMany({ where: { realmId, isActive: true }, select: { id: true, role: true, isBot: true } });
 
 export async function deactivateBotsOwnedBy(db: Db, ownerId: number): Promise<number[]> {
   const bots = await db.user.findMany({ where: { botOwnerId: ownerId, isBot: true, isActive: true }, select: { id: true } });

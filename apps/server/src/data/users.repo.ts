@@ -1,7 +1,8 @@
 import type { Db } from './db.ts';
 
+/** The key's row with its user and the user's organization (one query per authenticated request). */
 export const findUserByApiKeyHash = (db: Db, lookupHash: string) =>
-  db.apiKey.findUnique({ where: { lookupHash }, include: { user: true } });
+  db.apiKey.findUnique({ where: { lookupHash }, include: { user: { include: { realm: true } } } });
 
 export const findUserById = (db: Db, realmId: number, id: number) => db.user.findFirst({ where: { id, realmId } });
 
@@ -11,11 +12,6 @@ export const findUserByDeliveryEmail = (db: Db, realmId: number, email: string) 
 export const findUsersByIds = (db: Db, realmId: number, ids: number[]) =>
   db.user.findMany({ where: { realmId, id: { in: ids } }, orderBy: { id: 'asc' } });
 
-export const findUsersByDeliveryEmails = (db: Db, realmId: number, emails: string[]) =>
-  db.user.findMany({
-    where: { realmId, OR: emails.map((email) => ({ deliveryEmail: { equals: email, mode: 'insensitive' as const } })) },
-  });
-
 export const listUsers = (db: Db, realmId: number, ids?: number[]) =>
   db.user.findMany({ where: { realmId, ...(ids ? { id: { in: ids } } : {}) }, orderBy: { id: 'asc' } });
 
@@ -24,11 +20,10 @@ export const countActiveUsers = (db: Db, realmId: number) => db.user.count({ whe
 export const countActiveHumanOwners = (db: Db, realmId: number) =>
   db.user.count({ where: { realmId, isActive: true, isBot: false, role: 100 } });
 
-/** Locks the organization's active owner rows, so that concurrent demotions/deactivations cannot leave it ownerless. */
-export async function lockActiveOwners(db: Db, realmId: number): Promise<number[]> {
-  const rows = await db.$queryRaw<{ id: number }[]>`
-    SELECT id FROM "user" WHERE realm_id = ${realmId} AND is_active AND NOT is_bot AND role = 100 ORDER BY id FOR UPDATE`;
-  return rows.map((r) => r.id);
+/** Locks a user row and returns it as committed now (read after the lock is granted). */
+export async function lockUser(db: Db, realmId: number, id: number) {
+  await db.$queryRaw`SELECT id FROM "user" WHERE id = ${id} AND realm_id = ${realmId} FOR UPDATE`;
+  return db.user.findFirst({ where: { id, realmId } });
 }
 
 /** Locks the organization row; serialises organization-wide invariants (last user, last owner). */

@@ -8,18 +8,11 @@ export interface EventBus {
   /** Stores events inside the transaction `tx`; call `announce` after commit. */
   enqueue(tx: Db, realmId: number, events: QueuedEvent[]): Promise<void>;
   announce(realmId: number): Promise<void>;
-  /** Stores and announces at once (stateless events such as typing). */
-  send(realmId: number, events: QueuedEvent[]): Promise<void>;
 }
 
 export function createEventBus(db: PrismaClient): EventBus {
   return {
     enqueue: (tx, realmId, events) => insertEvents(tx, realmId, events),
     announce: (realmId) => notifyEventChannel(db, realmId),
-    async send(realmId, events) {
-      if (events.length === 0) return;
-      await insertEvents(db, realmId, events);
-      await notifyEventChannel(db, realmId);
-    },
   };
 }

@@ -1,6 +1,7 @@
 import type { Handler, HandlerTable } from '../http/handler.ts';
-import { accessUserGroup, checkCanAddMembers, checkCanAddSubgroups, checkCanCreateGroups, checkCanManageGroup, checkCanRemoveMembers, checkCanRemoveSubgroups, checkUserCanUseGroups } from '../access/user-groups.ts';
+import { accessUserGroup, checkCanAddMembers, checkCanAddSubgroups, checkCanCreateGroups, checkCanManageGroup, checkCanRemoveMembers, checkCanRemoveSubgroups } from '../access/user-groups.ts';
 import { loadPermissionSubject } from '../access/group-settings.ts';
+import { requireMemberOrAdmin } from '../access/roles.ts';
 import { accessUserById } from '../access/users.ts';
 import { directMemberIds, directSubgroupIds, isUserInGroup, listNamedGroups, recursiveMemberIds, recursiveSubgroupIds } from '../data/user-groups.repo.ts';
 import { doCreateUserGroup, doDeactivateUserGroup, doUpdateUserGroup, doUpdateUserGroupMembership, formatUserGroups } from '../actions/user-groups.ts';
@@ -10,13 +11,13 @@ import { settingsOf } from '../lib/group-settings.ts';
 const SETTING_NAMES = settingsOf('user_group').map((s) => s.name);
 
 const getUserGroups: Handler<'get-user-groups'> = async ({ params, realm, user, deps }) => {
-  checkUserCanUseGroups(user);
+  requireMemberOrAdmin(user);
   const groups = await listNamedGroups(deps.db, realm.id, params.include_deactivated_groups ?? false);
   return { user_groups: await formatUserGroups(deps.db, realm.id, groups) };
 };
 
 const createUserGroup: Handler<'create-user-group'> = async ({ params, realm, user, deps }) => {
-  checkUserCanUseGroups(user);
+  requireMemberOrAdmin(user);
   checkCanCreateGroups(await loadPermissionSubject(deps.db, user), realm);
   const settings = Object.fromEntries(SETTING_NAMES.map((name) => [name, (params as Record<string, unknown>)[name]])) as Record<string, any>;
   const groupId = await doCreateUserGroup(deps, realm, user, {
@@ -30,7 +31,7 @@ const createUserGroup: Handler<'create-user-group'> = async ({ params, realm, us
 };
 
 const updateUserGroup: Handler<'update-user-group'> = async ({ params, path, realm, user, deps }) => {
-  checkUserCanUseGroups(user);
+  requireMemberOrAdmin(user);
   const settings = Object.fromEntries(SETTING_NAMES.map((name) => [name, (params as Record<string, unknown>)[name]])) as Record<string, any>;
   const nothing = params.name === undefined && params.description === undefined && params.deactivated === undefined && Object.values(settings).every((v) => v === undefined);
   if (nothing) throw new JsonableError('No new data supplied');
@@ -46,7 +47,7 @@ const updateUserGroup: Handler<'update-user-group'> = async ({ params, path, rea
 };
 
 const updateUserGroupMembers: Handler<'update-user-group-members'> = async ({ params, path, realm, user, deps }) => {
-  checkUserCanUseGroups(user);
+  requireMemberOrAdmin(user);
   const change = { add: params.add ?? [], delete: params.delete ?? [], addSubgroups: params.add_subgroups ?? [], deleteSubgroups: params.delete_subgroups ?? [] };
   if (!change.add.length && !change.delete.length && !change.addSubgroups.length && !change.deleteSubgroups.length) {
     throw new JsonableError('Nothing to do. Specify at least one of "add", "delete", "add_subgroups" or "delete_subgroups".');
@@ -62,7 +63,7 @@ const updateUserGroupMembers: Handler<'update-user-group-members'> = async ({ pa
 };
 
 const updateUserGroupSubgroups: Handler<'update-user-group-subgroups'> = async ({ params, path, realm, user, deps }) => {
-  checkUserCanUseGroups(user);
+  requireMemberOrAdmin(user);
   const change = { add: [], delete: [], addSubgroups: params.add ?? [], deleteSubgroups: params.delete ?? [] };
   if (!change.addSubgroups.length && !change.deleteSubgroups.length) throw new JsonableError('Nothing to do. Specify at least one of "add" or "delete".');
   const group = await accessUserGroup(deps.db, realm, path.user_group_id);
@@ -82,21 +83,21 @@ const deactivateUserGroup: Handler<'deactivate-user-group'> = async ({ path, rea
 };
 
 const getUserGroupMembers: Handler<'get-user-group-members'> = async ({ params, path, realm, user, deps }) => {
-  checkUserCanUseGroups(user);
+  requireMemberOrAdmin(user);
   const group = await accessUserGroup(deps.db, realm, path.user_group_id);
   const members = params.direct_member_only ? await directMemberIds(deps.db, group.id) : await recursiveMemberIds(deps.db, group.id);
   return { members };
 };
 
 const getIsUserGroupMember: Handler<'get-is-user-group-member'> = async ({ params, path, realm, user, deps }) => {
-  checkUserCanUseGroups(user);
+  requireMemberOrAdmin(user);
   const group = await accessUserGroup(deps.db, realm, path.user_group_id);
   const target = await accessUserById(deps.db, realm, path.user_id, { allowDeactivated: false });
   return { is_user_group_member: await isUserInGroup(deps.db, target.id, group.id, params.direct_member_only ?? false) };
 };
 
 const getUserGroupSubgroups: Handler<'get-user-group-subgroups'> = async ({ params, path, realm, user, deps }) => {
-  checkUserCanUseGroups(user);
+  requireMemberOrAdmin(user);
   const group = await accessUserGroup(deps.db, realm, path.user_group_id);
   const subgroups = params.direct_subgroup_only ? await directSubgroupIds(deps.db, group.id) : await recursiveSubgroupIds(deps.db, group.id);
   return { subgroups };

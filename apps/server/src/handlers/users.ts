@@ -6,7 +6,7 @@ import { emailVisibilityOf } from '../data/users-admin.repo.ts';
 import { profileValuesOfUsers } from '../data/profile-fields.repo.ts';
 import { formatUser } from '../lib/user-format.ts';
 import { accessUserById, accessUserForAdministration, checkSpectatorAccess } from '../access/users.ts';
-import { checkCanChangeRole, checkCanDeactivateUser, isOwner, requireAdmin, requireHuman } from '../access/roles.ts';
+import { checkCanChangeRole, checkCanChangeUserEmail, checkCanDeactivateUser, requireAdmin, requireHuman } from '../access/roles.ts';
 import { doCreateUser, doDeactivateUser, doReactivateUser, doUpdateUser } from '../actions/users.ts';
 import { JsonableError } from '../errors.ts';
 import { checkPasswordStrength, isPlausibleEmail } from '../lib/validation.ts';
@@ -14,14 +14,21 @@ import { checkPasswordStrength, isPlausibleEmail } from '../lib/validation.ts';
 async function formatUsers(db: Db, realm: Realm, viewer: User | null, users: User[], options: { clientGravatar: boolean; includeProfile: boolean }) {
   const ids = users.map((u) => u.id);
   const visibility = await emailVisibilityOf(db, ids);
-  const values = options.includeProfile ? await profileValuesOfUsers(db, ids) : [];
+  const valuesByUser = new Map<number, Awaited<ReturnType<typeof profileValuesOfUsers>>>();
+  if (options.includeProfile) {
+    for (const value of await profileValuesOfUsers(db, ids)) {
+      const list = valuesByUser.get(value.userId) ?? [];
+      list.push(value);
+      valuesByUser.set(value.userId, list);
+    }
+  }
   return users.map((user) =>
     formatUser(user, {
       realm,
       viewer,
       clientGravatar: options.clientGravatar,
       emailVisibility: visibility.get(user.id) ?? 1,
-      ...(options.includeProfile ? { profileValues: values.filter((v) => v.userId === user.id) } : {}),
+      ...(options.includeProfile ? { profileValues: valuesByUser.get(user.id) ?? [] } : {}),
     }),
   );
 }
@@ -66,11 +73,8 @@ export const createUser: Handler<'create-user'> = async ({ params, realm, user, 
 export const updateUser: Handler<'update-user'> = async ({ params, path, realm, user, deps }) => {
   const target = await accessUserForAdministration(deps.db, realm, user, path.user_id);
   if (params.role !== undefined && params.role !== target.role) checkCanChangeRole(user, target, params.role);
-  if (params.new_email !== undefined) {
-    if (!isOwner(user)) throw new JsonableError('Must be an organization owner', { code: 'UNAUTHORIZED_PRINCIPAL' });
-    if (!user.canChangeUserEmails) throw new JsonableError('User not authorized to change user emails');
-  }
-  await doUpdateUser(deps, realm, target, {
+  if (params.new_email !== undefined) checkCanChangeUserEmail(user);
+  await doUpdateUser(deps, realm, user, target.id, {
     ...(params.full_name !== undefined ? { fullName: params.full_name } : {}),
     ...(params.role !== undefined ? { role: params.role } : {}),
     ...(params.profile_data !== undefined ? { profileData: params.profile_data } : {}),
@@ -84,7 +88,7 @@ export const deactivateUser: Handler<'deactivate-user'> = async ({ path, realm, 
   if (target.isBot) throw new JsonableError('No such user'); // bots are deactivated through the bot API
   requireAdmin(user);
   checkCanDeactivateUser(user, target);
-  await doDeactivateUser(deps, realm, target, { self: false });
+  await doDeactivateUser(deps, realm, user, target.id, { self: false });
   return {};
 };
 
@@ -96,6 +100,6 @@ export const reactivateUser: Handler<'reactivate-user'> = async ({ path, realm, 
 
 export const deactivateOwnUser: Handler<'deactivate-own-user'> = async ({ realm, user, deps }) => {
   requireHuman(user);
-  await doDeactivateUser(deps, realm, user, { self: true });
+  await doDeactivateUser(deps, realm, user, user.id, { self: true });
   return {};
 };

@@ -3,7 +3,6 @@ import type { Request } from 'express';
 import { JsonableError, UnauthorizedError } from '../errors.ts';
 import type { Db } from '../data/db.ts';
 import type { User, Realm } from '../data/models.ts';
-import { findRealmById } from '../data/realms.repo.ts';
 import { findUserByApiKeyHash } from '../data/users.repo.ts';
 import { isWellFormedApiKey, type ApiKeyCipher } from '../security/secrets.ts';
 
@@ -31,11 +30,10 @@ export async function authenticate(db: Db, cipher: ApiKeyCipher, credentials: Cr
   if (!isWellFormedApiKey(credentials.apiKey)) throw new UnauthorizedError('Malformed API key');
   const row = await findUserByApiKeyHash(db, cipher.lookupHash(credentials.apiKey));
   if (!row || !cipher.matches(credentials.apiKey, row.ciphertext)) throw new UnauthorizedError('Invalid API key');
-  const user = row.user;
+  const { realm, ...user } = row.user;
   if (user.deliveryEmail.toLowerCase() !== credentials.email.toLowerCase()) throw new UnauthorizedError('Invalid API key');
   if (!user.isActive) throw new UnauthorizedError('Account is deactivated');
-  const realm = await findRealmById(db, user.realmId);
-  if (!realm || realm.deactivated) throw new UnauthorizedError('This organization has been deactivated');
+  if (realm.deactivated) throw new UnauthorizedError('This organization has been deactivated');
   if (user.isBot && user.botType === 2) throw new UnauthorizedError('This API is not available to incoming webhook bots.');
   return { user, realm };
 }

@@ -60,7 +60,3 @@ export const GROUP_SETTINGS: readonly GroupSettingDefinition[] = [
 export function settingsOf(owner: SettingOwner): GroupSettingDefinition[] {
   return GROUP_SETTINGS.filter((s) => s.owner === owner);
 }
-
-export function findSetting(owner: SettingOwner, name: string): GroupSettingDefinition | undefined {
-  return GROUP_SETTINGS.find((s) => s.owner === owner && s.name === name);
-}

@@ -49,3 +49,18 @@ export function normalizeProfileValue(field: CustomProfileField, raw: unknown, u
   }
   return { value: raw, renderedValue: TEXT_LIKE.has(field.fieldType) ? renderMarkdown(raw) : null };
 }
+
+/** The CustomProfileField object of the API (GET /realm/profile_fields, events). */
+export function formatProfileField(f: CustomProfileField) {
+  return {
+    id: f.id,
+    type: f.fieldType,
+    name: f.name,
+    hint: f.hint,
+    field_data: f.fieldType === FieldType.SELECT || f.fieldType === FieldType.EXTERNAL_ACCOUNT ? JSON.stringify(f.fieldData) : '',
+    order: f.order,
+    ...(f.displayInProfileSummary ? { display_in_profile_summary: true } : {}),
+    required: f.required,
+    editable_by_user: f.editableByUser,
+  };
+}

@@ -16,7 +16,7 @@ export interface FormatOptions {
   profileValues?: CustomProfileFieldValue[];
 }
 
-export function canSeeDeliveryEmail(viewer: User | null, target: User, visibility: number): boolean {
+export function canSeeDeliveryEmail(viewer: Pick<User, 'id' | 'role'> | null, target: Pick<User, 'id' | 'isBot'>, visibility: number): boolean {
   if (!viewer) return false;
   if (viewer.id === target.id || target.isBot) return true;
   switch (visibility) {

@@ -73,9 +73,16 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (child && child.exitCode === null) child.kill('SIGKILL');
+  // SIGTERM lets the server stop its embedded PostgreSQL; SIGKILL only if it does not exit.
+  if (child && child.exitCode === null) {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
+  }
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+}, 30_000);
 
 describe('a server started as the README says', () => {
   it('wrote a zuliprc for the owner and prints how to reach it', () => {
