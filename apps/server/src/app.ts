@@ -44,9 +44,9 @@ export function buildApp(deps: AppDeps) {
     validateResponses: deps.config.validateResponses
       ? {
           removeAdditional: false,
-          onError: (error: Error, body: unknown, req: Request) => {
-            const status = (req.res as Response | undefined)?.statusCode ?? 200;
-            if (status >= 300) return; // error envelopes are built in one place; checked by tests
+          onError: (error: Error, body: unknown) => {
+            // Operations not served yet answer a generic 404 that their spec entry does not list.
+            if ((body as { code?: string } | undefined)?.code === 'NOT_IMPLEMENTED') return;
             throw Object.assign(new Error(`response does not match the spec: ${error.message}`), { responseBody: body });
           },
         }

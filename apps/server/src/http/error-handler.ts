@@ -12,7 +12,14 @@ export function errorHandler(rules: Map<string, ParamRules>, config: Config) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
     const mapped = toJsonableError(error, rules, res.locals.parley as RequestState | undefined);
-    if (mapped) return sendError(res, mapped);
+    if (mapped) {
+      try {
+        return sendError(res, mapped);
+      } catch (invalid) {
+        // Development/test response validation refused the error envelope (the spec does not list it).
+        error = invalid;
+      }
+    }
     if (!config.validateResponses || process.env.PARLEY_QUIET_ERRORS !== '1') {
       console.error(`[parley] ${req.method} ${req.originalUrl} failed:`, error);
     }
