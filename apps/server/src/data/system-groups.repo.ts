@@ -54,9 +54,20 @@ function systemGroupDescription(name: SystemGroupName): string {
   }[name];
 }
 
+/**
+ * System groups are created with their organization and never change, so their ids are cached per
+ * process (a process serves one database). Permission and setting code asks for them often.
+ */
+const systemGroupCache = new Map<number, Record<SystemGroupName, number>>();
+
 export async function systemGroupIds(db: Db, realmId: number): Promise<Record<SystemGroupName, number>> {
+  const cached = systemGroupCache.get(realmId);
+  if (cached) return cached;
   const rows = await db.userGroup.findMany({ where: { realmId, isSystemGroup: true }, select: { id: true, name: true } });
-  return Object.fromEntries(rows.map((r) => [r.name, r.id])) as Record<SystemGroupName, number>;
+  const ids = Object.fromEntries(rows.map((r) => [r.name, r.id])) as Record<SystemGroupName, number>;
+  // Cache only a complete set (a realm being created inside an open transaction is not complete yet).
+  if (rows.length === SYSTEM_GROUP_NAMES.length) systemGroupCache.set(realmId, ids);
+  return ids;
 }
 
 /** The system group a role places its holder in directly (members are full members: no waiting period). */

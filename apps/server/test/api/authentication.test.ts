@@ -5,6 +5,9 @@ import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { TEST_PASSWORD } from '../helpers/fixtures.ts';
+import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
+import { createUser, deactivateUser, uniqueEmail } from '../helpers/people.ts';
+import { realmIdOf } from '../helpers/realm.ts';
 
 const require = createRequire(import.meta.url);
 // zulip-js ships no type declarations.
@@ -15,24 +18,14 @@ let realmId: number;
 /** A member whose account is deactivated before the tests run; its key and password were valid. */
 let deactivated: { id: number; email: string; key: string };
 
-const uniqueEmail = (label: string) => `${label}-${randomBytes(4).toString('hex')}@parley.test`;
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
-const basic = (email: string, key: string) => `Basic ${b64(`${email}:${key}`)}`;
-
-async function apiKeyOf(userId: number): Promise<string> {
-  const row = await env.running.deps.db.apiKey.findUniqueOrThrow({ where: { userId } });
-  return env.running.deps.cipher.decrypt(row.ciphertext);
-}
 
 beforeAll(async () => {
   env = await startTestServer();
-  realmId = (await env.running.deps.db.realm.findFirstOrThrow()).id;
-  const email = uniqueEmail('gone');
-  const { data, error } = await env.client('iago').POST('/users', { body: { email, password: TEST_PASSWORD, full_name: 'Gone User' } });
-  if (!data) throw new Error(`setup: create-user failed: ${JSON.stringify(error)}`);
-  deactivated = { id: data.user_id, email, key: await apiKeyOf(data.user_id) };
-  const off = await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: data.user_id } } });
-  if (off.error) throw new Error(`setup: deactivation failed: ${JSON.stringify(off.error)}`);
+  realmId = await realmIdOf(env);
+  const { id, email } = await createUser(env, { label: 'gone', fullName: 'Gone User' });
+  deactivated = { id, email, key: await apiKeyOf(env, id) };
+  await deactivateUser(env, id);
 });
 afterAll(() => env.close());
 
@@ -55,7 +48,7 @@ function expectUnauthorized(res: { status: number; headers: Headers; body: any }
 
 describe('HTTP Basic authentication (§0.5)', () => {
   it('accepts a valid email:api_key pair', async () => {
-    const res = await call(basic(env.users.hamlet.email, env.users.hamlet.apiKey));
+    const res = await call(basicAuth(env.users.hamlet.email, env.users.hamlet.apiKey));
     expect(res.status).toBe(200);
     expect(res.body.user_id).toBe(env.users.hamlet.id);
   });
@@ -90,20 +83,20 @@ describe('HTTP Basic authentication (§0.5)', () => {
     ['33 characters', 'a'.repeat(33)],
     ['non-alphanumeric characters', `${'a'.repeat(30)}-_`],
   ])('refuses a malformed API key (%s)', async (_label, key) => {
-    expectUnauthorized(await call(basic(env.users.hamlet.email, key)), 'Malformed API key');
+    expectUnauthorized(await call(basicAuth(env.users.hamlet.email, key)), 'Malformed API key');
   });
 
   it('refuses an unknown API key', async () => {
-    expectUnauthorized(await call(basic(env.users.hamlet.email, 'A'.repeat(32))), 'Invalid API key');
+    expectUnauthorized(await call(basicAuth(env.users.hamlet.email, 'A'.repeat(32))), 'Invalid API key');
   });
 
   it("refuses a key presented with another user's e-mail address", async () => {
-    expectUnauthorized(await call(basic(env.users.othello.email, env.users.hamlet.apiKey)), 'Invalid API key');
-    expectUnauthorized(await call(basic('nobody@parley.test', env.users.hamlet.apiKey)), 'Invalid API key');
+    expectUnauthorized(await call(basicAuth(env.users.othello.email, env.users.hamlet.apiKey)), 'Invalid API key');
+    expectUnauthorized(await call(basicAuth('nobody@parley.test', env.users.hamlet.apiKey)), 'Invalid API key');
   });
 
   it('matches the e-mail address case-insensitively and strips surrounding whitespace', async () => {
-    const upper = await call(basic(env.users.hamlet.email.toUpperCase(), env.users.hamlet.apiKey));
+    const upper = await call(basicAuth(env.users.hamlet.email.toUpperCase(), env.users.hamlet.apiKey));
     expect(upper.status).toBe(200);
     expect(upper.body.user_id).toBe(env.users.hamlet.id);
     const padded = await call(`Basic ${b64(` ${env.users.hamlet.email} : ${env.users.hamlet.apiKey} `)}`);
@@ -113,18 +106,18 @@ describe('HTTP Basic authentication (§0.5)', () => {
 
   it('refuses a deactivated user with 401 Account is deactivated', async () => {
     // Zulip's docs show USER_DEACTIVATED, its Basic-auth path sends UNAUTHORIZED: the code is left loose (§0.5).
-    expectUnauthorized(await call(basic(deactivated.email, deactivated.key)), 'Account is deactivated', { looseCode: true });
-    expectUnauthorized(await call(basic(deactivated.email, deactivated.key), '/users'), 'Account is deactivated', { looseCode: true });
+    expectUnauthorized(await call(basicAuth(deactivated.email, deactivated.key)), 'Account is deactivated', { looseCode: true });
+    expectUnauthorized(await call(basicAuth(deactivated.email, deactivated.key), '/users'), 'Account is deactivated', { looseCode: true });
   });
 
   it('refuses every user of a deactivated organization', async () => {
     await env.running.deps.db.realm.update({ where: { id: realmId }, data: { deactivated: true } });
     try {
-      expectUnauthorized(await call(basic(env.users.hamlet.email, env.users.hamlet.apiKey)), 'This organization has been deactivated', { looseCode: true });
+      expectUnauthorized(await call(basicAuth(env.users.hamlet.email, env.users.hamlet.apiKey)), 'This organization has been deactivated', { looseCode: true });
     } finally {
       await env.running.deps.db.realm.update({ where: { id: realmId }, data: { deactivated: false } });
     }
-    expect((await call(basic(env.users.hamlet.email, env.users.hamlet.apiKey))).status).toBe(200);
+    expect((await call(basicAuth(env.users.hamlet.email, env.users.hamlet.apiKey))).status).toBe(200);
   });
 
   it('refuses incoming-webhook bots on normal endpoints', async () => {
@@ -135,11 +128,11 @@ describe('HTTP Basic authentication (§0.5)', () => {
     const key = 'W'.repeat(16) + randomBytes(8).toString('hex');
     const { cipher, db } = env.running.deps;
     await db.apiKey.create({ data: { userId: bot.id, lookupHash: cipher.lookupHash(key), ciphertext: cipher.encrypt(key) } });
-    expectUnauthorized(await call(basic(email, key)), 'This API is not available to incoming webhook bots.');
+    expectUnauthorized(await call(basicAuth(email, key)), 'This API is not available to incoming webhook bots.');
   });
 
   it('authenticates before looking at parameters', async () => {
-    const res = await call(basic(env.users.hamlet.email, 'A'.repeat(32)), '/users?client_gravatar=notjson');
+    const res = await call(basicAuth(env.users.hamlet.email, 'A'.repeat(32)), '/users?client_gravatar=notjson');
     expectUnauthorized(res, 'Invalid API key');
   });
 });
@@ -158,7 +151,7 @@ describe('POST /fetch_api_key', () => {
       email: env.users.hamlet.email,
       user_id: env.users.hamlet.id,
     });
-    expect((await call(basic(env.users.hamlet.email, env.users.hamlet.apiKey))).status).toBe(200);
+    expect((await call(basicAuth(env.users.hamlet.email, env.users.hamlet.apiKey))).status).toBe(200);
     // Asking again gives the same key again.
     expect((await login(env.users.hamlet.email, TEST_PASSWORD)).body.api_key).toBe(env.users.hamlet.apiKey);
   });

@@ -6,8 +6,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
+import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
+import { createUser, deactivateUser, uniqueEmail, type Role } from '../helpers/people.ts';
 
-type Role = 100 | 200 | 300 | 400 | 600;
 type RoleName = 'owner' | 'admin' | 'moderator' | 'member' | 'guest';
 type Actor = RoleName | 'deactivated';
 
@@ -46,29 +47,8 @@ let env: TestServer;
 let deactivatedCaller: Caller;
 let existingFieldId: number;
 
-const uniqueEmail = (label: string) => `${label}-${randomBytes(4).toString('hex')}@parley.test`;
-const basic = (email: string, key: string) => `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}`;
-
-async function apiKeyOf(userId: number): Promise<string> {
-  const row = await env.running.deps.db.apiKey.findUniqueOrThrow({ where: { userId } });
-  return env.running.deps.cipher.decrypt(row.ciphertext);
-}
-
-async function createUser(role: Role = 400): Promise<{ id: number; email: string }> {
-  const email = uniqueEmail('matrix');
-  const { data, error } = await env.client('iago').POST('/users', { body: { email, password: TEST_PASSWORD, full_name: 'Matrix Target' } });
-  if (!data) throw new Error(`setup: create-user failed: ${JSON.stringify(error)}`);
-  if (role !== 400) {
-    const res = await env.client('desdemona').PATCH('/users/{user_id}', { params: { path: { user_id: data.user_id } }, body: { role } });
-    if (res.error) throw new Error(`setup: role change failed: ${JSON.stringify(res.error)}`);
-  }
-  return { id: data.user_id, email };
-}
-
-async function deactivate(userId: number) {
-  const res = await env.client('desdemona').DELETE('/users/{user_id}', { params: { path: { user_id: userId } } });
-  if (res.error) throw new Error(`setup: deactivation failed: ${JSON.stringify(res.error)}`);
-}
+/** A new user ("Matrix Target"), with the given role. */
+const newUser = (role: Role = 400) => createUser(env, { label: 'matrix', fullName: 'Matrix Target', role });
 
 async function readUser(userId: number) {
   const { data, error } = await env.client('desdemona').GET('/users/{user_id}', { params: { path: { user_id: userId } } });
@@ -79,14 +59,14 @@ async function readUser(userId: number) {
 function callerFor(actor: Actor): Caller {
   if (actor === 'deactivated') return deactivatedCaller;
   const person = env.users[PERSON[actor]];
-  return { id: person.id, auth: basic(person.email, person.apiKey) };
+  return { id: person.id, auth: basicAuth(person.email, person.apiKey) };
 }
 
 /** A fresh active account with the actor's role (for operations on the caller's own account). */
 async function freshCallerFor(actor: Actor): Promise<Caller> {
   if (actor === 'deactivated') return deactivatedCaller;
-  const user = await createUser(ROLE_VALUE[actor]);
-  return { id: user.id, auth: basic(user.email, await apiKeyOf(user.id)) };
+  const user = await newUser(ROLE_VALUE[actor]);
+  return { id: user.id, auth: basicAuth(user.email, await apiKeyOf(env, user.id)) };
 }
 
 function send(caller: Caller, path: string, init: { method?: string; form?: Record<string, string> } = {}) {
@@ -162,7 +142,7 @@ const OPERATIONS: Operation[] = [
     name: 'update-user',
     expect: adminsOnly(INSUFFICIENT),
     async run(actor) {
-      const target = await createUser();
+      const target = await newUser();
       const res = await send(callerFor(actor), `/users/${target.id}`, { method: 'PATCH', form: { full_name: 'Renamed In Matrix' } });
       return {
         res,
@@ -177,7 +157,7 @@ const OPERATIONS: Operation[] = [
     // Zulip: any administrator may administer any user; only owner-role changes need an owner.
     expect: adminsOnly(INSUFFICIENT),
     async run(actor) {
-      const target = await createUser(100);
+      const target = await newUser(100);
       const res = await send(callerFor(actor), `/users/${target.id}`, { method: 'PATCH', form: { full_name: 'Owner Renamed' } });
       return {
         res,
@@ -191,7 +171,7 @@ const OPERATIONS: Operation[] = [
     name: 'update-user: grant the owner role',
     expect: { owner: 'allowed', admin: NOT_OWNER, moderator: INSUFFICIENT, member: INSUFFICIENT, guest: INSUFFICIENT },
     async run(actor) {
-      const target = await createUser();
+      const target = await newUser();
       const res = await send(callerFor(actor), `/users/${target.id}`, { method: 'PATCH', form: { role: '100' } });
       return {
         res,
@@ -205,7 +185,7 @@ const OPERATIONS: Operation[] = [
     name: 'deactivate-user',
     expect: adminsOnly(INSUFFICIENT),
     async run(actor) {
-      const target = await createUser();
+      const target = await newUser();
       const res = await send(callerFor(actor), `/users/${target.id}`, { method: 'DELETE' });
       return {
         res,
@@ -219,7 +199,7 @@ const OPERATIONS: Operation[] = [
     name: 'deactivate-user: an owner',
     expect: { owner: 'allowed', admin: NOT_OWNER, moderator: INSUFFICIENT, member: INSUFFICIENT, guest: INSUFFICIENT },
     async run(actor) {
-      const target = await createUser(100);
+      const target = await newUser(100);
       const res = await send(callerFor(actor), `/users/${target.id}`, { method: 'DELETE' });
       return {
         res,
@@ -233,8 +213,8 @@ const OPERATIONS: Operation[] = [
     name: 'reactivate-user',
     expect: adminsOnly(INSUFFICIENT),
     async run(actor) {
-      const target = await createUser();
-      await deactivate(target.id);
+      const target = await newUser();
+      await deactivateUser(env, target.id, 'desdemona');
       const res = await send(callerFor(actor), `/users/${target.id}/reactivate`, { method: 'POST' });
       return {
         res,
@@ -293,9 +273,9 @@ const OPERATIONS: Operation[] = [
 
 beforeAll(async () => {
   env = await startTestServer();
-  const gone = await createUser();
-  deactivatedCaller = { id: gone.id, auth: basic(gone.email, await apiKeyOf(gone.id)) };
-  await deactivate(gone.id);
+  const gone = await newUser();
+  deactivatedCaller = { id: gone.id, auth: basicAuth(gone.email, await apiKeyOf(env, gone.id)) };
+  await deactivateUser(env, gone.id, 'desdemona');
   const field = await env.client('iago').POST('/realm/profile_fields', { body: { name: 'Existing field', field_type: 1 } });
   if (!field.data) throw new Error(`setup: create field failed: ${JSON.stringify(field.error)}`);
   existingFieldId = field.data.id;

@@ -5,14 +5,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
+import { basicAuth } from '../helpers/auth.ts';
+import { createChannel } from '../helpers/channels.ts';
+import { eventsSince, markEvents } from '../helpers/events.ts';
+import { systemGroupIds, type SystemGroupIds } from '../helpers/groups.ts';
+import { activeUsers, adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
+import { realmIdOf } from '../helpers/realm.ts';
 
 let env: TestServer;
 let realmId: number;
-let roles: Array<{ id: number; role: number }> = [];
+let sys: SystemGroupIds;
+let roles: UserRole[] = [];
 beforeAll(async () => {
   env = await startTestServer();
-  realmId = (await env.running.deps.db.realm.findFirstOrThrow()).id;
-  roles = await env.running.deps.db.user.findMany({ where: { realmId, isActive: true }, select: { id: true, role: true }, orderBy: { id: 'asc' } });
+  realmId = await realmIdOf(env);
+  sys = await systemGroupIds(env);
+  roles = await activeUsers(env, realmId);
 });
 afterAll(() => env.close());
 
@@ -21,44 +29,8 @@ afterAll(() => env.close());
 
 const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;
-let counter = 0;
-const fresh = (label: string) => `${label} ${++counter}`;
 const ids = (...xs: number[]) => [...new Set(xs)].sort((a, b) => a - b);
-const admins = () => roles.filter((u) => u.role <= 200).map((u) => u.id);
-async function nonGuests(): Promise<number[]> {
-  const rows = await db().user.findMany({ where: { realmId, isActive: true, role: { not: 600 } }, select: { id: true }, orderBy: { id: 'asc' } });
-  return rows.map((r) => r.id);
-}
 const EVERYONE: Person[] = ['desdemona', 'iago', 'shiva', 'hamlet', 'othello', 'cordelia', 'polonius'];
-
-async function groupId(name: string): Promise<number> {
-  return (await db().userGroup.findFirstOrThrow({ where: { realmId, name } })).id;
-}
-
-async function markEvents(): Promise<bigint> {
-  return (await db().event.findFirst({ orderBy: { id: 'desc' } }))?.id ?? 0n;
-}
-
-async function eventsSince(mark: bigint): Promise<Array<{ userIds: number[]; payload: any }>> {
-  const rows = await db().event.findMany({ where: { id: { gt: mark } }, orderBy: { id: 'asc' } });
-  return rows.map((r) => ({ userIds: [...r.userIds].sort((a, b) => a - b), payload: r.payload as any }));
-}
-
-async function createChannel(creator: Person, extra: Record<string, unknown> = {}, subscribers: Person[] = []): Promise<{ id: number; name: string }> {
-  const name = fresh((extra.name as string) ?? 'chan');
-  delete extra.name;
-  const { error } = await env.client(creator).POST('/users/me/subscriptions', { body: { subscriptions: [{ name }], ...extra } as any });
-  if (error) throw new Error(`setup: ${JSON.stringify(error)}`);
-  const row = await db().channel.findFirstOrThrow({ where: { realmId, name } });
-  for (const p of subscribers) {
-    await db().subscription.upsert({
-      where: { userId_channelId: { userId: uid(p), channelId: row.id } },
-      create: { userId: uid(p), channelId: row.id },
-      update: { active: true },
-    });
-  }
-  return { id: row.id, name };
-}
 
 const archive = (as: Person, id: number) => env.client(as).DELETE('/streams/{stream_id}', { params: { path: { stream_id: id } } });
 const getStream = (as: Person, id: number) => env.client(as).GET('/streams/{stream_id}', { params: { path: { stream_id: id } } });
@@ -74,7 +46,7 @@ async function listStreams(as: Person, query: Record<string, boolean> = {}) {
 
 describe('the channel object', () => {
   it('has every field of the spec, with the values of the channel', async () => {
-    const c = await createChannel('hamlet', { invite_only: true, history_public_to_subscribers: true }, ['othello']);
+    const c = await createChannel(env, 'hamlet', { invite_only: true, history_public_to_subscribers: true }, ['othello']);
     await db().message.create({ data: { realmId, senderId: uid('hamlet'), channelId: c.id, topic: 'castle', content: 'x', renderedContent: '<p>x</p>' } });
     const first = await db().message.findFirstOrThrow({ where: { channelId: c.id } });
     const { data } = await getStream('hamlet', c.id);
@@ -99,16 +71,16 @@ describe('the channel object', () => {
       subscriber_count: 2,
       stream_weekly_traffic: null,
       is_recently_active: true,
-      can_add_subscribers_group: await groupId('role:nobody'),
+      can_add_subscribers_group: sys['role:nobody'],
       can_administer_channel_group: { direct_members: [uid('hamlet')], direct_subgroups: [] },
-      can_delete_any_message_group: await groupId('role:nobody'),
-      can_delete_own_message_group: await groupId('role:everyone'),
-      can_move_messages_out_of_channel_group: await groupId('role:nobody'),
-      can_move_messages_within_channel_group: await groupId('role:nobody'),
-      can_remove_subscribers_group: await groupId('role:administrators'),
-      can_resolve_topics_group: await groupId('role:nobody'),
-      can_send_message_group: await groupId('role:everyone'),
-      can_subscribe_group: await groupId('role:nobody'),
+      can_delete_any_message_group: sys['role:nobody'],
+      can_delete_own_message_group: sys['role:everyone'],
+      can_move_messages_out_of_channel_group: sys['role:nobody'],
+      can_move_messages_within_channel_group: sys['role:nobody'],
+      can_remove_subscribers_group: sys['role:administrators'],
+      can_resolve_topics_group: sys['role:nobody'],
+      can_send_message_group: sys['role:everyone'],
+      can_subscribe_group: sys['role:nobody'],
     });
   });
 
@@ -116,7 +88,7 @@ describe('the channel object', () => {
     const gone = await db().user.create({
       data: { realmId, email: 'gone-chan@parley.test', deliveryEmail: 'gone-chan@parley.test', fullName: 'Gone', isActive: false, settings: { create: {} } },
     });
-    const c = await createChannel('iago', {}, ['hamlet']);
+    const c = await createChannel(env, 'iago', {}, ['hamlet']);
     await db().subscription.create({ data: { userId: gone.id, channelId: c.id } });
     await env.client('iago').PATCH('/streams/{stream_id}', {
       params: { path: { stream_id: c.id } },
@@ -132,10 +104,10 @@ describe('the channel object', () => {
 
 describe('GET /streams', () => {
   it('lists public and subscribed channels by default, sorted by name, without archived ones', async () => {
-    const pub = await createChannel('iago', { name: 'b public' });
-    const priv = await createChannel('iago', { name: 'a private', invite_only: true }, ['hamlet']);
-    const hidden = await createChannel('iago', { name: 'c hidden', invite_only: true });
-    const gone = await createChannel('iago', { name: 'd archived' });
+    const pub = await createChannel(env, 'iago', { name: 'b public' });
+    const priv = await createChannel(env, 'iago', { name: 'a private', invite_only: true }, ['hamlet']);
+    const hidden = await createChannel(env, 'iago', { name: 'c hidden', invite_only: true });
+    const gone = await createChannel(env, 'iago', { name: 'd archived' });
     await archive('iago', gone.id);
 
     const forHamlet = (await listStreams('hamlet')).map((s) => s.stream_id);
@@ -151,14 +123,14 @@ describe('GET /streams', () => {
   });
 
   it('shows guests only the channels they are subscribed to (and web-public ones on request)', async () => {
-    const pub = await createChannel('iago');
-    const theirs = await createChannel('iago', {}, ['polonius']);
+    const pub = await createChannel(env, 'iago');
+    const theirs = await createChannel(env, 'iago', {}, ['polonius']);
     const seen = (await listStreams('polonius')).map((s) => s.stream_id);
     expect(seen).toContain(theirs.id);
     expect(seen).not.toContain(pub.id);
     await db().realm.update({ where: { id: realmId }, data: { enableSpectatorAccess: true } });
     try {
-      const web = await createChannel('desdemona', { is_web_public: true });
+      const web = await createChannel(env, 'desdemona', { is_web_public: true });
       expect((await listStreams('polonius', { include_web_public: true })).map((s) => s.stream_id)).toContain(web.id);
       expect((await listStreams('polonius')).map((s) => s.stream_id)).not.toContain(web.id);
     } finally {
@@ -167,28 +139,28 @@ describe('GET /streams', () => {
   });
 
   it('include_all lists every channel the caller can see: all of them for administrators', async () => {
-    const hidden = await createChannel('hamlet', { invite_only: true });
+    const hidden = await createChannel(env, 'hamlet', { invite_only: true });
     expect((await listStreams('iago', { include_all: true })).map((s) => s.stream_id)).toContain(hidden.id);
     expect((await listStreams('othello', { include_all: true })).map((s) => s.stream_id)).not.toContain(hidden.id);
     // The deprecated alias.
     expect((await listStreams('iago', { include_all_active: true })).map((s) => s.stream_id)).toContain(hidden.id);
     // Channel administrators through a group see it too.
-    const grouped = await createChannel('iago', { invite_only: true, can_administer_channel_group: await groupId('role:moderators') });
+    const grouped = await createChannel(env, 'iago', { invite_only: true, can_administer_channel_group: sys['role:moderators'] });
     expect((await listStreams('shiva', { include_all: true })).map((s) => s.stream_id)).toContain(grouped.id);
   });
 
   it('include_can_access_content lists channels whose messages the caller can read', async () => {
-    const hidden = await createChannel('iago', { invite_only: true });
+    const hidden = await createChannel(env, 'iago', { invite_only: true });
     expect((await listStreams('othello', { include_can_access_content: true })).map((s) => s.stream_id)).not.toContain(hidden.id);
-    await db().channel.update({ where: { id: hidden.id }, data: { canSubscribeGroupId: await groupId('role:members') } });
+    await db().channel.update({ where: { id: hidden.id }, data: { canSubscribeGroupId: sys['role:members'] } });
     expect((await listStreams('othello', { include_can_access_content: true })).map((s) => s.stream_id)).toContain(hidden.id);
     // Administrators do not read private channels they are not in.
-    const adminHidden = await createChannel('hamlet', { invite_only: true });
+    const adminHidden = await createChannel(env, 'hamlet', { invite_only: true });
     expect((await listStreams('iago', { include_can_access_content: true })).map((s) => s.stream_id)).not.toContain(adminHidden.id);
   });
 
   it('include_default marks default channels', async () => {
-    const def = await createChannel('iago', { is_default_stream: true });
+    const def = await createChannel(env, 'iago', { is_default_stream: true });
     const streams = await listStreams('hamlet', { include_default: true });
     expect(streams.find((s) => s.stream_id === def.id)!.is_default).toBe(true);
     expect(streams.every((s) => typeof s.is_default === 'boolean')).toBe(true);
@@ -202,8 +174,8 @@ describe('GET /streams', () => {
     });
     const key = 'b'.repeat(32);
     await db().apiKey.create({ data: { userId: bot.id, lookupHash: env.running.deps.cipher.lookupHash(key), ciphertext: env.running.deps.cipher.encrypt(key) } });
-    const priv = await createChannel('iago', { invite_only: true }, ['hamlet']);
-    const auth = `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}`;
+    const priv = await createChannel(env, 'iago', { invite_only: true }, ['hamlet']);
+    const auth = basicAuth(email, key);
     const without = await env.raw('/streams', { headers: { Authorization: auth } });
     expect(without.body.streams.map((s: any) => s.stream_id)).not.toContain(priv.id);
     const withOwner = await env.raw('/streams?include_owner_subscribed=true', { headers: { Authorization: auth } });
@@ -213,10 +185,10 @@ describe('GET /streams', () => {
 
 describe('GET /streams/{stream_id}', () => {
   it('answers everyone who can see the channel, and `Invalid channel ID` to others', async () => {
-    const pub = await createChannel('iago', {}, ['polonius']);
-    const priv = await createChannel('hamlet', { invite_only: true });
-    const grouped = await createChannel('iago', { invite_only: true, can_administer_channel_group: await groupId('role:moderators') });
-    const publicNotSubscribed = await createChannel('iago');
+    const pub = await createChannel(env, 'iago', {}, ['polonius']);
+    const priv = await createChannel(env, 'hamlet', { invite_only: true });
+    const grouped = await createChannel(env, 'iago', { invite_only: true, can_administer_channel_group: sys['role:moderators'] });
+    const publicNotSubscribed = await createChannel(env, 'iago');
 
     for (const p of EVERYONE) expect((await getStream(p, pub.id)).response.status).toBe(200);
     for (const p of ['desdemona', 'iago', 'hamlet'] as Person[]) expect((await getStream(p, priv.id)).response.status).toBe(200);
@@ -230,7 +202,7 @@ describe('GET /streams/{stream_id}', () => {
   });
 
   it('shows archived channels as archived', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     await archive('iago', c.id);
     expect((await getStream('hamlet', c.id)).data!.stream).toMatchObject({ stream_id: c.id, is_archived: true, name: c.name });
   });
@@ -238,15 +210,15 @@ describe('GET /streams/{stream_id}', () => {
 
 describe('GET /get_stream_id', () => {
   it('finds a channel by name, case-insensitively', async () => {
-    const c = await createChannel('iago', { name: 'Elsinore' });
+    const c = await createChannel(env, 'iago', { name: 'Elsinore' });
     expect((await getStreamId('hamlet', c.name.toLowerCase())).data).toEqual({ result: 'success', msg: '', stream_id: c.id });
   });
 
   it('treats channels the caller cannot read, and archived ones, as unknown', async () => {
-    const priv = await createChannel('hamlet', { invite_only: true });
+    const priv = await createChannel(env, 'hamlet', { invite_only: true });
     expect((await getStreamId('hamlet', priv.name)).data!.stream_id).toBe(priv.id);
     expectJsonError(await getStreamId('iago', priv.name), 400, `Invalid channel name '${priv.name}'`);
-    const pub = await createChannel('iago');
+    const pub = await createChannel(env, 'iago');
     expectJsonError(await getStreamId('polonius', pub.name), 400, `Invalid channel name '${pub.name}'`);
     await archive('iago', pub.id);
     expectJsonError(await getStreamId('hamlet', pub.name), 400, `Invalid channel name '${pub.name}'`);
@@ -259,7 +231,7 @@ describe('GET /get_stream_id', () => {
   });
 
   it('takes the name raw in the query string, as the Python client sends it', async () => {
-    const c = await createChannel('iago', { name: 'Denmark & Norway' });
+    const c = await createChannel(env, 'iago', { name: 'Denmark & Norway' });
     const res = await env.raw(`/get_stream_id?stream=${encodeURIComponent(c.name)}`, { as: 'othello' });
     expect(res.body).toEqual({ result: 'success', msg: '', stream_id: c.id });
   });
@@ -267,51 +239,51 @@ describe('GET /get_stream_id', () => {
 
 describe('GET /streams/{stream_id}/members', () => {
   it('lists active subscribers to those who can see the channel', async () => {
-    const pub = await createChannel('iago', {}, ['hamlet', 'polonius']);
+    const pub = await createChannel(env, 'iago', {}, ['hamlet', 'polonius']);
     const expected = ids(uid('iago'), uid('hamlet'), uid('polonius'));
     for (const p of ['desdemona', 'shiva', 'othello', 'polonius'] as Person[]) {
       expect((await getMembers(p, pub.id)).data!.subscribers).toEqual(expected);
     }
-    const priv = await createChannel('hamlet', { invite_only: true }, ['othello']);
+    const priv = await createChannel(env, 'hamlet', { invite_only: true }, ['othello']);
     expect((await getMembers('iago', priv.id)).data!.subscribers).toEqual(ids(uid('hamlet'), uid('othello')));
     expectJsonError(await getMembers('cordelia', priv.id), 400, 'Invalid channel ID');
-    const other = await createChannel('iago');
+    const other = await createChannel(env, 'iago');
     expectJsonError(await getMembers('polonius', other.id), 400, 'Invalid channel ID');
   });
 });
 
 describe('DELETE /streams/{stream_id}', () => {
   it('archives: keeps name and subscriptions, leaves the defaults, and tells everyone who could see it', async () => {
-    const c = await createChannel('iago', { is_default_stream: true }, ['hamlet']);
-    const mark = await markEvents();
+    const c = await createChannel(env, 'iago', { is_default_stream: true }, ['hamlet']);
+    const mark = await markEvents(env);
     const { data, response } = await archive('iago', c.id);
     expect(response.status).toBe(200);
     expect(data).toEqual({ result: 'success', msg: '' });
     expect(await db().channel.findUniqueOrThrow({ where: { id: c.id } })).toMatchObject({ isArchived: true, isDefault: false, name: c.name });
     expect(await db().subscription.count({ where: { channelId: c.id, active: true } })).toBe(2);
-    const events = await eventsSince(mark);
+    const events = await eventsSince(env, mark);
     expect(events.map((e) => e.payload)).toEqual([
       { type: 'default_streams', default_streams: expect.not.arrayContaining([c.id]) },
       { type: 'stream', op: 'update', stream_id: c.id, name: c.name, property: 'is_archived', value: true },
       { type: 'stream', op: 'delete', streams: [{ stream_id: c.id }], stream_ids: [c.id], for_archiving: true },
     ]);
-    expect(events[1]!.userIds).toEqual(await nonGuests());
+    expect(events[1]!.userIds).toEqual(nonGuestIds(await activeUsers(env, realmId)));
     expect((await listStreams('hamlet')).map((s) => s.stream_id)).not.toContain(c.id);
   });
 
   it('refuses a channel that is already archived', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     await archive('iago', c.id);
     expectJsonError(await archive('iago', c.id), 400, 'Channel is already deactivated');
   });
 
   it('stops a channel being the moderation request channel', async () => {
-    const c = await createChannel('iago', { invite_only: true });
+    const c = await createChannel(env, 'iago', { invite_only: true });
     await db().realm.update({ where: { id: realmId }, data: { moderationRequestChannelId: c.id } });
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     await archive('iago', c.id);
     expect((await db().realm.findUniqueOrThrow({ where: { id: realmId } })).moderationRequestChannelId).toBeNull();
-    expect((await eventsSince(mark))[0]!.payload).toEqual({ type: 'realm', op: 'update_dict', property: 'default', data: { moderation_request_channel_id: -1 } });
+    expect((await eventsSince(env, mark))[0]!.payload).toEqual({ type: 'realm', op: 'update_dict', property: 'default', data: { moderation_request_channel_id: -1 } });
   });
 
   it('permission matrix: administrators and channel administrators only', async () => {
@@ -322,7 +294,7 @@ describe('DELETE /streams/{stream_id}', () => {
       else if (expectation === 'cannot') expectJsonError(res, 400, 'You do not have permission to administer this channel.', 'CANNOT_ADMINISTER_CHANNEL');
       else expectJsonError(res, 400, 'Invalid channel ID');
     };
-    const publicChannel = () => createChannel('cordelia', {}, ['polonius']);
+    const publicChannel = () => createChannel(env, 'cordelia', {}, ['polonius']);
     await forEach('desdemona', publicChannel, 'ok');
     await forEach('iago', publicChannel, 'ok');
     await forEach('shiva', publicChannel, 'cannot');
@@ -330,23 +302,23 @@ describe('DELETE /streams/{stream_id}', () => {
     await forEach('polonius', publicChannel, 'cannot');
     await forEach('cordelia', publicChannel, 'ok'); // the creator administers the channel
     // Private channels: administrators even when not subscribed; others cannot even see it.
-    const privateChannel = () => createChannel('cordelia', { invite_only: true });
+    const privateChannel = () => createChannel(env, 'cordelia', { invite_only: true });
     await forEach('iago', privateChannel, 'ok');
     await forEach('hamlet', privateChannel, 'invalid');
     await forEach('polonius', privateChannel, 'invalid');
     // Channel administrators through a group.
-    await forEach('shiva', async () => createChannel('iago', { invite_only: true, can_administer_channel_group: await groupId('role:moderators') }), 'ok');
+    await forEach('shiva', async () => createChannel(env, 'iago', { invite_only: true, can_administer_channel_group: sys['role:moderators'] }), 'ok');
     // Guests never, even through a group.
     await forEach(
       'polonius',
-      async () => createChannel('iago', { can_administer_channel_group: { direct_members: [uid('polonius')], direct_subgroups: [] } }, ['polonius']),
+      async () => createChannel(env, 'iago', { can_administer_channel_group: { direct_members: [uid('polonius')], direct_subgroups: [] } }, ['polonius']),
       'cannot',
     );
     expectJsonError(await archive('iago', 999999), 400, 'Invalid channel ID');
   });
 
   it('archives the way the Python client asks (client.delete_stream)', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     const res = await env.raw(`/streams/${c.id}`, { method: 'DELETE', as: 'iago' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ result: 'success', msg: '' });
@@ -355,8 +327,8 @@ describe('DELETE /streams/{stream_id}', () => {
 
 describe('wire shapes of the Python zulip client', () => {
   it('client.get_streams(include_public=False, include_default=True): JSON-dumped booleans in the query', async () => {
-    const mine = await createChannel('iago', {}, ['othello']);
-    const other = await createChannel('iago');
+    const mine = await createChannel(env, 'iago', {}, ['othello']);
+    const other = await createChannel(env, 'iago');
     const res = await env.raw('/streams?include_public=false&include_default=true', { as: 'othello' });
     expect(res.status).toBe(200);
     const got = res.body.streams.map((s: any) => s.stream_id);
@@ -367,7 +339,7 @@ describe('wire shapes of the Python zulip client', () => {
   });
 
   it('client.get_stream_by_id(id) and client.get_subscribers(stream=name)', async () => {
-    const c = await createChannel('iago', {}, ['hamlet']);
+    const c = await createChannel(env, 'iago', {}, ['hamlet']);
     const one = await env.raw(`/streams/${c.id}`, { as: 'hamlet' });
     expect(one.body).toMatchObject({ result: 'success', msg: '', stream: { stream_id: c.id, name: c.name } });
     // The Python client resolves the name with get_stream_id first, then asks for the members.
@@ -379,10 +351,10 @@ describe('wire shapes of the Python zulip client', () => {
 
 describe('events for private channels', () => {
   it('archiving a private channel tells only those who could see it', async () => {
-    const c = await createChannel('hamlet', { invite_only: true }, ['othello']);
-    const mark = await markEvents();
+    const c = await createChannel(env, 'hamlet', { invite_only: true }, ['othello']);
+    const mark = await markEvents(env);
     await archive('iago', c.id);
-    const events = await eventsSince(mark);
-    expect(events.every((e) => JSON.stringify(e.userIds) === JSON.stringify(ids(...admins(), uid('hamlet'), uid('othello'))))).toBe(true);
+    const events = await eventsSince(env, mark);
+    expect(events.every((e) => JSON.stringify(e.userIds) === JSON.stringify(ids(...adminIds(roles), uid('hamlet'), uid('othello'))))).toBe(true);
   });
 });

@@ -1,30 +1,26 @@
 // DELETE /users/me (seed op 20, notes §20): a user deactivates their own account, except the only
 // owner and the only user, who get CANNOT_DEACTIVATE_LAST_USER with `entity` and `is_last_owner`.
-import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
-import { TEST_PASSWORD } from '../helpers/fixtures.ts';
+import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
+import { createUser, uniqueEmail, type Role } from '../helpers/people.ts';
+import { realmIdOf } from '../helpers/realm.ts';
 
 const require = createRequire(import.meta.url);
 // zulip-js ships no type declarations.
 const zulipInit = require('zulip-js') as (config: Record<string, string>) => Promise<any>;
 
-type Role = 100 | 200 | 300 | 400 | 600;
-
 let env: TestServer;
 let realmId: number;
 beforeAll(async () => {
   env = await startTestServer();
-  realmId = (await env.running.deps.db.realm.findFirstOrThrow()).id;
+  realmId = await realmIdOf(env);
 });
 afterAll(() => env.close());
 
 // ---------------------------------------------------------------------------------------------
 // helpers
-
-const uniqueEmail = (label: string) => `${label}-${randomBytes(4).toString('hex')}@parley.test`;
-const basic = (email: string, key: string) => `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}`;
 
 interface Account {
   id: number;
@@ -34,16 +30,9 @@ interface Account {
 }
 
 async function createAccount(role: Role = 400): Promise<Account> {
-  const email = uniqueEmail('self');
-  const { data, error } = await env.client('iago').POST('/users', { body: { email, password: TEST_PASSWORD, full_name: 'Leaving User' } });
-  if (!data) throw new Error(`setup: create-user failed: ${JSON.stringify(error)}`);
-  if (role !== 400) {
-    const res = await env.client('desdemona').PATCH('/users/{user_id}', { params: { path: { user_id: data.user_id } }, body: { role } });
-    if (res.error) throw new Error(`setup: role change failed: ${JSON.stringify(res.error)}`);
-  }
-  const row = await env.running.deps.db.apiKey.findUniqueOrThrow({ where: { userId: data.user_id } });
-  const key = env.running.deps.cipher.decrypt(row.ciphertext);
-  return { id: data.user_id, email, key, auth: basic(email, key) };
+  const { id, email } = await createUser(env, { label: 'self', fullName: 'Leaving User', role });
+  const key = await apiKeyOf(env, id);
+  return { id, email, key, auth: basicAuth(email, key) };
 }
 
 async function isActive(userId: number): Promise<boolean> {

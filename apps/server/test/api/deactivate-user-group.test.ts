@@ -2,33 +2,29 @@
 // deactivate, and CANNOT_DEACTIVATE_GROUP_IN_USE with the exact objections (subgroup, channel,
 // user_group, realm), including uses through anonymous group-setting values, and the uses that do not
 // count (deactivated supergroups and groups, archived channels).
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { components, paths } from '@parley/client';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-
-type CreateBody = paths['/user_groups/create']['post']['requestBody']['content']['application/x-www-form-urlencoded'];
-type GroupSettingValue = components['schemas']['GroupSettingValue'];
-type SystemGroupName =
-  | 'role:internet'
-  | 'role:everyone'
-  | 'role:members'
-  | 'role:fullmembers'
-  | 'role:moderators'
-  | 'role:administrators'
-  | 'role:owners'
-  | 'role:nobody';
+import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
+import {
+  createGroup,
+  readGroup,
+  setRealmGroupSetting,
+  systemGroupIds,
+  uniqueName,
+  type GroupSettingValue,
+  type SystemGroupIds,
+} from '../helpers/groups.ts';
+import { realmIdOf } from '../helpers/realm.ts';
 
 let env: TestServer;
-let sys: Record<SystemGroupName, number>;
+let sys: SystemGroupIds;
 let realmId: number;
 
 beforeAll(async () => {
   env = await startTestServer();
-  realmId = (await env.running.deps.db.realm.findFirstOrThrow()).id;
-  const { data } = await env.client('iago').GET('/user_groups', { params: { query: {} } });
-  sys = Object.fromEntries(data!.user_groups.filter((g) => g.is_system_group).map((g) => [g.name, g.id])) as Record<SystemGroupName, number>;
+  realmId = await realmIdOf(env);
+  sys = await systemGroupIds(env);
 });
 afterAll(() => env.close());
 
@@ -36,39 +32,11 @@ afterAll(() => env.close());
 // helpers
 
 const uid = (person: Person) => env.users[person].id;
-let counter = 0;
-const uniqueName = (label: string) => `${label} ${++counter} ${randomBytes(3).toString('hex')}`;
-
-async function createGroup(as: Person, body: Partial<CreateBody> = {}): Promise<number> {
-  const { data, error } = await env.client(as).POST('/user_groups/create', {
-    body: { name: uniqueName('group'), description: '', members: [], ...body },
-  });
-  if (!data) throw new Error(`setup: creating a group failed: ${JSON.stringify(error)}`);
-  return data.group_id;
-}
-
 const deactivate = (as: Person, groupId: number) =>
   env.client(as).POST('/user_groups/{user_group_id}/deactivate', { params: { path: { user_group_id: groupId } } });
 
-async function readGroup(groupId: number) {
-  const { data } = await env.client('iago').GET('/user_groups', { params: { query: { include_deactivated_groups: true } } });
-  const group = data!.user_groups.find((g) => g.id === groupId);
-  if (!group) throw new Error(`read-back: group ${groupId} is not listed`);
-  return group;
-}
-
 async function isDeactivated(groupId: number): Promise<boolean> {
-  return (await readGroup(groupId)).deactivated;
-}
-
-async function lastEventId(): Promise<bigint> {
-  const last = await env.running.deps.db.event.findFirst({ orderBy: { id: 'desc' } });
-  return last?.id ?? 0n;
-}
-
-async function eventsSince(after: bigint): Promise<any[]> {
-  const rows = await env.running.deps.db.event.findMany({ where: { id: { gt: after } }, orderBy: { id: 'asc' } });
-  return rows.map((r) => r.payload);
+  return (await readGroup(env, groupId)).deactivated;
 }
 
 async function patchGroupSetting(groupId: number, setting: string, value: GroupSettingValue): Promise<void> {
@@ -77,11 +45,6 @@ async function patchGroupSetting(groupId: number, setting: string, value: GroupS
     body: { [setting]: { new: value } },
   });
   if (error) throw new Error(`setup: PATCH group ${setting} failed: ${JSON.stringify(error)}`);
-}
-
-async function patchRealmSetting(setting: string, value: GroupSettingValue): Promise<void> {
-  const { error } = await env.client('desdemona').PATCH('/realm', { body: { [setting]: { new: value } } });
-  if (error) throw new Error(`setup: PATCH /realm ${setting} failed: ${JSON.stringify(error)}`);
 }
 
 /**
@@ -133,27 +96,27 @@ function normaliseObjections(objections: any[]): any[] {
 }
 
 async function expectInUse(groupId: number, objections: any[]): Promise<void> {
-  const before = await lastEventId();
+  const before = await markEvents(env);
   const res = await deactivate('iago', groupId);
   expectJsonError(res, 400, 'Cannot deactivate user group in use.', 'CANNOT_DEACTIVATE_GROUP_IN_USE');
   expect(Object.keys(res.error as object).sort()).toEqual(['code', 'msg', 'objections', 'result']);
   expect(normaliseObjections((res.error as any).objections)).toEqual(normaliseObjections(objections));
   expect(await isDeactivated(groupId)).toBe(false);
-  expect(await eventsSince(before)).toEqual([]);
+  expect(await eventPayloadsSince(env, before)).toEqual([]);
 }
 
 // ---------------------------------------------------------------------------------------------
 
 describe('POST /user_groups/{user_group_id}/deactivate', () => {
   it('deactivates an unused group, keeps its members and settings, and stores one update event', async () => {
-    const groupId = await createGroup('hamlet', { members: [uid('hamlet'), uid('othello')], can_mention_group: sys['role:members'] });
-    const groupBefore = await readGroup(groupId);
-    const before = await lastEventId();
+    const groupId = await createGroup(env, 'hamlet', { members: [uid('hamlet'), uid('othello')], can_mention_group: sys['role:members'] });
+    const groupBefore = await readGroup(env, groupId);
+    const before = await markEvents(env);
     const { data, response } = await deactivate('hamlet', groupId);
     expect(response.status).toBe(200);
     expect(data).toEqual({ result: 'success', msg: '' });
-    expect(await readGroup(groupId)).toEqual({ ...groupBefore, deactivated: true });
-    expect(await eventsSince(before)).toEqual([{ type: 'user_group', op: 'update', group_id: groupId, data: { deactivated: true } }]);
+    expect(await readGroup(env, groupId)).toEqual({ ...groupBefore, deactivated: true });
+    expect(await eventPayloadsSince(env, before)).toEqual([{ type: 'user_group', op: 'update', group_id: groupId, data: { deactivated: true } }]);
     const { data: listed } = await env.client('hamlet').GET('/user_groups', { params: { query: {} } });
     expect(listed!.user_groups.map((g) => g.id)).not.toContain(groupId);
   });
@@ -165,15 +128,15 @@ describe('POST /user_groups/{user_group_id}/deactivate', () => {
   });
 
   it('answers "User group is deactivated." for a deactivated group', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     expect((await deactivate('hamlet', groupId)).response.status).toBe(200);
-    const before = await lastEventId();
+    const before = await markEvents(env);
     expectJsonError(await deactivate('hamlet', groupId), 400, 'User group is deactivated.', 'BAD_REQUEST');
-    expect(await eventsSince(before)).toEqual([]);
+    expect(await eventPayloadsSince(env, before)).toEqual([]);
   });
 
   it('checks "deactivated" before permission, as Zulip does (seed order: unknown, deactivated, permission)', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     expect((await deactivate('hamlet', groupId)).response.status).toBe(200);
     expectJsonError(await deactivate('othello', groupId), 400, 'User group is deactivated.', 'BAD_REQUEST');
   });
@@ -196,7 +159,7 @@ describe('POST /user_groups/{user_group_id}/deactivate', () => {
       ['polonius', false],
     ];
     it.each(matrix)('%s → allowed: %s', async (person, allowed) => {
-      const groupId = await createGroup('hamlet');
+      const groupId = await createGroup(env, 'hamlet');
       const res = await deactivate(person, groupId);
       if (allowed) expect(res.response.status).toBe(200);
       else expectJsonError(res, 400, 'Insufficient permission', 'BAD_REQUEST');
@@ -204,21 +167,21 @@ describe('POST /user_groups/{user_group_id}/deactivate', () => {
     });
 
     it('a member holding can_manage_group through a named group may deactivate it', async () => {
-      const managers = await createGroup('iago', { members: [uid('cordelia')] });
-      const groupId = await createGroup('hamlet', { can_manage_group: managers });
+      const managers = await createGroup(env, 'iago', { members: [uid('cordelia')] });
+      const groupId = await createGroup(env, 'hamlet', { can_manage_group: managers });
       expectJsonError(await deactivate('hamlet', groupId), 400, 'Insufficient permission', 'BAD_REQUEST');
       expect((await deactivate('cordelia', groupId)).response.status).toBe(200);
       expect(await isDeactivated(groupId)).toBe(true);
     });
 
     it('holding only can_add_members_group is not enough', async () => {
-      const groupId = await createGroup('hamlet', { can_add_members_group: { direct_members: [uid('othello')], direct_subgroups: [] } });
+      const groupId = await createGroup(env, 'hamlet', { can_add_members_group: { direct_members: [uid('othello')], direct_subgroups: [] } });
       expectJsonError(await deactivate('othello', groupId), 400, 'Insufficient permission', 'BAD_REQUEST');
       expect(await isDeactivated(groupId)).toBe(false);
     });
 
     it('a guest named in can_manage_group still cannot deactivate it (guests never manage groups)', async () => {
-      const groupId = await createGroup('hamlet', { can_manage_group: { direct_members: [uid('hamlet'), uid('polonius')], direct_subgroups: [] } });
+      const groupId = await createGroup(env, 'hamlet', { can_manage_group: { direct_members: [uid('hamlet'), uid('polonius')], direct_subgroups: [] } });
       const res = await deactivate('polonius', groupId);
       expect(res.response.status).toBe(400);
       expect(['Insufficient permission', 'Not allowed for guest users']).toContain((res.error as any)?.msg);
@@ -229,29 +192,29 @@ describe('POST /user_groups/{user_group_id}/deactivate', () => {
 
 describe('CANNOT_DEACTIVATE_GROUP_IN_USE objections', () => {
   it('subgroup: lists the active supergroups only', async () => {
-    const groupId = await createGroup('iago');
-    const s1 = await createGroup('iago', { subgroups: [groupId] });
-    const s2 = await createGroup('iago', { subgroups: [groupId] });
-    const s3 = await createGroup('iago', { subgroups: [groupId] });
+    const groupId = await createGroup(env, 'iago');
+    const s1 = await createGroup(env, 'iago', { subgroups: [groupId] });
+    const s2 = await createGroup(env, 'iago', { subgroups: [groupId] });
+    const s3 = await createGroup(env, 'iago', { subgroups: [groupId] });
     expect((await deactivate('iago', s3)).response.status).toBe(200);
     await expectInUse(groupId, [{ type: 'subgroup', supergroup_ids: [s1, s2].sort((a, b) => a - b) }]);
   });
 
   it('a deactivated supergroup does not object', async () => {
-    const groupId = await createGroup('iago');
-    const supergroup = await createGroup('iago', { subgroups: [groupId] });
+    const groupId = await createGroup(env, 'iago');
+    const supergroup = await createGroup(env, 'iago', { subgroups: [groupId] });
     expect((await deactivate('iago', supergroup)).response.status).toBe(200);
     expect((await deactivate('iago', groupId)).response.status).toBe(200);
   });
 
   it('user_group: names the settings of another group using it, directly or through an anonymous value', async () => {
-    const groupId = await createGroup('iago');
-    const user1 = await createGroup('iago', {
+    const groupId = await createGroup(env, 'iago');
+    const user1 = await createGroup(env, 'iago', {
       can_mention_group: groupId,
       can_join_group: groupId,
       can_manage_group: { direct_members: [uid('hamlet')], direct_subgroups: [groupId] },
     });
-    const user2 = await createGroup('iago', { can_remove_members_group: { direct_members: [uid('othello')], direct_subgroups: [groupId, sys['role:moderators']] } });
+    const user2 = await createGroup(env, 'iago', { can_remove_members_group: { direct_members: [uid('othello')], direct_subgroups: [groupId, sys['role:moderators']] } });
     await expectInUse(groupId, [
       { type: 'user_group', group_id: user1, settings: ['can_join_group', 'can_manage_group', 'can_mention_group'] },
       { type: 'user_group', group_id: user2, settings: ['can_remove_members_group'] },
@@ -259,29 +222,29 @@ describe('CANNOT_DEACTIVATE_GROUP_IN_USE objections', () => {
   });
 
   it('a deactivated group using it does not object', async () => {
-    const groupId = await createGroup('iago');
-    const user = await createGroup('iago', { can_mention_group: groupId });
+    const groupId = await createGroup(env, 'iago');
+    const user = await createGroup(env, 'iago', { can_mention_group: groupId });
     expect((await deactivate('iago', user)).response.status).toBe(200);
     expect((await deactivate('iago', groupId)).response.status).toBe(200);
   });
 
   it('realm: names the organization settings using it, directly or through an anonymous value', async () => {
-    const groupId = await createGroup('iago');
-    await patchRealmSetting('can_create_public_channel_group', groupId);
-    await patchRealmSetting('can_mention_many_users_group', { direct_members: [uid('hamlet')], direct_subgroups: [groupId] });
+    const groupId = await createGroup(env, 'iago');
+    await setRealmGroupSetting(env, 'can_create_public_channel_group', groupId);
+    await setRealmGroupSetting(env, 'can_mention_many_users_group', { direct_members: [uid('hamlet')], direct_subgroups: [groupId] });
     try {
       await expectInUse(groupId, [{ type: 'realm', settings: ['can_create_public_channel_group', 'can_mention_many_users_group'] }]);
     } finally {
-      await patchRealmSetting('can_create_public_channel_group', sys['role:members']);
-      await patchRealmSetting('can_mention_many_users_group', sys['role:administrators']);
+      await setRealmGroupSetting(env, 'can_create_public_channel_group', sys['role:members']);
+      await setRealmGroupSetting(env, 'can_mention_many_users_group', sys['role:administrators']);
     }
     expect((await deactivate('iago', groupId)).response.status).toBe(200);
   });
 
   it('channel: names the settings of non-archived channels using it, directly or through an anonymous value', async () => {
-    const groupId = await createGroup('iago');
+    const groupId = await createGroup(env, 'iago');
     // An anonymous value {hamlet} + groupId, stored as its own group row, referenced by a channel setting.
-    const holder = await createGroup('iago', { can_add_members_group: { direct_members: [uid('hamlet')], direct_subgroups: [groupId] } });
+    const holder = await createGroup(env, 'iago', { can_add_members_group: { direct_members: [uid('hamlet')], direct_subgroups: [groupId] } });
     const anonymous = await storedSettingGroupId(holder, 'canAddMembersGroupId');
     const channel = await createChannel({ canSendMessageGroupId: groupId, canRemoveSubscribersGroupId: groupId, canResolveTopicsGroupId: anonymous });
     await createChannel({ canAdministerChannelGroupId: groupId }, true); // archived: does not count
@@ -292,11 +255,11 @@ describe('CANNOT_DEACTIVATE_GROUP_IN_USE objections', () => {
   });
 
   it('lists every kind of use at once, in Zulip order: subgroup, channel, user_group, realm', async () => {
-    const groupId = await createGroup('iago');
-    const supergroup = await createGroup('iago', { subgroups: [groupId] });
-    const user = await createGroup('iago', { can_leave_group: groupId });
+    const groupId = await createGroup(env, 'iago');
+    const supergroup = await createGroup(env, 'iago', { subgroups: [groupId] });
+    const user = await createGroup(env, 'iago', { can_leave_group: groupId });
     const channel = await createChannel({ canSubscribeGroupId: groupId });
-    await patchRealmSetting('can_add_subscribers_group', groupId);
+    await setRealmGroupSetting(env, 'can_add_subscribers_group', groupId);
     try {
       await expectInUse(groupId, [
         { type: 'subgroup', supergroup_ids: [supergroup] },
@@ -311,15 +274,15 @@ describe('CANNOT_DEACTIVATE_GROUP_IN_USE objections', () => {
       await patchGroupSetting(user, 'can_leave_group', sys['role:everyone']);
       await expectInUse(groupId, [{ type: 'realm', settings: ['can_add_subscribers_group'] }]);
     } finally {
-      await patchRealmSetting('can_add_subscribers_group', sys['role:members']);
+      await setRealmGroupSetting(env, 'can_add_subscribers_group', sys['role:members']);
     }
     expect((await deactivate('iago', groupId)).response.status).toBe(200);
     expect(await isDeactivated(groupId)).toBe(true);
   });
 
   it('being used does not stop deactivating the groups that use it, nor a group whose own subgroups are in use', async () => {
-    const used = await createGroup('iago');
-    const user = await createGroup('iago', { can_manage_group: used, subgroups: [used] });
+    const used = await createGroup(env, 'iago');
+    const user = await createGroup(env, 'iago', { can_manage_group: used, subgroups: [used] });
     expect((await deactivate('iago', user)).response.status).toBe(200);
     expect((await deactivate('iago', used)).response.status).toBe(200);
   });

@@ -5,23 +5,24 @@
 // settings, and the stored events.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { components, paths } from '@parley/client';
+import type { paths } from '@parley/client';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
+import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
+import {
+  createGroup,
+  deactivateGroup,
+  readGroup,
+  systemGroupIds,
+  uniqueName,
+  type CreateGroupBody,
+  type GroupSettingValue,
+  type SystemGroupIds,
+} from '../helpers/groups.ts';
+import { createDeactivatedUser } from '../helpers/people.ts';
 
-type CreateBody = paths['/user_groups/create']['post']['requestBody']['content']['application/x-www-form-urlencoded'];
 type PatchBody = NonNullable<paths['/user_groups/{user_group_id}']['patch']['requestBody']>['content']['application/x-www-form-urlencoded'];
 type RealmBody = NonNullable<paths['/realm']['patch']['requestBody']>['content']['application/x-www-form-urlencoded'];
-type GroupSettingValue = components['schemas']['GroupSettingValue'];
-type SystemGroupName =
-  | 'role:internet'
-  | 'role:everyone'
-  | 'role:members'
-  | 'role:fullmembers'
-  | 'role:moderators'
-  | 'role:administrators'
-  | 'role:owners'
-  | 'role:nobody';
 
 const GROUP_SETTINGS = [
   'can_add_members_group',
@@ -34,12 +35,11 @@ const GROUP_SETTINGS = [
 type GroupSetting = (typeof GROUP_SETTINGS)[number];
 
 let env: TestServer;
-let sys: Record<SystemGroupName, number>;
+let sys: SystemGroupIds;
 
 beforeAll(async () => {
   env = await startTestServer();
-  const { data } = await env.client('iago').GET('/user_groups', { params: { query: {} } });
-  sys = Object.fromEntries(data!.user_groups.filter((g) => g.is_system_group).map((g) => [g.name, g.id])) as Record<SystemGroupName, number>;
+  sys = await systemGroupIds(env);
 });
 afterAll(() => env.close());
 
@@ -47,62 +47,21 @@ afterAll(() => env.close());
 // helpers
 
 const uid = (person: Person) => env.users[person].id;
-let counter = 0;
-const uniqueName = (label: string) => `${label} ${++counter} ${randomBytes(3).toString('hex')}`;
 const anon = (members: number[], subgroups: number[] = []) => ({ direct_members: members, direct_subgroups: subgroups });
-
-async function createGroup(as: Person, body: Partial<CreateBody> = {}): Promise<number> {
-  const { data, error } = await env.client(as).POST('/user_groups/create', {
-    body: { name: uniqueName('group'), description: '', members: [], ...body },
-  });
-  if (!data) throw new Error(`setup: creating a group failed: ${JSON.stringify(error)}`);
-  return data.group_id;
-}
 
 const patch = (as: Person, groupId: number, body: PatchBody) =>
   env.client(as).PATCH('/user_groups/{user_group_id}', { params: { path: { user_group_id: groupId } }, body });
 
 const patchRealm = (as: Person, body: RealmBody) => env.client(as).PATCH('/realm', { body });
 
-async function readGroup(groupId: number) {
-  const { data } = await env.client('iago').GET('/user_groups', { params: { query: { include_deactivated_groups: true } } });
-  const group = data!.user_groups.find((g) => g.id === groupId);
-  if (!group) throw new Error(`read-back: group ${groupId} is not listed`);
-  return group;
-}
-
 async function readSetting(groupId: number, setting: GroupSetting): Promise<GroupSettingValue> {
-  return (await readGroup(groupId))[setting];
+  return (await readGroup(env, groupId))[setting];
 }
 
 /** Organization settings have no read endpoint here (POST /register is not part of this work): read the row. */
 async function realmSettingGroupId(column: 'canCreateGroupsId' | 'canCreatePublicChannelGroupId' | 'canManageAllGroupsId' | 'canAccessAllUsersGroupId' | 'canMentionManyUsersGroupId' | 'canCreateWebPublicChannelGroupId') {
   const realm = await env.running.deps.db.realm.findFirstOrThrow();
   return realm[column];
-}
-
-async function lastEventId(): Promise<bigint> {
-  const last = await env.running.deps.db.event.findFirst({ orderBy: { id: 'desc' } });
-  return last?.id ?? 0n;
-}
-
-async function eventsSince(after: bigint): Promise<any[]> {
-  const rows = await env.running.deps.db.event.findMany({ where: { id: { gt: after } }, orderBy: { id: 'asc' } });
-  return rows.map((r) => r.payload);
-}
-
-async function deactivateGroup(groupId: number): Promise<void> {
-  const { error } = await env.client('iago').POST('/user_groups/{user_group_id}/deactivate', { params: { path: { user_group_id: groupId } } });
-  if (error) throw new Error(`setup: deactivating group ${groupId} failed: ${JSON.stringify(error)}`);
-}
-
-async function createDeactivatedUser(): Promise<number> {
-  const email = `settings-${randomBytes(4).toString('hex')}@parley.test`;
-  const created = await env.client('iago').POST('/users', { body: { email, password: TEST_PASSWORD, full_name: 'Gone User' } });
-  if (!created.data) throw new Error(`setup: create user failed: ${JSON.stringify(created.error)}`);
-  const removed = await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: created.data.user_id } } });
-  if (removed.error) throw new Error(`setup: deactivate user failed: ${JSON.stringify(removed.error)}`);
-  return created.data.user_id;
 }
 
 /** Anonymous setting groups no setting refers to any more (leaks of replaced values). */
@@ -130,23 +89,23 @@ const MISMATCH = "'old' value does not match the expected value.";
 
 describe('normalisation of group-setting values', () => {
   it.each(GROUP_SETTINGS)('%s: {[], [X]} is stored and returned as X', async (setting) => {
-    const target = await createGroup('iago', { members: [uid('othello')] });
-    const groupId = await createGroup('hamlet');
+    const target = await createGroup(env, 'iago', { members: [uid('othello')] });
+    const groupId = await createGroup(env, 'hamlet');
     const { response } = await patch('iago', groupId, { [setting]: { new: anon([], [target]) } });
     expect(response.status).toBe(200);
     expect(await readSetting(groupId, setting)).toBe(target);
   });
 
   it.each(GROUP_SETTINGS)('%s: {[], []} is stored and returned as role:nobody', async (setting) => {
-    const groupId = await createGroup('hamlet', { [setting]: sys['role:members'] } as Partial<CreateBody>);
+    const groupId = await createGroup(env, 'hamlet', { [setting]: sys['role:members'] } as Partial<CreateGroupBody>);
     const { response } = await patch('iago', groupId, { [setting]: { new: anon([]) } });
     expect(response.status).toBe(200);
     expect(await readSetting(groupId, setting)).toBe(sys['role:nobody']);
   });
 
   it('a real anonymous value keeps the object form, with ids sorted and duplicates removed', async () => {
-    const sub = await createGroup('iago');
-    const groupId = await createGroup('hamlet');
+    const sub = await createGroup(env, 'iago');
+    const groupId = await createGroup(env, 'hamlet');
     const { response } = await patch('hamlet', groupId, {
       can_manage_group: { new: anon([uid('othello'), uid('hamlet'), uid('othello')], [sub, sys['role:moderators'], sub]) },
     });
@@ -155,15 +114,15 @@ describe('normalisation of group-setting values', () => {
   });
 
   it('a setting change stores one user_group update event carrying the normalised value', async () => {
-    const target = await createGroup('iago');
-    const groupId = await createGroup('hamlet');
-    const before = await lastEventId();
+    const target = await createGroup(env, 'iago');
+    const groupId = await createGroup(env, 'hamlet');
+    const before = await markEvents(env);
     const { response } = await patch('hamlet', groupId, {
       can_mention_group: { new: anon([], [target]) },
       can_join_group: { new: anon([uid('cordelia')], [sys['role:moderators']]) },
     });
     expect(response.status).toBe(200);
-    expect(await eventsSince(before)).toEqual([
+    expect(await eventPayloadsSince(env, before)).toEqual([
       {
         type: 'user_group',
         op: 'update',
@@ -174,18 +133,18 @@ describe('normalisation of group-setting values', () => {
   });
 
   it('setting the current value again is no change: success and no event, also when written differently', async () => {
-    const groupId = await createGroup('hamlet', { can_join_group: anon([uid('othello'), uid('cordelia')]), can_leave_group: sys['role:nobody'] });
-    const before = await lastEventId();
+    const groupId = await createGroup(env, 'hamlet', { can_join_group: anon([uid('othello'), uid('cordelia')]), can_leave_group: sys['role:nobody'] });
+    const before = await markEvents(env);
     const { response } = await patch('hamlet', groupId, {
       can_join_group: { new: anon([uid('cordelia'), uid('othello')]) },
       can_leave_group: { new: anon([]) },
     });
     expect(response.status).toBe(200);
-    expect(await eventsSince(before)).toEqual([]);
+    expect(await eventPayloadsSince(env, before)).toEqual([]);
   });
 
   it('replacing an anonymous value leaves no orphaned anonymous group behind', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     const orphansBefore = (await orphanAnonymousGroups()).length;
     expect((await patch('hamlet', groupId, { can_add_members_group: { new: anon([uid('othello')]) } })).response.status).toBe(200);
     expect((await patch('hamlet', groupId, { can_add_members_group: { new: sys['role:members'] } })).response.status).toBe(200);
@@ -194,12 +153,12 @@ describe('normalisation of group-setting values', () => {
   });
 
   it('deactivated users are left out of direct_members of a returned value', async () => {
-    const gone = await createDeactivatedUser();
+    const gone = await createDeactivatedUser(env, 'settings');
     // A user who was active when the value was stored and is deactivated afterwards.
     const email = `later-gone-${randomBytes(4).toString('hex')}@parley.test`;
     const created = await env.client('iago').POST('/users', { body: { email, password: TEST_PASSWORD, full_name: 'Later Gone' } });
     const later = created.data!.user_id;
-    const groupId = await createGroup('hamlet', { can_join_group: anon([uid('hamlet'), later]) });
+    const groupId = await createGroup(env, 'hamlet', { can_join_group: anon([uid('hamlet'), later]) });
     expect((await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: later } } })).response.status).toBe(200);
     expect(await readSetting(groupId, 'can_join_group')).toEqual(anon([uid('hamlet')]));
     // And a deactivated user cannot be named in a new value.
@@ -209,14 +168,14 @@ describe('normalisation of group-setting values', () => {
 
 describe('compare-and-swap on old', () => {
   it('applies the change when old equals the current value (named group)', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     const { response } = await patch('hamlet', groupId, { can_join_group: { new: sys['role:members'], old: sys['role:nobody'] } });
     expect(response.status).toBe(200);
     expect(await readSetting(groupId, 'can_join_group')).toBe(sys['role:members']);
   });
 
   it('applies the change when old equals the current anonymous value, in any order and with duplicates', async () => {
-    const groupId = await createGroup('hamlet', { can_join_group: anon([uid('othello'), uid('cordelia')], [sys['role:moderators']]) });
+    const groupId = await createGroup(env, 'hamlet', { can_join_group: anon([uid('othello'), uid('cordelia')], [sys['role:moderators']]) });
     const { response } = await patch('hamlet', groupId, {
       can_join_group: { new: sys['role:members'], old: anon([uid('cordelia'), uid('othello'), uid('cordelia')], [sys['role:moderators']]) },
     });
@@ -225,18 +184,18 @@ describe('compare-and-swap on old', () => {
   });
 
   it('compares old after normalisation: {[], [X]} matches X and {[], []} matches role:nobody', async () => {
-    const groupId = await createGroup('hamlet', { can_mention_group: sys['role:members'] });
+    const groupId = await createGroup(env, 'hamlet', { can_mention_group: sys['role:members'] });
     expect((await patch('hamlet', groupId, { can_mention_group: { new: sys['role:moderators'], old: anon([], [sys['role:members']]) } })).response.status).toBe(200);
     // can_remove_members_group defaults to role:nobody.
     expect((await patch('hamlet', groupId, { can_remove_members_group: { new: sys['role:moderators'], old: anon([]) } })).response.status).toBe(200);
-    const group = await readGroup(groupId);
+    const group = await readGroup(env, groupId);
     expect(group.can_mention_group).toBe(sys['role:moderators']);
     expect(group.can_remove_members_group).toBe(sys['role:moderators']);
   });
 
   it('rejects a stale old with EXPECTATION_MISMATCH and changes nothing', async () => {
-    const groupId = await createGroup('hamlet');
-    const before = await lastEventId();
+    const groupId = await createGroup(env, 'hamlet');
+    const before = await markEvents(env);
     const cases: PatchBody[] = [
       { can_join_group: { new: sys['role:members'], old: sys['role:everyone'] } },
       { can_manage_group: { new: sys['role:members'], old: anon([uid('othello')]) } },
@@ -246,37 +205,37 @@ describe('compare-and-swap on old', () => {
     for (const body of cases) {
       expectJsonError(await patch('hamlet', groupId, body), 400, MISMATCH, 'EXPECTATION_MISMATCH');
     }
-    const group = await readGroup(groupId);
+    const group = await readGroup(env, groupId);
     expect(group.can_join_group).toBe(sys['role:nobody']);
     expect(group.can_manage_group).toEqual(anon([uid('hamlet')]));
-    expect(await eventsSince(before)).toEqual([]);
+    expect(await eventPayloadsSince(env, before)).toEqual([]);
   });
 
   it('rejects a stale old even when new equals the current value', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     expectJsonError(await patch('hamlet', groupId, { can_join_group: { new: sys['role:nobody'], old: sys['role:members'] } }), 400, MISMATCH, 'EXPECTATION_MISMATCH');
   });
 
   it('is all or nothing across the settings and the name of one request', async () => {
-    const groupId = await createGroup('hamlet');
-    const before = await readGroup(groupId);
+    const groupId = await createGroup(env, 'hamlet');
+    const before = await readGroup(env, groupId);
     const res = await patch('hamlet', groupId, {
       name: uniqueName('renamed'),
       can_join_group: { new: sys['role:members'], old: sys['role:nobody'] },
       can_leave_group: { new: sys['role:members'], old: sys['role:nobody'] }, // stale: it is role:everyone
     });
     expectJsonError(res, 400, MISMATCH, 'EXPECTATION_MISMATCH');
-    expect(await readGroup(groupId)).toEqual(before);
+    expect(await readGroup(env, groupId)).toEqual(before);
   });
 
   it('without old the change is unconditional', async () => {
-    const groupId = await createGroup('hamlet', { can_leave_group: sys['role:moderators'] });
+    const groupId = await createGroup(env, 'hamlet', { can_leave_group: sys['role:moderators'] });
     expect((await patch('hamlet', groupId, { can_leave_group: { new: sys['role:members'] } })).response.status).toBe(200);
     expect(await readSetting(groupId, 'can_leave_group')).toBe(sys['role:members']);
   });
 
   it('can_mention_group accepts only the {new, old} object form (feature level 260)', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     const res = await env.raw(`/user_groups/${groupId}`, { method: 'PATCH', as: 'hamlet', body: new URLSearchParams({ can_mention_group: String(sys['role:members']) }) });
     expectJsonError(res, 400, 'can_mention_group is not a dict', 'BAD_REQUEST');
     const missingNew = await env.raw(`/user_groups/${groupId}`, { method: 'PATCH', as: 'hamlet', body: new URLSearchParams({ can_mention_group: JSON.stringify({ old: sys['role:everyone'] }) }) });
@@ -288,7 +247,7 @@ describe('compare-and-swap on old', () => {
 
 describe('per-setting restrictions', () => {
   it.each(GROUP_SETTINGS)('%s can never be role:internet', async (setting) => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     const current = await readSetting(groupId, setting);
     expectJsonError(
       await patch('iago', groupId, { [setting]: { new: sys['role:internet'] } }),
@@ -300,7 +259,7 @@ describe('per-setting restrictions', () => {
   });
 
   it('can_manage_group cannot be role:everyone, directly or written as {[], [role:everyone]}', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     const msg = "'can_manage_group' setting cannot be set to 'role:everyone' group.";
     expectJsonError(await patch('iago', groupId, { can_manage_group: { new: sys['role:everyone'] } }), 400, msg, 'BAD_REQUEST');
     expectJsonError(await patch('iago', groupId, { can_manage_group: { new: anon([], [sys['role:everyone']]) } }), 400, msg, 'BAD_REQUEST');
@@ -309,14 +268,14 @@ describe('per-setting restrictions', () => {
 
   it('can_manage_group may be any other system group', async () => {
     for (const name of ['role:members', 'role:fullmembers', 'role:moderators', 'role:administrators', 'role:owners', 'role:nobody'] as const) {
-      const groupId = await createGroup('hamlet');
+      const groupId = await createGroup(env, 'hamlet');
       expect((await patch('iago', groupId, { can_manage_group: { new: sys[name] } })).response.status, name).toBe(200);
       expect(await readSetting(groupId, 'can_manage_group')).toBe(sys[name]);
     }
   });
 
   it('can_mention_group cannot be role:owners, but may be role:everyone and role:administrators', async () => {
-    const groupId = await createGroup('hamlet', { can_mention_group: sys['role:members'] });
+    const groupId = await createGroup(env, 'hamlet', { can_mention_group: sys['role:members'] });
     expectJsonError(
       await patch('iago', groupId, { can_mention_group: { new: sys['role:owners'] } }),
       400,
@@ -331,14 +290,14 @@ describe('per-setting restrictions', () => {
 
   it('the settings that allow role:everyone accept it', async () => {
     for (const setting of ['can_add_members_group', 'can_join_group', 'can_leave_group', 'can_remove_members_group'] as const) {
-      const groupId = await createGroup('hamlet');
+      const groupId = await createGroup(env, 'hamlet');
       expect((await patch('iago', groupId, { [setting]: { new: sys['role:everyone'] } })).response.status, setting).toBe(200);
       expect(await readSetting(groupId, setting)).toBe(sys['role:everyone']);
     }
   });
 
   it('a forbidden system group is also refused as a subgroup of an anonymous value (Parley documents this choice)', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     expectJsonError(
       await patch('iago', groupId, { can_manage_group: { new: anon([uid('hamlet')], [sys['role:everyone']]) } }),
       400,
@@ -356,9 +315,9 @@ describe('per-setting restrictions', () => {
 
 describe('invalid values', () => {
   it('unknown and anonymous group ids, unknown users and subgroups', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     const anonymousId = (await env.running.deps.db.userGroup.findUniqueOrThrow({ where: { id: groupId } })).canManageGroupId!;
-    const before = await readGroup(groupId);
+    const before = await readGroup(env, groupId);
     const cases: Array<[PatchBody, string]> = [
       [{ can_join_group: { new: 999999 } }, 'Invalid user group'],
       [{ can_join_group: { new: anonymousId } }, 'Invalid user group'],
@@ -367,11 +326,11 @@ describe('invalid values', () => {
       [{ can_join_group: { new: anon([uid('hamlet')], [anonymousId]) } }, `Invalid user group ID: ${anonymousId}`],
     ];
     for (const [body, msg] of cases) expectJsonError(await patch('hamlet', groupId, body), 400, msg, 'BAD_REQUEST');
-    expect(await readGroup(groupId)).toEqual(before);
+    expect(await readGroup(env, groupId)).toEqual(before);
   });
 
   it('malformed values are validation errors', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     const send = (value: string) => env.raw(`/user_groups/${groupId}`, { method: 'PATCH', as: 'hamlet', body: new URLSearchParams({ can_join_group: value }) });
     expectJsonError(await send('not json'), 400, 'can_join_group is not valid JSON', 'BAD_REQUEST');
     // The exact path notation of this message belongs to the wire-format work (validation-errors.ts).
@@ -386,17 +345,17 @@ describe('invalid values', () => {
 describe('deactivated groups', () => {
   let gone: number;
   beforeAll(async () => {
-    gone = await createGroup('hamlet', { members: [uid('othello')], can_manage_group: anon([uid('othello')]) });
-    await deactivateGroup(gone);
+    gone = await createGroup(env, 'hamlet', { members: [uid('othello')], can_manage_group: anon([uid('othello')]) });
+    await deactivateGroup(env, gone);
   });
 
   it('cannot be named in a group setting, directly, as {[], [X]} or inside an anonymous value', async () => {
-    const groupId = await createGroup('hamlet');
-    const before = await readGroup(groupId);
+    const groupId = await createGroup(env, 'hamlet');
+    const before = await readGroup(env, groupId);
     for (const value of [gone, anon([], [gone]), anon([uid('hamlet')], [gone])]) {
       expectJsonError(await patch('hamlet', groupId, { can_join_group: { new: value } }), 400, 'User group is deactivated.', 'BAD_REQUEST');
     }
-    expect(await readGroup(groupId)).toEqual(before);
+    expect(await readGroup(env, groupId)).toEqual(before);
   });
 
   it('cannot be named in a new group or used as its subgroup', async () => {
@@ -416,7 +375,7 @@ describe('deactivated groups', () => {
   });
 
   it('cannot be added as a subgroup', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     expectJsonError(
       await env.client('hamlet').POST('/user_groups/{user_group_id}/subgroups', { params: { path: { user_group_id: groupId } }, body: { add: [gone] } }),
       400,
@@ -441,13 +400,13 @@ describe('deactivated groups', () => {
     expectJsonError(await patch('cordelia', gone, { can_mention_group: { new: sys['role:members'] } }), 400, 'Insufficient permission', 'BAD_REQUEST');
     const { response } = await patch('othello', gone, { can_mention_group: { new: sys['role:members'], old: sys['role:everyone'] } });
     expect(response.status).toBe(200);
-    expect(await readGroup(gone)).toMatchObject({ deactivated: true, can_mention_group: sys['role:members'] });
+    expect(await readGroup(env, gone)).toMatchObject({ deactivated: true, can_mention_group: sys['role:members'] });
   });
 
   it('can be named again once reactivated', async () => {
-    const other = await createGroup('hamlet', { members: [uid('cordelia')] });
-    await deactivateGroup(other);
-    const groupId = await createGroup('hamlet');
+    const other = await createGroup(env, 'hamlet', { members: [uid('cordelia')] });
+    await deactivateGroup(env, other);
+    const groupId = await createGroup(env, 'hamlet');
     expectJsonError(await patch('hamlet', groupId, { can_join_group: { new: other } }), 400, 'User group is deactivated.', 'BAD_REQUEST');
     expect((await patch('hamlet', other, { deactivated: false })).response.status).toBe(200);
     expect((await patch('hamlet', groupId, { can_join_group: { new: other } })).response.status).toBe(200);
@@ -457,14 +416,14 @@ describe('deactivated groups', () => {
 
 describe('PATCH /realm: organization-level group settings', () => {
   it('changes a setting, echoes the new value and stores one realm update_dict event', async () => {
-    const target = await createGroup('iago');
-    const before = await lastEventId();
+    const target = await createGroup(env, 'iago');
+    const before = await markEvents(env);
     const { data, response } = await patchRealm('iago', { can_create_public_channel_group: { new: target, old: sys['role:members'] } });
     try {
       expect(response.status).toBe(200);
       expect(data).toEqual({ result: 'success', msg: '', can_create_public_channel_group: target });
       expect(await realmSettingGroupId('canCreatePublicChannelGroupId')).toBe(target);
-      expect(await eventsSince(before)).toEqual([{ type: 'realm', op: 'update_dict', property: 'default', data: { can_create_public_channel_group: target } }]);
+      expect(await eventPayloadsSince(env, before)).toEqual([{ type: 'realm', op: 'update_dict', property: 'default', data: { can_create_public_channel_group: target } }]);
     } finally {
       await patchRealm('iago', { can_create_public_channel_group: { new: sys['role:members'] } });
     }
@@ -488,11 +447,11 @@ describe('PATCH /realm: organization-level group settings', () => {
   });
 
   it('omits unchanged settings from the response and stores no event for them', async () => {
-    const before = await lastEventId();
+    const before = await markEvents(env);
     const { data, response } = await patchRealm('iago', { can_create_public_channel_group: { new: anon([], [sys['role:members']]) } });
     expect(response.status).toBe(200);
     expect(data).toEqual({ result: 'success', msg: '' });
-    expect(await eventsSince(before)).toEqual([]);
+    expect(await eventPayloadsSince(env, before)).toEqual([]);
   });
 
   it('applies compare-and-swap on old', async () => {
@@ -506,7 +465,7 @@ describe('PATCH /realm: organization-level group settings', () => {
   });
 
   it('is all or nothing across settings', async () => {
-    const before = await lastEventId();
+    const before = await markEvents(env);
     expectJsonError(
       await patchRealm('iago', {
         can_create_public_channel_group: { new: sys['role:moderators'] },
@@ -517,7 +476,7 @@ describe('PATCH /realm: organization-level group settings', () => {
       'EXPECTATION_MISMATCH',
     );
     expect(await realmSettingGroupId('canCreatePublicChannelGroupId')).toBe(sys['role:members']);
-    expect(await eventsSince(before)).toEqual([]);
+    expect(await eventPayloadsSince(env, before)).toEqual([]);
   });
 
   it('refuses role:internet and role:everyone where Zulip does', async () => {
@@ -534,7 +493,7 @@ describe('PATCH /realm: organization-level group settings', () => {
   });
 
   it('can_access_all_users_group must be the system group role:everyone or role:members', async () => {
-    const named = await createGroup('iago');
+    const named = await createGroup(env, 'iago');
     const required = "'can_access_all_users_group' must be a system user group.";
     expectJsonError(await patchRealm('iago', { can_access_all_users_group: { new: named } }), 400, required, 'SYSTEM_GROUP_REQUIRED');
     expectJsonError(await patchRealm('iago', { can_access_all_users_group: { new: anon([uid('hamlet')], [sys['role:members']]) } }), 400, required, 'SYSTEM_GROUP_REQUIRED');
@@ -558,7 +517,7 @@ describe('PATCH /realm: organization-level group settings', () => {
   });
 
   it('can_create_web_public_channel_group accepts only system groups', async () => {
-    const named = await createGroup('iago');
+    const named = await createGroup(env, 'iago');
     expectJsonError(
       await patchRealm('iago', { can_create_web_public_channel_group: { new: named } }),
       400,
@@ -624,13 +583,13 @@ describe('PATCH /realm: organization-level group settings', () => {
   });
 
   it('the new value takes effect at once: can_manage_all_groups given to a member through a group', async () => {
-    const managers = await createGroup('iago', { members: [uid('cordelia')] });
-    const groupId = await createGroup('hamlet');
+    const managers = await createGroup(env, 'iago', { members: [uid('cordelia')] });
+    const groupId = await createGroup(env, 'hamlet');
     expectJsonError(await patch('cordelia', groupId, { description: 'by cordelia' }), 400, 'Insufficient permission', 'BAD_REQUEST');
     await patchRealm('desdemona', { can_manage_all_groups: { new: anon([], [managers, sys['role:administrators']]) } });
     try {
       expect((await patch('cordelia', groupId, { description: 'by cordelia' })).response.status).toBe(200);
-      expect((await readGroup(groupId)).description).toBe('by cordelia');
+      expect((await readGroup(env, groupId)).description).toBe('by cordelia');
     } finally {
       await patchRealm('desdemona', { can_manage_all_groups: { new: sys['role:administrators'] } });
     }

@@ -1,7 +1,7 @@
 // Organization-wide rules that must hold under concurrency, and what a new account starts with.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_PASSWORD } from '../helpers/fixtures.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { basicAuth, fetchApiKey } from '../helpers/auth.ts';
 
 let env: TestServer;
 beforeAll(async () => {
@@ -9,25 +9,16 @@ beforeAll(async () => {
 });
 afterAll(() => env.close());
 
-async function keyOf(email: string, password = TEST_PASSWORD): Promise<string> {
-  const res = await env.raw('/fetch_api_key', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ username: email, password }).toString(),
-  });
-  expect(res.status).toBe(200);
-  return res.body.api_key;
-}
-
+/** The headers of a form-encoded request authenticated as `email:key`. */
 function basic(email: string, key: string) {
-  return { Authorization: `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}`, 'Content-Type': 'application/x-www-form-urlencoded' };
+  return { Authorization: basicAuth(email, key), 'Content-Type': 'application/x-www-form-urlencoded' };
 }
 
 describe('the organization never loses its last owner', () => {
   it('a demotion racing a deactivation between the only two owners leaves one owner', async () => {
     const a = { id: env.users.desdemona.id, email: env.users.desdemona.email, key: env.users.desdemona.apiKey };
     const ownerEmail = 'owner@parley.test';
-    const b = { id: 0, email: ownerEmail, key: await keyOf(ownerEmail) };
+    const b = { id: 0, email: ownerEmail, key: await fetchApiKey(env, ownerEmail) };
     const members = (await env.client('iago').GET('/users')).data!.members;
     b.id = members.find((u) => u.delivery_email === ownerEmail)!.user_id;
     expect(members.filter((u) => u.role === 100 && u.is_active).map((u) => u.user_id).sort()).toEqual([a.id, b.id].sort());
@@ -61,7 +52,7 @@ describe('a new account', () => {
     expect(created.response.status).toBe(200);
     const user = await env.client('iago').POST('/users', { body: { email: 'newbie@parley.test', password: 'newbie password', full_name: 'New Bie' } });
     expect(user.response.status).toBe(200);
-    const key = await keyOf('newbie@parley.test', 'newbie password');
+    const key = await fetchApiKey(env, 'newbie@parley.test', 'newbie password');
     const subs = await env.raw('/users/me/subscriptions', { headers: basic('newbie@parley.test', key) });
     expect(subs.status).toBe(200);
     expect(subs.body.subscriptions.map((s: { name: string }) => s.name)).toEqual(['welcome-default']);

@@ -4,12 +4,13 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
+import { realmIdOf } from '../helpers/realm.ts';
 
 let env: TestServer;
 let realmId: number;
 beforeAll(async () => {
   env = await startTestServer();
-  realmId = (await env.running.deps.db.realm.findFirstOrThrow()).id;
+  realmId = await realmIdOf(env);
 });
 afterAll(() => env.close());
 

@@ -4,12 +4,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
+import { activeSubscribers, fresh } from '../helpers/channels.ts';
+import { eventsSince, markEvents } from '../helpers/events.ts';
+import { systemGroupIds, type SystemGroupIds } from '../helpers/groups.ts';
+import { activeUsers, adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
+import { realmIdOf, withRealm } from '../helpers/realm.ts';
 
 let env: TestServer;
 let realmId: number;
+let sys: SystemGroupIds;
+/** Active users of the organization (the bootstrap owner included). */
+let roles: UserRole[] = [];
 beforeAll(async () => {
   env = await startTestServer();
-  realmId = (await env.running.deps.db.realm.findFirstOrThrow()).id;
+  realmId = await realmIdOf(env);
+  sys = await systemGroupIds(env);
+  roles = await activeUsers(env, realmId);
 });
 afterAll(() => env.close());
 
@@ -18,22 +28,7 @@ afterAll(() => env.close());
 
 const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;
-let counter = 0;
-const fresh = (label: string) => `${label} ${++counter}`;
-
-async function groupId(name: string): Promise<number> {
-  return (await db().userGroup.findFirstOrThrow({ where: { realmId, name } })).id;
-}
-
-async function markEvents(): Promise<bigint> {
-  const last = await db().event.findFirst({ orderBy: { id: 'desc' } });
-  return last?.id ?? 0n;
-}
-
-async function eventsSince(mark: bigint): Promise<Array<{ userIds: number[]; payload: any }>> {
-  const rows = await db().event.findMany({ where: { id: { gt: mark } }, orderBy: { id: 'asc' } });
-  return rows.map((r) => ({ userIds: [...r.userIds].sort((a, b) => a - b), payload: r.payload as any }));
-}
+const ids = (...xs: number[]) => [...new Set(xs)].sort((a, b) => a - b);
 
 async function subscribe(as: Person, body: Record<string, unknown>) {
   return env.client(as).POST('/users/me/subscriptions', { body: body as any });
@@ -45,37 +40,11 @@ async function createChannel(as: Person, name: string, extra: Record<string, unk
   return (await db().channel.findFirstOrThrow({ where: { realmId, name } })).id;
 }
 
-async function activeSubscribers(channelId: number): Promise<number[]> {
-  const rows = await db().subscription.findMany({ where: { channelId, active: true }, orderBy: { userId: 'asc' } });
-  return rows.map((r) => r.userId);
-}
-
-async function withRealm<T>(data: Record<string, unknown>, body: () => Promise<T>): Promise<T> {
-  const before = await db().realm.findUniqueOrThrow({ where: { id: realmId } });
-  await db().realm.update({ where: { id: realmId }, data });
-  try {
-    return await body();
-  } finally {
-    const restore = Object.fromEntries(Object.keys(data).map((k) => [k, (before as any)[k]]));
-    await db().realm.update({ where: { id: realmId }, data: restore });
-  }
-}
-
-/** Active users of the organization (the bootstrap owner included), by a role filter. */
-let roles: Array<{ id: number; role: number }> = [];
-const idsWhere = (keep: (role: number) => boolean) => roles.filter((u) => keep(u.role)).map((u) => u.id);
-const nonGuests = () => idsWhere((r) => r !== 600);
-const admins = () => idsWhere((r) => r <= 200);
-beforeAll(async () => {
-  roles = await db().user.findMany({ where: { realmId, isActive: true }, select: { id: true, role: true }, orderBy: { id: 'asc' } });
-});
-const ids = (...xs: number[]) => [...new Set(xs)].sort((a, b) => a - b);
-
 // ---------------------------------------------------------------------------------------------
 
 describe('POST /users/me/subscriptions: creating channels', () => {
   it('creates a missing channel with Zulip defaults and subscribes the creator', async () => {
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     const name = fresh('Verona');
     const { data, response } = await subscribe('hamlet', { subscriptions: [{ name, description: 'Fair\nVerona' }] });
     expect(response.status).toBe(200);
@@ -94,35 +63,35 @@ describe('POST /users/me/subscriptions: creating channels', () => {
       topicsPolicy: 'inherit',
       folderId: null,
       creatorId: uid('hamlet'),
-      canAddSubscribersGroupId: await groupId('role:nobody'),
-      canRemoveSubscribersGroupId: await groupId('role:administrators'),
-      canSendMessageGroupId: await groupId('role:everyone'),
-      canSubscribeGroupId: await groupId('role:nobody'),
+      canAddSubscribersGroupId: sys['role:nobody'],
+      canRemoveSubscribersGroupId: sys['role:administrators'],
+      canSendMessageGroupId: sys['role:everyone'],
+      canSubscribeGroupId: sys['role:nobody'],
     });
-    expect(await activeSubscribers(channel.id)).toEqual([uid('hamlet')]);
+    expect(await activeSubscribers(env, channel.id)).toEqual([uid('hamlet')]);
 
     // The creator administers the new channel (an anonymous group holding just them).
     const { data: got } = await env.client('hamlet').GET('/streams/{stream_id}', { params: { path: { stream_id: channel.id } } });
     expect(got!.stream.can_administer_channel_group).toEqual({ direct_members: [uid('hamlet')], direct_subgroups: [] });
 
-    const events = await eventsSince(mark);
+    const events = await eventsSince(env, mark);
     expect(events.map((e) => `${e.payload.type}/${e.payload.op}`)).toEqual(['stream/create', 'subscription/add', 'subscription/peer_add']);
-    expect(events[0]!.userIds).toEqual(nonGuests());
+    expect(events[0]!.userIds).toEqual(nonGuestIds(roles));
     expect(events[0]!.payload.streams[0]).toMatchObject({ stream_id: channel.id, name, subscriber_count: 0 });
     expect(events[0]!.payload.for_unarchiving).toBe(false);
     expect(events[1]!.userIds).toEqual([uid('hamlet')]);
     expect(events[1]!.payload.subscriptions[0]).toMatchObject({ stream_id: channel.id, name, subscribers: [uid('hamlet')], color: expect.stringMatching(/^#[0-9a-f]{6}$/) });
-    expect(events[2]!.userIds).toEqual(nonGuests().filter((id) => id !== uid('hamlet')));
+    expect(events[2]!.userIds).toEqual(nonGuestIds(roles).filter((id) => id !== uid('hamlet')));
     expect(events[2]!.payload).toEqual({ type: 'subscription', op: 'peer_add', stream_ids: [channel.id], user_ids: [uid('hamlet')] });
   });
 
   it('reports channels the user was already subscribed to, and matches names case-insensitively', async () => {
     const name = fresh('Denmark');
     await createChannel('hamlet', name);
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     const { data } = await subscribe('hamlet', { subscriptions: [{ name: `  ${name.toUpperCase()} ` }] });
     expect(data).toMatchObject({ subscribed: {}, already_subscribed: { [uid('hamlet')]: [name] } });
-    expect(await eventsSince(mark)).toEqual([]);
+    expect(await eventsSince(env, mark)).toEqual([]);
     expect(await db().channel.count({ where: { realmId, name: { equals: name, mode: 'insensitive' } } })).toBe(1);
   });
 
@@ -149,31 +118,31 @@ describe('POST /users/me/subscriptions: creating channels', () => {
   });
 
   it('sends the creation event of a private channel only to those who can see it', async () => {
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     const id = await createChannel('hamlet', fresh('secret'), { invite_only: true });
-    const events = await eventsSince(mark);
+    const events = await eventsSince(env, mark);
     const create = events.find((e) => e.payload.type === 'stream' && e.payload.op === 'create')!;
     // Organization administrators and the creator (administrator of the channel through its group).
-    expect(create.userIds).toEqual(ids(...admins(), uid('hamlet')));
+    expect(create.userIds).toEqual(ids(...adminIds(roles), uid('hamlet')));
     const peer = events.find((e) => e.payload.op === 'peer_add')!;
-    expect(peer.userIds).toEqual(admins());
+    expect(peer.userIds).toEqual(adminIds(roles));
     expect(peer.payload.stream_ids).toEqual([id]);
   });
 
   it('needs the organization permission to create public and private channels', async () => {
-    const admins = await groupId('role:administrators');
-    await withRealm({ canCreatePublicChannelGroupId: admins }, async () => {
+    const admins = sys['role:administrators'];
+    await withRealm(env, realmId, { canCreatePublicChannelGroupId: admins }, async () => {
       expectJsonError(await subscribe('hamlet', { subscriptions: [{ name: fresh('nope') }] }), 400, 'Insufficient permission');
       expect((await subscribe('hamlet', { subscriptions: [{ name: fresh('allowed private') }], invite_only: true })).response.status).toBe(200);
       expect((await subscribe('iago', { subscriptions: [{ name: fresh('admin public') }] })).response.status).toBe(200);
     });
-    await withRealm({ canCreatePrivateChannelGroupId: admins }, async () => {
+    await withRealm(env, realmId, { canCreatePrivateChannelGroupId: admins }, async () => {
       expectJsonError(await subscribe('shiva', { subscriptions: [{ name: fresh('nope') }], invite_only: true }), 400, 'Insufficient permission');
     });
     // Subscribing to existing channels needs no creation permission.
     const existing = fresh('existing');
     await createChannel('iago', existing);
-    await withRealm({ canCreatePublicChannelGroupId: admins }, async () => {
+    await withRealm(env, realmId, { canCreatePublicChannelGroupId: admins }, async () => {
       expect((await subscribe('hamlet', { subscriptions: [{ name: existing }] })).response.status).toBe(200);
     });
   });
@@ -189,12 +158,12 @@ describe('POST /users/me/subscriptions: creating channels', () => {
       400,
       'A default channel cannot be private.',
     );
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     const id = await createChannel('iago', fresh('default'), { is_default_stream: true });
     expect((await db().channel.findUniqueOrThrow({ where: { id } })).isDefault).toBe(true);
-    const ev = (await eventsSince(mark)).find((e) => e.payload.type === 'default_streams')!;
+    const ev = (await eventsSince(env, mark)).find((e) => e.payload.type === 'default_streams')!;
     expect(ev.payload.default_streams).toContain(id);
-    expect(ev.userIds).toEqual(nonGuests());
+    expect(ev.userIds).toEqual(nonGuestIds(roles));
   });
 
   it('sets message retention only for owners, and parses the special values', async () => {
@@ -215,14 +184,14 @@ describe('POST /users/me/subscriptions: creating channels', () => {
 
   it('creates web-public channels only where spectators are allowed, and only for the permitted group', async () => {
     expectJsonError(await subscribe('desdemona', { subscriptions: [{ name: fresh('web') }], is_web_public: true }), 400, 'Web-public channels are not enabled.');
-    await withRealm({ enableSpectatorAccess: true }, async () => {
+    await withRealm(env, realmId, { enableSpectatorAccess: true }, async () => {
       // can_create_web_public_channel_group defaults to owners.
       expectJsonError(await subscribe('iago', { subscriptions: [{ name: fresh('web') }], is_web_public: true }), 400, 'Insufficient permission');
-      const mark = await markEvents();
+      const mark = await markEvents(env);
       const id = await createChannel('desdemona', fresh('web'), { is_web_public: true });
       expect(await db().channel.findUniqueOrThrow({ where: { id } })).toMatchObject({ isWebPublic: true, inviteOnly: false, historyPublicToSubscribers: true });
       // Everyone, guests included, learns about a web-public channel.
-      const create = (await eventsSince(mark)).find((e) => e.payload.op === 'create')!;
+      const create = (await eventsSince(env, mark)).find((e) => e.payload.op === 'create')!;
       expect(create.userIds).toContain(uid('polonius'));
       expectJsonError(
         await subscribe('desdemona', { subscriptions: [{ name: fresh('web') }], is_web_public: true, invite_only: true }),
@@ -241,8 +210,8 @@ describe('POST /users/me/subscriptions: creating channels', () => {
   });
 
   it('stores the can_*_group settings given at creation', async () => {
-    const admins = await groupId('role:administrators');
-    const moderators = await groupId('role:moderators');
+    const admins = sys['role:administrators'];
+    const moderators = sys['role:moderators'];
     const id = await createChannel('hamlet', fresh('groups'), {
       can_send_message_group: admins,
       can_add_subscribers_group: { direct_members: [uid('othello')], direct_subgroups: [moderators] },
@@ -260,7 +229,7 @@ describe('POST /users/me/subscriptions: creating channels', () => {
     });
     expectJsonError(await subscribe('hamlet', { subscriptions: [{ name: fresh('groups') }], can_send_message_group: 999999 }), 400, 'Invalid user group');
     expectJsonError(
-      await subscribe('hamlet', { subscriptions: [{ name: fresh('groups') }], can_send_message_group: await groupId('role:internet') }),
+      await subscribe('hamlet', { subscriptions: [{ name: fresh('groups') }], can_send_message_group: sys['role:internet'] }),
       400,
       "'can_send_message_group' setting cannot be set to 'role:internet' group.",
     );
@@ -293,7 +262,7 @@ describe('POST /users/me/subscriptions: creating channels', () => {
     expect(results.map((r) => r.response.status)).toEqual([200, 200]);
     const channels = await db().channel.findMany({ where: { realmId, name } });
     expect(channels).toHaveLength(1);
-    expect(await activeSubscribers(channels[0]!.id)).toEqual([uid('hamlet'), uid('othello')]);
+    expect(await activeSubscribers(env, channels[0]!.id)).toEqual([uid('hamlet'), uid('othello')]);
   });
 });
 
@@ -301,7 +270,7 @@ describe('POST /users/me/subscriptions: subscribing others', () => {
   it('subscribes users given by id or e-mail, and reports per user', async () => {
     const name = fresh('Rome');
     await createChannel('hamlet', name);
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     const { data } = await subscribe('hamlet', { subscriptions: [{ name }], principals: [uid('othello'), uid('hamlet')] });
     expect(data).toMatchObject({ subscribed: { [uid('othello')]: [name] }, already_subscribed: { [uid('hamlet')]: [name] } });
     // Othello was told by nobody: Parley sends no notification-bot messages yet.
@@ -309,8 +278,8 @@ describe('POST /users/me/subscriptions: subscribing others', () => {
     const { data: byEmail } = await subscribe('hamlet', { subscriptions: [{ name }], principals: ['CORDELIA@parley.test'] });
     expect(byEmail).toMatchObject({ subscribed: { [uid('cordelia')]: [name] } });
     const channel = await db().channel.findFirstOrThrow({ where: { realmId, name } });
-    expect(await activeSubscribers(channel.id)).toEqual([uid('hamlet'), uid('othello'), uid('cordelia')].sort((a, b) => a - b));
-    const events = await eventsSince(mark);
+    expect(await activeSubscribers(env, channel.id)).toEqual([uid('hamlet'), uid('othello'), uid('cordelia')].sort((a, b) => a - b));
+    const events = await eventsSince(env, mark);
     const add = events.find((e) => e.payload.op === 'add' && e.userIds.includes(uid('othello')))!;
     expect(add.userIds).toEqual([uid('othello')]);
     expect(add.payload.subscriptions[0].subscribers).toEqual([uid('hamlet'), uid('othello')]);
@@ -330,13 +299,13 @@ describe('POST /users/me/subscriptions: subscribing others', () => {
   it("needs the organization's or the channel's permission to add subscribers", async () => {
     const name = fresh('adders');
     const id = await createChannel('iago', name);
-    const admins = await groupId('role:administrators');
-    await withRealm({ canAddSubscribersGroupId: admins }, async () => {
+    const admins = sys['role:administrators'];
+    await withRealm(env, realmId, { canAddSubscribersGroupId: admins }, async () => {
       expectJsonError(await subscribe('hamlet', { subscriptions: [{ name }], principals: [uid('othello')] }), 400, 'Insufficient permission');
       // Subscribing oneself is always fine on a public channel.
       expect((await subscribe('hamlet', { subscriptions: [{ name }], principals: [uid('hamlet')] })).response.status).toBe(200);
       // The channel's own can_add_subscribers_group grants it.
-      await db().channel.update({ where: { id }, data: { canAddSubscribersGroupId: await groupId('role:members') } });
+      await db().channel.update({ where: { id }, data: { canAddSubscribersGroupId: sys['role:members'] } });
       expect((await subscribe('hamlet', { subscriptions: [{ name }], principals: [uid('othello')] })).response.status).toBe(200);
       // Channel administrators may too: the creator of a channel administers it.
       const own = fresh('own');
@@ -362,11 +331,11 @@ describe('POST /users/me/subscriptions: who may subscribe others (permission mat
 
   it('with the organization setting restricted to administrators: administrators and channel administrators', async () => {
     const name = fresh('restricted');
-    const moderators = await groupId('role:moderators');
+    const moderators = sys['role:moderators'];
     await createChannel('iago', name, { can_administer_channel_group: moderators });
     const hidden = fresh('restricted private');
     await createChannel('hamlet', hidden, { invite_only: true, can_administer_channel_group: moderators });
-    await withRealm({ canAddSubscribersGroupId: await groupId('role:administrators') }, async () => {
+    await withRealm(env, realmId, { canAddSubscribersGroupId: sys['role:administrators'] }, async () => {
       expect((await subscribe('desdemona', { subscriptions: [{ name }], principals: [uid('othello')] })).response.status).toBe(200);
       expect((await subscribe('iago', { subscriptions: [{ name }], principals: [uid('othello')] })).response.status).toBe(200);
       // A moderator administers the channel through can_administer_channel_group.
@@ -389,28 +358,28 @@ describe('POST /users/me/subscriptions: private channels', () => {
     expectJsonError(await subscribe('iago', { subscriptions: [{ name }] }), 400, `Unable to access channel (${name}).`);
     const { data } = await subscribe('othello', { subscriptions: [{ name }, { name: open }], authorization_errors_fatal: false });
     expect(data).toMatchObject({ subscribed: { [uid('othello')]: [open] }, already_subscribed: {}, unauthorized: [name] });
-    expect(await activeSubscribers(id)).toEqual([uid('hamlet')]);
+    expect(await activeSubscribers(env, id)).toEqual([uid('hamlet')]);
   });
 
   it('lets subscribers add others, and can_subscribe_group members subscribe themselves', async () => {
     const name = fresh('club');
     const id = await createChannel('hamlet', name, { invite_only: true });
     expect((await subscribe('hamlet', { subscriptions: [{ name }], principals: [uid('othello')] })).response.status).toBe(200);
-    await db().channel.update({ where: { id }, data: { canSubscribeGroupId: await groupId('role:members') } });
+    await db().channel.update({ where: { id }, data: { canSubscribeGroupId: sys['role:members'] } });
     expect((await subscribe('cordelia', { subscriptions: [{ name }] })).response.status).toBe(200);
-    expect(await activeSubscribers(id)).toEqual([uid('hamlet'), uid('othello'), uid('cordelia')].sort((a, b) => a - b));
+    expect(await activeSubscribers(env, id)).toEqual([uid('hamlet'), uid('othello'), uid('cordelia')].sort((a, b) => a - b));
   });
 
   it('sends the channel to newly subscribed users who could not see it before', async () => {
     const name = fresh('reveal');
     const id = await createChannel('hamlet', name, { invite_only: true });
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     await subscribe('hamlet', { subscriptions: [{ name }], principals: [uid('polonius')] });
-    const events = await eventsSince(mark);
+    const events = await eventsSince(env, mark);
     expect(events.map((e) => `${e.payload.type}/${e.payload.op}:${e.userIds.join(',')}`)).toEqual([
       `stream/create:${uid('polonius')}`,
       `subscription/add:${uid('polonius')}`,
-      `subscription/peer_add:${ids(...admins(), uid('hamlet')).join(',')}`,
+      `subscription/peer_add:${ids(...adminIds(roles), uid('hamlet')).join(',')}`,
     ]);
     expect(events[0]!.payload.streams[0].stream_id).toBe(id);
   });
@@ -481,7 +450,7 @@ describe('wire shapes of the Python zulip client', () => {
     expect(res.body).toMatchObject({ result: 'success', subscribed: { [uid('othello')]: [name] } });
     // Zulip subscribes only the principals, not the caller.
     const channel = await db().channel.findFirstOrThrow({ where: { realmId, name } });
-    expect(await activeSubscribers(channel.id)).toEqual([uid('othello')]);
+    expect(await activeSubscribers(env, channel.id)).toEqual([uid('othello')]);
     expect(channel.creatorId).toBe(uid('hamlet'));
   });
 

@@ -5,18 +5,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
-import { PEOPLE, TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
-
-type SystemGroupName =
-  | 'role:internet'
-  | 'role:everyone'
-  | 'role:members'
-  | 'role:fullmembers'
-  | 'role:moderators'
-  | 'role:administrators'
-  | 'role:owners'
-  | 'role:nobody';
-type Role = 100 | 200 | 300 | 400 | 600;
+import { PEOPLE, type Person } from '../helpers/fixtures.ts';
+import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
+import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
+import { allMembers, sorted, systemGroupIds, type SystemGroupIds, type SystemGroupName } from '../helpers/groups.ts';
+import { createUser, type Role } from '../helpers/people.ts';
 
 /** From the innermost to the outermost group. */
 const CHAIN: SystemGroupName[] = ['role:owners', 'role:administrators', 'role:moderators', 'role:fullmembers', 'role:members', 'role:everyone', 'role:internet'];
@@ -40,13 +33,12 @@ const OWN_GROUP_OF_ROLE: Record<Role, SystemGroupName[]> = {
 };
 
 let env: TestServer;
-let sys: Record<SystemGroupName, number>;
+let sys: SystemGroupIds;
 let nameOf: Map<number, SystemGroupName>;
 
 beforeAll(async () => {
   env = await startTestServer();
-  const { data } = await env.client('iago').GET('/user_groups', { params: { query: {} } });
-  sys = Object.fromEntries(data!.user_groups.filter((g) => g.is_system_group).map((g) => [g.name, g.id])) as Record<SystemGroupName, number>;
+  sys = await systemGroupIds(env);
   nameOf = new Map(Object.entries(sys).map(([name, id]) => [id, name as SystemGroupName]));
 });
 afterAll(() => env.close());
@@ -55,18 +47,11 @@ afterAll(() => env.close());
 // helpers
 
 const uid = (person: Person) => env.users[person].id;
-const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
 
 async function listSystemGroups() {
   const { data, error } = await env.client('iago').GET('/user_groups', { params: { query: {} } });
   if (!data) throw new Error(`read-back failed: ${JSON.stringify(error)}`);
   return data.user_groups.filter((g) => g.is_system_group);
-}
-
-async function recursiveMembers(groupId: number): Promise<number[]> {
-  const { data, error } = await env.client('iago').GET('/user_groups/{user_group_id}/members', { params: { path: { user_group_id: groupId }, query: {} } });
-  if (!data) throw new Error(`read-back failed: ${JSON.stringify(error)}`);
-  return sorted(data.members);
 }
 
 async function isMember(groupId: number, userId: number, direct = false): Promise<boolean> {
@@ -97,24 +82,10 @@ async function expectMembershipOfRole(userId: number, role: Role): Promise<void>
   if (role !== 400) expect(direct).toEqual(OWN_GROUP_OF_ROLE[role]);
 }
 
-async function createUser(): Promise<number> {
-  const email = `system-${randomBytes(4).toString('hex')}@parley.test`;
-  const { data, error } = await env.client('iago').POST('/users', { body: { email, password: TEST_PASSWORD, full_name: 'Role Changer' } });
-  if (!data) throw new Error(`setup: create user failed: ${JSON.stringify(error)}`);
-  return data.user_id;
-}
+/** A new member, "Role Changer". */
+const createRoleChanger = async () => (await createUser(env, { label: 'system', fullName: 'Role Changer' })).id;
 
 const changeRole = (as: Person, userId: number, role: Role) => env.client(as).PATCH('/users/{user_id}', { params: { path: { user_id: userId } }, body: { role } });
-
-async function lastEventId(): Promise<bigint> {
-  const last = await env.running.deps.db.event.findFirst({ orderBy: { id: 'desc' } });
-  return last?.id ?? 0n;
-}
-
-async function eventsSince(after: bigint): Promise<any[]> {
-  const rows = await env.running.deps.db.event.findMany({ where: { id: { gt: after } }, orderBy: { id: 'asc' } });
-  return rows.map((r) => r.payload);
-}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -153,12 +124,12 @@ describe('the system groups of an organization', () => {
         ...people.filter((p) => GROUPS_OF_ROLE[PEOPLE[p].role as Role].includes(name)).map(uid),
         ...(GROUPS_OF_ROLE[100].includes(name) ? [owner] : []),
       ]);
-    for (const name of CHAIN) expect(await recursiveMembers(sys[name]), name).toEqual(expectedMembers(name));
-    expect(await recursiveMembers(sys['role:nobody'])).toEqual([]);
+    for (const name of CHAIN) expect(await allMembers(env, sys[name]), name).toEqual(expectedMembers(name));
+    expect(await allMembers(env, sys['role:nobody'])).toEqual([]);
     // Spot checks of the nesting, as the people of the issue see it.
-    expect(await recursiveMembers(sys['role:owners'])).toEqual(sorted([owner, uid('desdemona')]));
-    expect(await recursiveMembers(sys['role:everyone'])).toContain(uid('polonius'));
-    expect(await recursiveMembers(sys['role:members'])).not.toContain(uid('polonius'));
+    expect(await allMembers(env, sys['role:owners'])).toEqual(sorted([owner, uid('desdemona')]));
+    expect(await allMembers(env, sys['role:everyone'])).toContain(uid('polonius'));
+    expect(await allMembers(env, sys['role:members'])).not.toContain(uid('polonius'));
   });
 
   it.each(Object.keys(PEOPLE) as Person[])('%s is directly in the group of their role only', async (person) => {
@@ -188,12 +159,12 @@ describe('the system groups of an organization', () => {
 
 describe('membership follows the role (PATCH /users/{user_id} role)', () => {
   it('a new member is placed at once', async () => {
-    const userId = await createUser();
+    const userId = await createRoleChanger();
     await expectMembershipOfRole(userId, 400);
   });
 
   it('walks one user through every role; membership follows each change', async () => {
-    const userId = await createUser();
+    const userId = await createRoleChanger();
     for (const role of [600, 300, 200, 100, 400, 200, 600, 100, 300, 400] as Role[]) {
       const res = await changeRole('desdemona', userId, role);
       expect(res.response.status, `role ${role}`).toBe(200);
@@ -202,10 +173,10 @@ describe('membership follows the role (PATCH /users/{user_id} role)', () => {
   });
 
   it('stores user_group remove_members / add_members events for the system groups that changed (as Zulip does)', async () => {
-    const userId = await createUser();
-    const before = await lastEventId();
+    const userId = await createRoleChanger();
+    const before = await markEvents(env);
     expect((await changeRole('iago', userId, 300)).response.status).toBe(200);
-    const events = await eventsSince(before);
+    const events = await eventPayloadsSince(env, before);
     expect(events).toContainEqual({ type: 'realm_user', op: 'update', person: { user_id: userId, role: 300 } });
     const groupEvents = events.filter((e) => e.type === 'user_group');
     expect(groupEvents).toContainEqual({ type: 'user_group', op: 'add_members', group_id: sys['role:moderators'], user_ids: [userId] });
@@ -216,7 +187,7 @@ describe('membership follows the role (PATCH /users/{user_id} role)', () => {
   });
 
   it('a refused role change leaves the memberships alone', async () => {
-    const userId = await createUser();
+    const userId = await createRoleChanger();
     // Only owners may grant the owner role.
     expectJsonError(await changeRole('iago', userId, 100), 400, 'Must be an organization owner', 'UNAUTHORIZED_PRINCIPAL');
     await expectMembershipOfRole(userId, 400);
@@ -225,11 +196,9 @@ describe('membership follows the role (PATCH /users/{user_id} role)', () => {
   });
 
   it('permissions held through a system group follow the role change', async () => {
-    const userId = await createUser();
+    const userId = await createRoleChanger();
     const email = (await env.running.deps.db.user.findUniqueOrThrow({ where: { id: userId } })).deliveryEmail;
-    const row = await env.running.deps.db.apiKey.findUniqueOrThrow({ where: { userId } });
-    const apiKey = env.running.deps.cipher.decrypt(row.ciphertext);
-    const auth = `Basic ${Buffer.from(`${email}:${apiKey}`).toString('base64')}`;
+    const auth = basicAuth(email, await apiKeyOf(env, userId));
     // A group only moderators (and above) may manage.
     const created = await env.client('hamlet').POST('/user_groups/create', {
       body: { name: `mods only ${randomBytes(3).toString('hex')}`, description: '', members: [], can_manage_group: sys['role:moderators'] },
@@ -247,12 +216,12 @@ describe('membership follows the role (PATCH /users/{user_id} role)', () => {
   });
 
   it('a deactivated user drops out of effective membership and returns on reactivation', async () => {
-    const userId = await createUser();
+    const userId = await createRoleChanger();
     expect((await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: userId } } })).response.status).toBe(200);
-    expect(await recursiveMembers(sys['role:members'])).not.toContain(userId);
-    expect(await recursiveMembers(sys['role:everyone'])).not.toContain(userId);
+    expect(await allMembers(env, sys['role:members'])).not.toContain(userId);
+    expect(await allMembers(env, sys['role:everyone'])).not.toContain(userId);
     expect((await env.client('iago').POST('/users/{user_id}/reactivate', { params: { path: { user_id: userId } } })).response.status).toBe(200);
-    expect(await recursiveMembers(sys['role:members'])).toContain(userId);
+    expect(await allMembers(env, sys['role:members'])).toContain(userId);
     await expectMembershipOfRole(userId, 400);
   });
 });

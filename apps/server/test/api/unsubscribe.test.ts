@@ -4,14 +4,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
+import { activeSubscribers, fresh, subscribeDirectly } from '../helpers/channels.ts';
+import { eventsSince, markEvents } from '../helpers/events.ts';
+import { systemGroupIds, type SystemGroupIds } from '../helpers/groups.ts';
+import { activeUsers, adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
+import { realmIdOf } from '../helpers/realm.ts';
 
 let env: TestServer;
 let realmId: number;
-let roles: Array<{ id: number; role: number }> = [];
+let sys: SystemGroupIds;
+let roles: UserRole[] = [];
 beforeAll(async () => {
   env = await startTestServer();
-  realmId = (await env.running.deps.db.realm.findFirstOrThrow()).id;
-  roles = await env.running.deps.db.user.findMany({ where: { realmId, isActive: true }, select: { id: true, role: true }, orderBy: { id: 'asc' } });
+  realmId = await realmIdOf(env);
+  sys = await systemGroupIds(env);
+  roles = await activeUsers(env, realmId);
 });
 afterAll(() => env.close());
 
@@ -20,24 +27,7 @@ afterAll(() => env.close());
 
 const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;
-let counter = 0;
-const fresh = (label: string) => `${label} ${++counter}`;
 const ids = (...xs: number[]) => [...new Set(xs)].sort((a, b) => a - b);
-const admins = () => roles.filter((u) => u.role <= 200).map((u) => u.id);
-const nonGuests = () => roles.filter((u) => u.role !== 600).map((u) => u.id);
-
-async function groupId(name: string): Promise<number> {
-  return (await db().userGroup.findFirstOrThrow({ where: { realmId, name } })).id;
-}
-
-async function markEvents(): Promise<bigint> {
-  return (await db().event.findFirst({ orderBy: { id: 'desc' } }))?.id ?? 0n;
-}
-
-async function eventsSince(mark: bigint): Promise<Array<{ userIds: number[]; payload: any }>> {
-  const rows = await db().event.findMany({ where: { id: { gt: mark } }, orderBy: { id: 'asc' } });
-  return rows.map((r) => ({ userIds: [...r.userIds].sort((a, b) => a - b), payload: r.payload as any }));
-}
 
 /** Creates a channel (as `creator`) with the given subscribers. */
 async function channelWith(creator: Person, subscribers: Person[], extra: Record<string, unknown> = {}): Promise<{ id: number; name: string }> {
@@ -58,25 +48,14 @@ async function unsubscribe(as: Person, body: { subscriptions: string[]; principa
   return env.client(as).DELETE('/users/me/subscriptions', { body });
 }
 
-async function activeSubscribers(channelId: number): Promise<number[]> {
-  const rows = await db().subscription.findMany({ where: { channelId, active: true }, orderBy: { userId: 'asc' } });
-  return rows.map((r) => r.userId);
-}
-
+let bots = 0;
 async function createBot(owner: Person): Promise<{ id: number; email: string }> {
-  const email = `bot-${++counter}@parley.test`;
+  const n = ++bots;
+  const email = `bot-${n}@parley.test`;
   const bot = await db().user.create({
-    data: { realmId, email, deliveryEmail: email, fullName: `Bot ${counter}`, isBot: true, botType: 1, botOwnerId: uid(owner), settings: { create: {} } },
+    data: { realmId, email, deliveryEmail: email, fullName: `Bot ${n}`, isBot: true, botType: 1, botOwnerId: uid(owner), settings: { create: {} } },
   });
   return { id: bot.id, email };
-}
-
-async function addSubscription(userId: number, channelId: number): Promise<void> {
-  await db().subscription.upsert({
-    where: { userId_channelId: { userId, channelId } },
-    create: { userId, channelId, active: true },
-    update: { active: true },
-  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -85,19 +64,19 @@ describe('DELETE /users/me/subscriptions: the caller', () => {
   it('unsubscribes the caller, reporting removed and not_removed channels', async () => {
     const a = await channelWith('hamlet', ['hamlet', 'othello']);
     const b = await channelWith('othello', ['othello']);
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     const { data, response } = await unsubscribe('hamlet', { subscriptions: [a.name, ` ${b.name.toUpperCase()} `] });
     expect(response.status).toBe(200);
     expect(data).toEqual({ result: 'success', msg: '', removed: [a.name], not_removed: [b.name] });
-    expect(await activeSubscribers(a.id)).toEqual([uid('othello')]);
+    expect(await activeSubscribers(env, a.id)).toEqual([uid('othello')]);
     // The row is kept (inactive) so that the user's settings for the channel survive.
     expect(await db().subscription.findUnique({ where: { userId_channelId: { userId: uid('hamlet'), channelId: a.id } } })).toMatchObject({ active: false });
 
-    const events = await eventsSince(mark);
+    const events = await eventsSince(env, mark);
     expect(events).toEqual([
       { userIds: [uid('hamlet')], payload: { type: 'subscription', op: 'remove', subscriptions: [{ name: a.name, stream_id: a.id }] } },
       {
-        userIds: nonGuests().filter((id) => id !== uid('hamlet')),
+        userIds: nonGuestIds(roles).filter((id) => id !== uid('hamlet')),
         payload: { type: 'subscription', op: 'peer_remove', stream_ids: [a.id], user_ids: [uid('hamlet')] },
       },
     ]);
@@ -105,10 +84,10 @@ describe('DELETE /users/me/subscriptions: the caller', () => {
 
   it('changes nothing and sends nothing when the caller was not subscribed', async () => {
     const a = await channelWith('othello', ['othello']);
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     const { data } = await unsubscribe('cordelia', { subscriptions: [a.name] });
     expect(data).toMatchObject({ removed: [], not_removed: [a.name] });
-    expect(await eventsSince(mark)).toEqual([]);
+    expect(await eventsSince(env, mark)).toEqual([]);
   });
 
   it('answers STREAM_DOES_NOT_EXIST with the name in `stream` for an unknown channel (the seed)', async () => {
@@ -117,7 +96,7 @@ describe('DELETE /users/me/subscriptions: the caller', () => {
     expectJsonError(res, 400, "Channel 'no such place' does not exist", 'STREAM_DOES_NOT_EXIST');
     expect(res.error).toMatchObject({ stream: 'no such place' });
     // Nothing was removed.
-    expect(await activeSubscribers(a.id)).toEqual([uid('hamlet')]);
+    expect(await activeSubscribers(env, a.id)).toEqual([uid('hamlet')]);
   });
 
   it('checks channel names', async () => {
@@ -133,13 +112,13 @@ describe('DELETE /users/me/subscriptions: the caller', () => {
 
   it('sends a stream deletion to a user who can no longer see a private channel', async () => {
     const a = await channelWith('hamlet', ['hamlet', 'othello'], { invite_only: true });
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     await unsubscribe('othello', { subscriptions: [a.name] });
-    const events = await eventsSince(mark);
+    const events = await eventsSince(env, mark);
     expect(events.map((e) => `${e.payload.type}/${e.payload.op}:${e.userIds.join(',')}`)).toEqual([
       `subscription/remove:${uid('othello')}`,
       `stream/delete:${uid('othello')}`,
-      `subscription/peer_remove:${ids(...admins(), uid('hamlet')).join(',')}`,
+      `subscription/peer_remove:${ids(...adminIds(roles), uid('hamlet')).join(',')}`,
     ]);
     expect(events[1]!.payload).toEqual({ type: 'stream', op: 'delete', streams: [{ stream_id: a.id }], stream_ids: [a.id], for_archiving: false });
   });
@@ -149,7 +128,7 @@ describe('DELETE /users/me/subscriptions: the caller', () => {
     await env.client('iago').DELETE('/streams/{stream_id}', { params: { path: { stream_id: a.id } } });
     const { data } = await unsubscribe('hamlet', { subscriptions: [a.name] });
     expect(data).toMatchObject({ removed: [a.name] });
-    expect(await activeSubscribers(a.id)).toEqual([uid('iago')]);
+    expect(await activeSubscribers(env, a.id)).toEqual([uid('iago')]);
   });
 });
 
@@ -161,14 +140,14 @@ describe('DELETE /users/me/subscriptions: principals', () => {
     expect(data).toMatchObject({ removed: [a.name, b.name, a.name], not_removed: [b.name] });
     const { data: byEmail } = await unsubscribe('iago', { subscriptions: [a.name], principals: ['Cordelia@Parley.test'] });
     expect(byEmail).toMatchObject({ removed: [a.name], not_removed: [] });
-    expect(await activeSubscribers(a.id)).toEqual([]);
+    expect(await activeSubscribers(env, a.id)).toEqual([]);
   });
 
   it('sends each removed user their own removal event', async () => {
     const a = await channelWith('iago', ['hamlet', 'othello']);
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     await unsubscribe('iago', { subscriptions: [a.name], principals: [uid('hamlet'), uid('othello')] });
-    const events = await eventsSince(mark);
+    const events = await eventsSince(env, mark);
     const removes = events.filter((e) => e.payload.op === 'remove');
     expect(removes.map((e) => e.userIds)).toEqual([[uid('hamlet')], [uid('othello')]]);
     const peer = events.find((e) => e.payload.op === 'peer_remove')!;
@@ -182,7 +161,7 @@ describe('DELETE /users/me/subscriptions: principals', () => {
     const gone = await db().user.create({
       data: { realmId, email: 'gone-unsub@parley.test', deliveryEmail: 'gone-unsub@parley.test', fullName: 'Gone', isActive: false, settings: { create: {} } },
     });
-    await addSubscription(gone.id, a.id);
+    await subscribeDirectly(env, gone.id, a.id);
     expectJsonError(await unsubscribe('iago', { subscriptions: [a.name], principals: [gone.id] }), 400, 'User is deactivated', 'BAD_REQUEST');
     expectJsonError(await unsubscribe('iago', { subscriptions: [a.name], principals: ['gone-unsub@parley.test'] }), 400, 'User is deactivated', 'BAD_REQUEST');
   });
@@ -198,7 +177,7 @@ describe('DELETE /users/me/subscriptions: who may remove others', () => {
   it('organization administrators may remove anyone from any channel, even private ones they are not in', async () => {
     const a = await channelWith('hamlet', ['hamlet', 'othello'], { invite_only: true });
     for (const admin of ['desdemona', 'iago'] as Person[]) {
-      await addSubscription(uid('othello'), a.id);
+      await subscribeDirectly(env, uid('othello'), a.id);
       const { data } = await unsubscribe(admin, { subscriptions: [a.name], principals: [uid('othello')] });
       expect(data).toMatchObject({ removed: [a.name] });
     }
@@ -209,26 +188,26 @@ describe('DELETE /users/me/subscriptions: who may remove others', () => {
     for (const who of ['shiva', 'hamlet', 'polonius'] as Person[]) {
       expectJsonError(await unsubscribe(who, { subscriptions: [a.name], principals: [uid('othello')] }), 400, 'Insufficient permission');
     }
-    expect(await activeSubscribers(a.id)).toContain(uid('othello'));
+    expect(await activeSubscribers(env, a.id)).toContain(uid('othello'));
   });
 
   it("members of the channel's can_remove_subscribers_group may, when they can access the channel", async () => {
     const a = await channelWith('iago', ['othello']);
-    await db().channel.update({ where: { id: a.id }, data: { canRemoveSubscribersGroupId: await groupId('role:members') } });
+    await db().channel.update({ where: { id: a.id }, data: { canRemoveSubscribersGroupId: sys['role:members'] } });
     const { data } = await unsubscribe('hamlet', { subscriptions: [a.name], principals: [uid('othello')] });
     expect(data).toMatchObject({ removed: [a.name] });
 
     // A private channel the member cannot access: the group alone is not enough.
     const p = await channelWith('iago', ['othello'], { invite_only: true });
-    await db().channel.update({ where: { id: p.id }, data: { canRemoveSubscribersGroupId: await groupId('role:members') } });
+    await db().channel.update({ where: { id: p.id }, data: { canRemoveSubscribersGroupId: sys['role:members'] } });
     expectJsonError(await unsubscribe('hamlet', { subscriptions: [p.name], principals: [uid('othello')] }), 400, 'Insufficient permission');
-    await addSubscription(uid('hamlet'), p.id);
+    await subscribeDirectly(env, uid('hamlet'), p.id);
     expect((await unsubscribe('hamlet', { subscriptions: [p.name], principals: [uid('othello')] })).data).toMatchObject({ removed: [p.name] });
   });
 
   it('guests may not even when the group would include them', async () => {
     const a = await channelWith('iago', ['othello', 'polonius']);
-    await db().channel.update({ where: { id: a.id }, data: { canRemoveSubscribersGroupId: await groupId('role:everyone') } });
+    await db().channel.update({ where: { id: a.id }, data: { canRemoveSubscribersGroupId: sys['role:everyone'] } });
     expectJsonError(await unsubscribe('polonius', { subscriptions: [a.name], principals: [uid('othello')] }), 400, 'Insufficient permission');
   });
 
@@ -237,7 +216,7 @@ describe('DELETE /users/me/subscriptions: who may remove others', () => {
     const a = await channelWith('cordelia', ['cordelia', 'othello'], { invite_only: true });
     expect((await unsubscribe('cordelia', { subscriptions: [a.name], principals: [uid('othello')] })).data).toMatchObject({ removed: [a.name] });
     // Also through a group, without being subscribed.
-    const b = await channelWith('iago', ['othello'], { invite_only: true, can_administer_channel_group: await groupId('role:moderators') });
+    const b = await channelWith('iago', ['othello'], { invite_only: true, can_administer_channel_group: sys['role:moderators'] });
     expect((await unsubscribe('shiva', { subscriptions: [b.name], principals: [uid('othello')] })).data).toMatchObject({ removed: [b.name] });
   });
 
@@ -245,16 +224,16 @@ describe('DELETE /users/me/subscriptions: who may remove others', () => {
     const bot = await createBot('hamlet');
     const other = await createBot('othello');
     const a = await channelWith('iago', []);
-    await addSubscription(bot.id, a.id);
-    await addSubscription(other.id, a.id);
+    await subscribeDirectly(env, bot.id, a.id);
+    await subscribeDirectly(env, other.id, a.id);
     expect((await unsubscribe('hamlet', { subscriptions: [a.name], principals: [bot.email] })).data).toMatchObject({ removed: [a.name] });
     expectJsonError(await unsubscribe('hamlet', { subscriptions: [a.name], principals: [other.id] }), 400, 'Insufficient permission');
 
     // A private channel the owner cannot access.
     const p = await channelWith('iago', [], { invite_only: true });
-    await addSubscription(bot.id, p.id);
+    await subscribeDirectly(env, bot.id, p.id);
     expectJsonError(await unsubscribe('hamlet', { subscriptions: [p.name], principals: [bot.id] }), 400, 'Insufficient permission');
-    expect(await activeSubscribers(p.id)).toEqual([bot.id]);
+    expect(await activeSubscribers(env, p.id)).toEqual([bot.id]);
   });
 
   it('checks permissions before telling whether channels exist', async () => {
@@ -290,7 +269,7 @@ describe('wire shapes of the Python zulip client', () => {
     });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ removed: [a.name], not_removed: [] });
-    expect(await activeSubscribers(a.id)).toEqual([]);
+    expect(await activeSubscribers(env, a.id)).toEqual([]);
   });
 
   it('parameters in the query string of a DELETE work too', async () => {

@@ -4,14 +4,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
+import { createChannel, fresh, subscribeDirectly } from '../helpers/channels.ts';
+import { eventsSince, markEvents } from '../helpers/events.ts';
+import { systemGroupIds, type SystemGroupIds } from '../helpers/groups.ts';
+import { activeUsers, adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
+import { realmIdOf, withRealm } from '../helpers/realm.ts';
 
 let env: TestServer;
 let realmId: number;
-let roles: Array<{ id: number; role: number }> = [];
+let sys: SystemGroupIds;
+let roles: UserRole[] = [];
 beforeAll(async () => {
   env = await startTestServer();
-  realmId = (await env.running.deps.db.realm.findFirstOrThrow()).id;
-  roles = await env.running.deps.db.user.findMany({ where: { realmId, isActive: true }, select: { id: true, role: true }, orderBy: { id: 'asc' } });
+  realmId = await realmIdOf(env);
+  sys = await systemGroupIds(env);
+  roles = await activeUsers(env, realmId);
 });
 afterAll(() => env.close());
 
@@ -20,37 +27,7 @@ afterAll(() => env.close());
 
 const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;
-let counter = 0;
-const fresh = (label: string) => `${label} ${++counter}`;
 const ids = (...xs: number[]) => [...new Set(xs)].sort((a, b) => a - b);
-const admins = () => roles.filter((u) => u.role <= 200).map((u) => u.id);
-const nonGuests = () => roles.filter((u) => u.role !== 600).map((u) => u.id);
-
-async function groupId(name: string): Promise<number> {
-  return (await db().userGroup.findFirstOrThrow({ where: { realmId, name } })).id;
-}
-
-async function markEvents(): Promise<bigint> {
-  return (await db().event.findFirst({ orderBy: { id: 'desc' } }))?.id ?? 0n;
-}
-
-async function eventsSince(mark: bigint): Promise<Array<{ userIds: number[]; payload: any }>> {
-  const rows = await db().event.findMany({ where: { id: { gt: mark } }, orderBy: { id: 'asc' } });
-  return rows.map((r) => ({ userIds: [...r.userIds].sort((a, b) => a - b), payload: r.payload as any }));
-}
-
-async function createChannel(creator: Person, extra: Record<string, unknown> = {}, subscribers: Person[] = []): Promise<{ id: number; name: string }> {
-  const name = fresh('chan');
-  const { error } = await env.client(creator).POST('/users/me/subscriptions', { body: { subscriptions: [{ name }], ...extra } as any });
-  if (error) throw new Error(`setup: ${JSON.stringify(error)}`);
-  const row = await db().channel.findFirstOrThrow({ where: { realmId, name } });
-  for (const p of subscribers) await subscribeDirectly(uid(p), row.id);
-  return { id: row.id, name };
-}
-
-async function subscribeDirectly(userId: number, channelId: number, active = true): Promise<void> {
-  await db().subscription.upsert({ where: { userId_channelId: { userId, channelId } }, create: { userId, channelId, active }, update: { active } });
-}
 
 async function patch(as: Person, streamId: number, body: Record<string, unknown>) {
   return env.client(as).PATCH('/streams/{stream_id}', { params: { path: { stream_id: streamId } }, body: body as any });
@@ -66,16 +43,6 @@ async function readStream(id: number, as: Person = 'iago') {
   return data.stream;
 }
 
-async function withRealm<T>(data: Record<string, unknown>, body: () => Promise<T>): Promise<T> {
-  const before = await db().realm.findUniqueOrThrow({ where: { id: realmId } });
-  await db().realm.update({ where: { id: realmId }, data });
-  try {
-    return await body();
-  } finally {
-    await db().realm.update({ where: { id: realmId }, data: Object.fromEntries(Object.keys(data).map((k) => [k, (before as any)[k]])) });
-  }
-}
-
 async function addMessage(channelId: number, topic: string): Promise<void> {
   await db().message.create({ data: { realmId, senderId: uid('iago'), channelId, topic, content: 'hi', renderedContent: '<p>hi</p>' } });
 }
@@ -84,26 +51,26 @@ async function addMessage(channelId: number, topic: string): Promise<void> {
 
 describe('PATCH /streams/{stream_id}: no parameters', () => {
   it('succeeds without changes or events', async () => {
-    const c = await createChannel('iago');
-    const mark = await markEvents();
+    const c = await createChannel(env, 'iago');
+    const mark = await markEvents(env);
     const { data } = await patch('iago', c.id, {});
     expect(data).toEqual({ result: 'success', msg: '' });
-    expect(await eventsSince(mark)).toEqual([]);
+    expect(await eventsSince(env, mark)).toEqual([]);
   });
 });
 
 describe('PATCH /streams/{stream_id}: description', () => {
   it('replaces newlines by spaces, renders it and tells everyone who can see the channel', async () => {
-    const c = await createChannel('iago');
-    const mark = await markEvents();
+    const c = await createChannel(env, 'iago');
+    const mark = await markEvents(env);
     expect((await patch('iago', c.id, { description: 'Line one\nline **two**' })).response.status).toBe(200);
     expect(await channel(c.id)).toMatchObject({ description: 'Line one line **two**' });
     const stream = await readStream(c.id);
     expect(stream.description).toBe('Line one line **two**');
     expect(stream.rendered_description).toMatch(/^<p>Line one line .*two.*<\/p>$/);
-    expect(await eventsSince(mark)).toEqual([
+    expect(await eventsSince(env, mark)).toEqual([
       {
-        userIds: nonGuests(),
+        userIds: nonGuestIds(roles),
         payload: {
           type: 'stream',
           op: 'update',
@@ -118,7 +85,7 @@ describe('PATCH /streams/{stream_id}: description', () => {
   });
 
   it('allows max_stream_description_length (1024) characters and no more', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     expect((await patch('iago', c.id, { description: 'd'.repeat(1024) })).response.status).toBe(200);
     expectJsonError(await patch('iago', c.id, { description: 'd'.repeat(1025) }), 400, 'description is too long (limit: 1024 characters)');
   });
@@ -126,18 +93,18 @@ describe('PATCH /streams/{stream_id}: description', () => {
 
 describe('PATCH /streams/{stream_id}: new_name', () => {
   it('renames, trimming the new name; the event carries the old name', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     const newName = fresh('renamed');
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     expect((await patch('iago', c.id, { new_name: `  ${newName}  ` })).response.status).toBe(200);
     expect((await channel(c.id)).name).toBe(newName);
-    const [event] = await eventsSince(mark);
+    const [event] = await eventsSince(env, mark);
     expect(event!.payload).toEqual({ type: 'stream', op: 'update', stream_id: c.id, name: c.name, property: 'name', value: newName });
   });
 
   it("applies Zulip's name rules and max_stream_name_length (60)", async () => {
-    const c = await createChannel('iago');
-    const other = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
+    const other = await createChannel(env, 'iago');
     expectJsonError(await patch('iago', c.id, { new_name: c.name }), 400, 'Channel already has that name.');
     expectJsonError(await patch('iago', c.id, { new_name: '   ' }), 400, "Channel name can't be empty.");
     expectJsonError(await patch('iago', c.id, { new_name: 'n'.repeat(61) }), 400, 'Channel name too long (limit: 60 characters).');
@@ -152,14 +119,14 @@ describe('PATCH /streams/{stream_id}: new_name', () => {
 
 describe('PATCH /streams/{stream_id}: privacy and the state rules', () => {
   it('makes a public channel private with protected history by default, and back', async () => {
-    const c = await createChannel('iago');
-    const mark = await markEvents();
+    const c = await createChannel(env, 'iago');
+    const mark = await markEvents(env);
     expect((await patch('iago', c.id, { is_private: true })).response.status).toBe(200);
     expect(await channel(c.id)).toMatchObject({ inviteOnly: true, historyPublicToSubscribers: false, isWebPublic: false });
-    const events = await eventsSince(mark);
+    const events = await eventsSince(env, mark);
     // Who still sees it gets the update; members who no longer can lose the channel.
     expect(events[0]).toEqual({
-      userIds: ids(...admins(), uid('iago')),
+      userIds: ids(...adminIds(roles), uid('iago')),
       payload: {
         type: 'stream',
         op: 'update',
@@ -172,18 +139,18 @@ describe('PATCH /streams/{stream_id}: privacy and the state rules', () => {
       },
     });
     expect(events[1]!.payload).toEqual({ type: 'stream', op: 'delete', streams: [{ stream_id: c.id }], stream_ids: [c.id], for_archiving: false });
-    expect(events[1]!.userIds).toEqual(nonGuests().filter((id) => !admins().includes(id)));
+    expect(events[1]!.userIds).toEqual(nonGuestIds(roles).filter((id) => !adminIds(roles).includes(id)));
 
-    const mark2 = await markEvents();
+    const mark2 = await markEvents(env);
     expect((await patch('iago', c.id, { is_private: false })).response.status).toBe(200);
     expect(await channel(c.id)).toMatchObject({ inviteOnly: false, historyPublicToSubscribers: true });
-    const again = await eventsSince(mark2);
+    const again = await eventsSince(env, mark2);
     expect(again.map((e) => `${e.payload.type}/${e.payload.op}`)).toEqual(['stream/update', 'stream/create', 'subscription/peer_add']);
-    expect(again[1]!.userIds).toEqual(nonGuests().filter((id) => !admins().includes(id)));
+    expect(again[1]!.userIds).toEqual(nonGuestIds(roles).filter((id) => !adminIds(roles).includes(id)));
   });
 
   it('keeps shared history when asked', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     expect((await patch('iago', c.id, { is_private: true, history_public_to_subscribers: true })).response.status).toBe(200);
     expect(await channel(c.id)).toMatchObject({ inviteOnly: true, historyPublicToSubscribers: true });
     // On a private channel, history alone can change.
@@ -192,27 +159,27 @@ describe('PATCH /streams/{stream_id}: privacy and the state rules', () => {
   });
 
   it('refuses invalid combinations of requested and current values with `Invalid parameters`', async () => {
-    const pub = await createChannel('iago');
+    const pub = await createChannel(env, 'iago');
     expectJsonError(await patch('iago', pub.id, { history_public_to_subscribers: false }), 400, 'Invalid parameters');
     expectJsonError(await patch('iago', pub.id, { is_private: false, history_public_to_subscribers: false }), 400, 'Invalid parameters');
-    await withRealm({ enableSpectatorAccess: true }, async () => {
+    await withRealm(env, realmId, { enableSpectatorAccess: true }, async () => {
       expectJsonError(await patch('desdemona', pub.id, { is_web_public: true, is_private: true }), 400, 'Invalid parameters');
-      const web = await createChannel('desdemona', { is_web_public: true });
+      const web = await createChannel(env, 'desdemona', { is_web_public: true });
       // The current value counts: a web-public channel cannot become private on its own...
       expectJsonError(await patch('desdemona', web.id, { is_private: true }), 400, 'Invalid parameters');
       // ...but can when it stops being web-public in the same request.
       expect((await patch('desdemona', web.id, { is_private: true, is_web_public: false })).response.status).toBe(200);
       expect(await channel(web.id)).toMatchObject({ inviteOnly: true, isWebPublic: false, historyPublicToSubscribers: false });
-      const priv = await createChannel('desdemona', { invite_only: true });
+      const priv = await createChannel(env, 'desdemona', { invite_only: true });
       expectJsonError(await patch('desdemona', priv.id, { is_web_public: true }), 400, 'Invalid parameters');
     });
     expect(await channel(pub.id)).toMatchObject({ inviteOnly: false, historyPublicToSubscribers: true });
   });
 
   it('refuses a private default channel, on the combined result', async () => {
-    const c = await createChannel('iago', { is_default_stream: true });
+    const c = await createChannel(env, 'iago', { is_default_stream: true });
     expectJsonError(await patch('iago', c.id, { is_private: true }), 400, 'A default channel cannot be private.');
-    const p = await createChannel('iago', { invite_only: true });
+    const p = await createChannel(env, 'iago', { invite_only: true });
     expectJsonError(await patch('iago', p.id, { is_default_stream: true }), 400, 'A default channel cannot be private.');
     // Leaving the defaults in the same request makes it valid.
     expect((await patch('iago', c.id, { is_private: true, is_default_stream: false })).response.status).toBe(200);
@@ -220,42 +187,42 @@ describe('PATCH /streams/{stream_id}: privacy and the state rules', () => {
   });
 
   it('keeps the moderation request channel private', async () => {
-    const c = await createChannel('iago', { invite_only: true });
-    await withRealm({ moderationRequestChannelId: c.id }, async () => {
+    const c = await createChannel(env, 'iago', { invite_only: true });
+    await withRealm(env, realmId, { moderationRequestChannelId: c.id }, async () => {
       expectJsonError(await patch('iago', c.id, { is_private: false }), 400, 'Moderation request channel must be private.');
     });
   });
 
   it('needs content access to change privacy: an administrator not subscribed to a private channel cannot', async () => {
-    const c = await createChannel('hamlet', { invite_only: true });
+    const c = await createChannel(env, 'hamlet', { invite_only: true });
     expectJsonError(await patch('iago', c.id, { is_private: false }), 400, 'Channel content access is required.');
     // Other settings only need the right to administer it.
     expect((await patch('iago', c.id, { description: 'seen by an administrator' })).response.status).toBe(200);
-    await subscribeDirectly(uid('iago'), c.id);
+    await subscribeDirectly(env, uid('iago'), c.id);
     expect((await patch('iago', c.id, { is_private: false })).response.status).toBe(200);
   });
 
   it('needs the organization permission to create channels of the target kind', async () => {
-    const c = await createChannel('hamlet');
-    const adminsGroup = await groupId('role:administrators');
-    await withRealm({ canCreatePrivateChannelGroupId: adminsGroup }, async () => {
+    const c = await createChannel(env, 'hamlet');
+    const adminsGroup = sys['role:administrators'];
+    await withRealm(env, realmId, { canCreatePrivateChannelGroupId: adminsGroup }, async () => {
       expectJsonError(await patch('hamlet', c.id, { is_private: true }), 400, 'Insufficient permission');
     });
     expect((await patch('hamlet', c.id, { is_private: true })).response.status).toBe(200);
-    await withRealm({ canCreatePublicChannelGroupId: adminsGroup }, async () => {
+    await withRealm(env, realmId, { canCreatePublicChannelGroupId: adminsGroup }, async () => {
       expectJsonError(await patch('hamlet', c.id, { is_private: false }), 400, 'Insufficient permission');
     });
   });
 
   it('makes channels web-public only where spectators are allowed, and only for can_create_web_public_channel_group', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     expectJsonError(await patch('desdemona', c.id, { is_web_public: true }), 400, 'Web-public channels are not enabled.');
-    await withRealm({ enableSpectatorAccess: true }, async () => {
+    await withRealm(env, realmId, { enableSpectatorAccess: true }, async () => {
       expectJsonError(await patch('iago', c.id, { is_web_public: true }), 400, 'Insufficient permission');
-      const mark = await markEvents();
+      const mark = await markEvents(env);
       expect((await patch('desdemona', c.id, { is_web_public: true })).response.status).toBe(200);
       expect(await channel(c.id)).toMatchObject({ isWebPublic: true, inviteOnly: false, historyPublicToSubscribers: true });
-      const events = await eventsSince(mark);
+      const events = await eventsSince(env, mark);
       expect(events[0]!.payload).toMatchObject({ property: 'invite_only', value: false, is_web_public: true });
       // Guests can see web-public channels now.
       expect(events.find((e) => e.payload.op === 'create')!.userIds).toEqual([uid('polonius')]);
@@ -267,15 +234,15 @@ describe('PATCH /streams/{stream_id}: privacy and the state rules', () => {
 
 describe('PATCH /streams/{stream_id}: is_default_stream', () => {
   it('adds and removes default channels (organization administrators only)', async () => {
-    const c = await createChannel('hamlet');
+    const c = await createChannel(env, 'hamlet');
     expectJsonError(await patch('hamlet', c.id, { is_default_stream: true }), 400, 'You do not have permission to change default channels.', 'CANNOT_MANAGE_DEFAULT_CHANNEL');
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     expect((await patch('iago', c.id, { is_default_stream: true })).response.status).toBe(200);
     expect((await channel(c.id)).isDefault).toBe(true);
-    const [event] = await eventsSince(mark);
+    const [event] = await eventsSince(env, mark);
     expect(event!.payload.type).toBe('default_streams');
     expect(event!.payload.default_streams).toContain(c.id);
-    expect(event!.userIds).toEqual(nonGuests());
+    expect(event!.userIds).toEqual(nonGuestIds(roles));
     const { data } = await env.client('iago').GET('/streams', { params: { query: { include_default: true } } });
     expect(data!.streams.find((s) => s.stream_id === c.id)!.is_default).toBe(true);
     expect((await patch('iago', c.id, { is_default_stream: false })).response.status).toBe(200);
@@ -285,25 +252,25 @@ describe('PATCH /streams/{stream_id}: is_default_stream', () => {
 
 describe('PATCH /streams/{stream_id}: message_retention_days', () => {
   it('needs an organization owner', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     expectJsonError(await patch('iago', c.id, { message_retention_days: 30 }), 400, 'Must be an organization owner', 'UNAUTHORIZED_PRINCIPAL');
     expect((await channel(c.id)).messageRetentionDays).toBeNull();
   });
 
   it('takes days, "unlimited" and "realm_default"', async () => {
-    const c = await createChannel('iago');
-    const mark = await markEvents();
+    const c = await createChannel(env, 'iago');
+    const mark = await markEvents(env);
     expect((await patch('desdemona', c.id, { message_retention_days: 30 })).response.status).toBe(200);
     expect((await channel(c.id)).messageRetentionDays).toBe(30);
     expect((await patch('desdemona', c.id, { message_retention_days: 'unlimited' })).response.status).toBe(200);
     expect((await readStream(c.id)).message_retention_days).toBe(-1);
     expect((await patch('desdemona', c.id, { message_retention_days: 'realm_default' })).response.status).toBe(200);
     expect((await channel(c.id)).messageRetentionDays).toBeNull();
-    expect((await eventsSince(mark)).map((e) => e.payload.value)).toEqual([30, -1, null]);
+    expect((await eventsSince(env, mark)).map((e) => e.payload.value)).toEqual([30, -1, null]);
   });
 
   it('refuses other values', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     expectJsonError(await patch('desdemona', c.id, { message_retention_days: 'forever' }), 400, "Bad value for 'message_retention_days': forever");
     expectJsonError(await patch('desdemona', c.id, { message_retention_days: 0 }), 400, "Bad value for 'message_retention_days': 0");
     expectJsonError(await patch('desdemona', c.id, { message_retention_days: -5 }), 400, "Bad value for 'message_retention_days': -5");
@@ -312,31 +279,31 @@ describe('PATCH /streams/{stream_id}: message_retention_days', () => {
 
 describe('PATCH /streams/{stream_id}: is_archived', () => {
   it('unarchives with false, and ignores true', async () => {
-    const c = await createChannel('iago', {}, ['hamlet']);
+    const c = await createChannel(env, 'iago', {}, ['hamlet']);
     await env.client('iago').DELETE('/streams/{stream_id}', { params: { path: { stream_id: c.id } } });
     expect((await patch('iago', c.id, { is_archived: true })).response.status).toBe(200);
     expect((await channel(c.id)).isArchived).toBe(true);
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     expect((await patch('iago', c.id, { is_archived: false })).response.status).toBe(200);
     expect(await channel(c.id)).toMatchObject({ isArchived: false, name: c.name });
-    const events = await eventsSince(mark);
+    const events = await eventsSince(env, mark);
     expect(events.map((e) => e.payload)).toEqual([
       { type: 'stream', op: 'update', stream_id: c.id, name: c.name, property: 'is_archived', value: false },
       expect.objectContaining({ type: 'stream', op: 'create', for_unarchiving: true }),
     ]);
     expect(events[1]!.payload.streams[0]).toMatchObject({ stream_id: c.id, is_archived: false, subscriber_count: 2 });
-    expect(events[1]!.userIds).toEqual(nonGuests());
+    expect(events[1]!.userIds).toEqual(nonGuestIds(roles));
   });
 
   it('refuses to unarchive a channel that is not archived', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     expectJsonError(await patch('iago', c.id, { is_archived: false }), 400, 'Channel is not currently deactivated');
     expect((await patch('iago', c.id, { is_archived: true })).response.status).toBe(200);
     expect((await channel(c.id)).isArchived).toBe(false);
   });
 
   it('lets archived channels be reconfigured', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     await env.client('iago').DELETE('/streams/{stream_id}', { params: { path: { stream_id: c.id } } });
     expect((await patch('iago', c.id, { description: 'archived but edited' })).response.status).toBe(200);
     expect(await channel(c.id)).toMatchObject({ isArchived: true, description: 'archived but edited' });
@@ -345,14 +312,14 @@ describe('PATCH /streams/{stream_id}: is_archived', () => {
 
 describe('PATCH /streams/{stream_id}: folder_id', () => {
   it('moves the channel into a folder, and out with null', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     const folder = await db().channelFolder.create({ data: { realmId, name: fresh('folder') } });
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     expect((await patch('iago', c.id, { folder_id: folder.id })).response.status).toBe(200);
     expect((await readStream(c.id)).folder_id).toBe(folder.id);
     expect((await patch('iago', c.id, { folder_id: null })).response.status).toBe(200);
     expect((await channel(c.id)).folderId).toBeNull();
-    expect((await eventsSince(mark)).map((e) => [e.payload.property, e.payload.value])).toEqual([
+    expect((await eventsSince(env, mark)).map((e) => [e.payload.property, e.payload.value])).toEqual([
       ['folder_id', folder.id],
       ['folder_id', null],
     ]);
@@ -362,17 +329,17 @@ describe('PATCH /streams/{stream_id}: folder_id', () => {
 
 describe('PATCH /streams/{stream_id}: topics_policy', () => {
   it('needs the organization permission to set topics policies, except back to inherit', async () => {
-    const c = await createChannel('hamlet');
+    const c = await createChannel(env, 'hamlet');
     expectJsonError(await patch('hamlet', c.id, { topics_policy: 'disable_empty_topic' }), 400, 'Insufficient permission');
     expect((await patch('iago', c.id, { topics_policy: 'disable_empty_topic' })).response.status).toBe(200);
     expect((await readStream(c.id)).topics_policy).toBe('disable_empty_topic');
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     expect((await patch('hamlet', c.id, { topics_policy: 'inherit' })).response.status).toBe(200);
-    expect((await eventsSince(mark))[0]!.payload).toMatchObject({ property: 'topics_policy', value: 'inherit' });
+    expect((await eventsSince(env, mark))[0]!.payload).toMatchObject({ property: 'topics_policy', value: 'inherit' });
   });
 
   it('allows empty_topic_only only while every message is in the empty topic', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     await addMessage(c.id, '');
     expect((await patch('iago', c.id, { topics_policy: 'empty_topic_only' })).response.status).toBe(200);
     expect((await channel(c.id)).topicsPolicy).toBe('empty_topic_only');
@@ -385,7 +352,7 @@ describe('PATCH /streams/{stream_id}: topics_policy', () => {
   });
 
   it('rejects unknown policies', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     expectJsonError(await patch('iago', c.id, { topics_policy: 'sometimes' }), 400, 'Invalid topics_policy');
   });
 });
@@ -405,22 +372,22 @@ describe('PATCH /streams/{stream_id}: permission settings', () => {
   ] as const;
 
   it.each(SETTINGS)('changes %s to a named group and to an anonymous group, with an event each', async (setting) => {
-    const c = await createChannel('iago', {}, ['iago']);
-    const moderators = await groupId('role:moderators');
-    const mark = await markEvents();
+    const c = await createChannel(env, 'iago', {}, ['iago']);
+    const moderators = sys['role:moderators'];
+    const mark = await markEvents(env);
     expect((await patch('iago', c.id, { [setting]: { new: moderators } })).response.status).toBe(200);
     expect((await readStream(c.id))[setting]).toBe(moderators);
     const anonymous = { direct_members: [uid('hamlet')], direct_subgroups: [moderators] };
     expect((await patch('iago', c.id, { [setting]: { new: anonymous, old: moderators } })).response.status).toBe(200);
     expect((await readStream(c.id))[setting]).toEqual(anonymous);
-    const events = (await eventsSince(mark)).filter((e) => e.payload.property === setting);
+    const events = (await eventsSince(env, mark)).filter((e) => e.payload.property === setting);
     expect(events.map((e) => e.payload.value)).toEqual([moderators, anonymous]);
   });
 
   it("refuses a stale `old` value, unknown groups and users, and disallowed system groups", async () => {
-    const c = await createChannel('iago');
-    const everyone = await groupId('role:everyone');
-    const admins = await groupId('role:administrators');
+    const c = await createChannel(env, 'iago');
+    const everyone = sys['role:everyone'];
+    const admins = sys['role:administrators'];
     expectJsonError(
       await patch('iago', c.id, { can_send_message_group: { new: admins, old: admins } }),
       400,
@@ -432,7 +399,7 @@ describe('PATCH /streams/{stream_id}: permission settings', () => {
     expectJsonError(await patch('iago', c.id, { can_send_message_group: { new: { direct_members: [999999], direct_subgroups: [] } } }), 400, 'Invalid user ID: 999999');
     expectJsonError(await patch('iago', c.id, { can_send_message_group: { new: { direct_members: [uid('hamlet')], direct_subgroups: [999999] } } }), 400, 'Invalid user group ID: 999999');
     expectJsonError(
-      await patch('iago', c.id, { can_send_message_group: { new: await groupId('role:internet') } }),
+      await patch('iago', c.id, { can_send_message_group: { new: sys['role:internet'] } }),
       400,
       "'can_send_message_group' setting cannot be set to 'role:internet' group.",
     );
@@ -440,11 +407,11 @@ describe('PATCH /streams/{stream_id}: permission settings', () => {
   });
 
   it('sends the legacy stream_post_policy events when can_send_message_group changes it', async () => {
-    const c = await createChannel('iago');
-    const mark = await markEvents();
-    await patch('iago', c.id, { can_send_message_group: { new: await groupId('role:administrators') } });
-    expect((await eventsSince(mark)).map((e) => [e.payload.property, e.payload.value])).toEqual([
-      ['can_send_message_group', await groupId('role:administrators')],
+    const c = await createChannel(env, 'iago');
+    const mark = await markEvents(env);
+    await patch('iago', c.id, { can_send_message_group: { new: sys['role:administrators'] } });
+    expect((await eventsSince(env, mark)).map((e) => [e.payload.property, e.payload.value])).toEqual([
+      ['can_send_message_group', sys['role:administrators']],
       ['stream_post_policy', 2],
       ['is_announcement_only', true],
     ]);
@@ -453,20 +420,20 @@ describe('PATCH /streams/{stream_id}: permission settings', () => {
   });
 
   it('needs content access for the settings that grant it', async () => {
-    const c = await createChannel('hamlet', { invite_only: true });
-    const members = await groupId('role:members');
+    const c = await createChannel(env, 'hamlet', { invite_only: true });
+    const members = sys['role:members'];
     expectJsonError(await patch('iago', c.id, { can_subscribe_group: { new: members } }), 400, 'Channel content access is required.');
     expectJsonError(await patch('iago', c.id, { can_add_subscribers_group: { new: members } }), 400, 'Channel content access is required.');
     expect((await patch('iago', c.id, { can_send_message_group: { new: members } })).response.status).toBe(200);
   });
 
   it('gives members of can_subscribe_group metadata access, with a creation event', async () => {
-    const c = await createChannel('hamlet', { invite_only: true });
-    const mark = await markEvents();
+    const c = await createChannel(env, 'hamlet', { invite_only: true });
+    const mark = await markEvents(env);
     expect((await patch('hamlet', c.id, { can_subscribe_group: { new: { direct_members: [uid('othello')], direct_subgroups: [] } } })).response.status).toBe(200);
-    const events = await eventsSince(mark);
+    const events = await eventsSince(env, mark);
     expect(events.map((e) => `${e.payload.type}/${e.payload.op}:${e.userIds.join(',')}`)).toEqual([
-      `stream/update:${ids(...admins(), uid('hamlet')).join(',')}`,
+      `stream/update:${ids(...adminIds(roles), uid('hamlet')).join(',')}`,
       `stream/create:${uid('othello')}`,
       `subscription/peer_add:${uid('othello')}`,
     ]);
@@ -475,17 +442,17 @@ describe('PATCH /streams/{stream_id}: permission settings', () => {
   });
 
   it('deletes the anonymous group a replaced value used', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     const before = (await channel(c.id)).canAdministerChannelGroupId;
     expect(await db().userGroup.findUnique({ where: { id: before } })).toMatchObject({ name: null });
-    expect((await patch('iago', c.id, { can_administer_channel_group: { new: await groupId('role:administrators') } })).response.status).toBe(200);
+    expect((await patch('iago', c.id, { can_administer_channel_group: { new: sys['role:administrators'] } })).response.status).toBe(200);
     expect(await db().userGroup.findUnique({ where: { id: before } })).toBeNull();
   });
 });
 
 describe('PATCH /streams/{stream_id}: who may', () => {
   it('owner and administrators: any channel; moderators and members: not by default', async () => {
-    const c = await createChannel('cordelia', {}, ['shiva', 'hamlet']);
+    const c = await createChannel(env, 'cordelia', {}, ['shiva', 'hamlet']);
     expect((await patch('desdemona', c.id, { description: 'by the owner' })).response.status).toBe(200);
     expect((await patch('iago', c.id, { description: 'by an administrator' })).response.status).toBe(200);
     for (const who of ['shiva', 'hamlet', 'othello'] as Person[]) {
@@ -495,30 +462,30 @@ describe('PATCH /streams/{stream_id}: who may', () => {
   });
 
   it('the creator, and members of can_administer_channel_group', async () => {
-    const c = await createChannel('cordelia');
+    const c = await createChannel(env, 'cordelia');
     expect((await patch('cordelia', c.id, { description: 'by the creator' })).response.status).toBe(200);
-    await patch('iago', c.id, { can_administer_channel_group: { new: { direct_members: [uid('othello')], direct_subgroups: [await groupId('role:moderators')] } } });
+    await patch('iago', c.id, { can_administer_channel_group: { new: { direct_members: [uid('othello')], direct_subgroups: [sys['role:moderators']] } } });
     expect((await patch('othello', c.id, { description: 'by a channel administrator' })).response.status).toBe(200);
     expect((await patch('shiva', c.id, { description: 'by a moderator through the group' })).response.status).toBe(200);
     expectJsonError(await patch('cordelia', c.id, { description: 'no longer' }), 400, 'You do not have permission to administer this channel.', 'CANNOT_ADMINISTER_CHANNEL');
   });
 
   it('channel administrators of a private channel they are not subscribed to', async () => {
-    const c = await createChannel('iago', { invite_only: true, can_administer_channel_group: await groupId('role:moderators') });
+    const c = await createChannel(env, 'iago', { invite_only: true, can_administer_channel_group: sys['role:moderators'] });
     expect((await patch('shiva', c.id, { description: 'moderators administer it' })).response.status).toBe(200);
   });
 
   it('guests never administer, even when the group includes them', async () => {
-    const c = await createChannel('iago', {}, ['polonius']);
-    await patch('iago', c.id, { can_administer_channel_group: { new: await groupId('role:everyone') } });
+    const c = await createChannel(env, 'iago', {}, ['polonius']);
+    await patch('iago', c.id, { can_administer_channel_group: { new: sys['role:everyone'] } });
     expectJsonError(await patch('polonius', c.id, { description: 'guest' }), 400, 'You do not have permission to administer this channel.', 'CANNOT_ADMINISTER_CHANNEL');
     // A guest who cannot see the channel learns nothing about it.
-    const hidden = await createChannel('iago');
+    const hidden = await createChannel(env, 'iago');
     expectJsonError(await patch('polonius', hidden.id, { description: 'guest' }), 400, 'Invalid channel ID');
   });
 
   it('non-subscribers of a private channel get `Invalid channel ID`', async () => {
-    const c = await createChannel('hamlet', { invite_only: true });
+    const c = await createChannel(env, 'hamlet', { invite_only: true });
     expectJsonError(await patch('othello', c.id, { description: 'x' }), 400, 'Invalid channel ID');
     expectJsonError(await patch('shiva', c.id, { description: 'x' }), 400, 'Invalid channel ID');
     expectJsonError(await patch('iago', 999999, { description: 'x' }), 400, 'Invalid channel ID');
@@ -527,8 +494,8 @@ describe('PATCH /streams/{stream_id}: who may', () => {
 
 describe('PATCH /streams/{stream_id}: all or nothing', () => {
   it('applies nothing when any part of the request is refused', async () => {
-    const c = await createChannel('iago');
-    const mark = await markEvents();
+    const c = await createChannel(env, 'iago');
+    const mark = await markEvents(env);
     expectJsonError(await patch('iago', c.id, { description: 'new', new_name: fresh('new'), message_retention_days: 3 }), 400, 'Must be an organization owner', 'UNAUTHORIZED_PRINCIPAL');
     expectJsonError(
       await patch('iago', c.id, { description: 'new', can_send_message_group: { new: 999999 } }),
@@ -536,17 +503,17 @@ describe('PATCH /streams/{stream_id}: all or nothing', () => {
       'Invalid user group',
     );
     expect(await channel(c.id)).toMatchObject({ description: '', name: c.name, messageRetentionDays: null });
-    expect(await eventsSince(mark)).toEqual([]);
+    expect(await eventsSince(env, mark)).toEqual([]);
   });
 
   it('sends the events of several changes in Zulip’s order, the rename in the middle', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     const newName = fresh('several');
     const folder = await db().channelFolder.create({ data: { realmId, name: fresh('folder') } });
-    const mark = await markEvents();
+    const mark = await markEvents(env);
     const res = await patch('desdemona', c.id, { new_name: newName, description: 'both', message_retention_days: 7, folder_id: folder.id });
     expect(res.response.status).toBe(200);
-    expect((await eventsSince(mark)).map((e) => [e.payload.property, e.payload.name])).toEqual([
+    expect((await eventsSince(env, mark)).map((e) => [e.payload.property, e.payload.name])).toEqual([
       ['message_retention_days', c.name],
       ['description', c.name],
       ['name', c.name],
@@ -555,7 +522,7 @@ describe('PATCH /streams/{stream_id}: all or nothing', () => {
   });
 
   it('never leaves a channel setting on a group deactivated concurrently (10 rounds)', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     for (let round = 0; round < 10; round++) {
       const created = await env.client('iago').POST('/user_groups/create', { body: { name: fresh('race group'), description: 'race', members: [uid('hamlet')] } });
       if (!created.data) throw new Error(`setup: ${JSON.stringify(created.error)}`);
@@ -572,11 +539,11 @@ describe('PATCH /streams/{stream_id}: all or nothing', () => {
   });
 
   it('serialises concurrent compare-and-swap updates of one setting', async () => {
-    const c = await createChannel('iago');
-    const everyone = await groupId('role:everyone');
+    const c = await createChannel(env, 'iago');
+    const everyone = sys['role:everyone'];
     const results = await Promise.all(
-      ['role:administrators', 'role:moderators', 'role:members'].map(async (g) =>
-        patch('iago', c.id, { can_send_message_group: { new: await groupId(g), old: everyone } }),
+      (['role:administrators', 'role:moderators', 'role:members'] as const).map((g) =>
+        patch('iago', c.id, { can_send_message_group: { new: sys[g], old: everyone } }),
       ),
     );
     expect(results.filter((r) => r.response.status === 200)).toHaveLength(1);
@@ -591,8 +558,8 @@ describe('wire shapes of the Python zulip client', () => {
     env.raw(`/streams/${streamId}`, { method: 'PATCH', as, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
 
   it('client.update_stream({...}): JSON-dumped booleans and group updates, raw strings', async () => {
-    const c = await createChannel('desdemona', {}, ['desdemona']);
-    const admins = await groupId('role:administrators');
+    const c = await createChannel(env, 'desdemona', {}, ['desdemona']);
+    const admins = sys['role:administrators'];
     const res = await send(
       'desdemona',
       c.id,
@@ -620,7 +587,7 @@ describe('wire shapes of the Python zulip client', () => {
   });
 
   it('reports Zulip’s messages for wrongly encoded values and lists unknown parameters', async () => {
-    const c = await createChannel('iago');
+    const c = await createChannel(env, 'iago');
     expectJsonError(await send('iago', c.id, 'is_private=True'), 400, 'is_private is not valid JSON');
     expectJsonError(await send('iago', c.id, 'is_private=1'), 400, 'is_private is not a boolean');
     expectJsonError(await send('iago', c.id, 'message_retention_days=unlimited'), 400, 'message_retention_days is not valid JSON');

@@ -2,32 +2,30 @@
 // the errors in Zulip's order, and who may edit a group (organization can_manage_all_groups or the
 // group's can_manage_group, held directly, through a named group or through nesting). Group-setting
 // values, compare-and-swap and restrictions are in group-settings.test.ts.
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { components, paths } from '@parley/client';
+import type { paths } from '@parley/client';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
+import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
+import {
+  createGroup,
+  deactivateGroup,
+  readGroup,
+  setRealmGroupSetting,
+  systemGroupIds,
+  uniqueName,
+  type CreateGroupBody,
+  type SystemGroupIds,
+} from '../helpers/groups.ts';
 
-type CreateBody = paths['/user_groups/create']['post']['requestBody']['content']['application/x-www-form-urlencoded'];
 type PatchBody = NonNullable<paths['/user_groups/{user_group_id}']['patch']['requestBody']>['content']['application/x-www-form-urlencoded'];
-type GroupSettingValue = components['schemas']['GroupSettingValue'];
-type SystemGroupName =
-  | 'role:internet'
-  | 'role:everyone'
-  | 'role:members'
-  | 'role:fullmembers'
-  | 'role:moderators'
-  | 'role:administrators'
-  | 'role:owners'
-  | 'role:nobody';
 
 let env: TestServer;
-let sys: Record<SystemGroupName, number>;
+let sys: SystemGroupIds;
 
 beforeAll(async () => {
   env = await startTestServer();
-  const { data } = await env.client('iago').GET('/user_groups', { params: { query: {} } });
-  sys = Object.fromEntries(data!.user_groups.filter((g) => g.is_system_group).map((g) => [g.name, g.id])) as Record<SystemGroupName, number>;
+  sys = await systemGroupIds(env);
 });
 afterAll(() => env.close());
 
@@ -35,83 +33,47 @@ afterAll(() => env.close());
 // helpers
 
 const uid = (person: Person) => env.users[person].id;
-let counter = 0;
-const uniqueName = (label: string) => `${label} ${++counter} ${randomBytes(3).toString('hex')}`;
-
-async function createGroup(as: Person, body: Partial<CreateBody> = {}): Promise<number> {
-  const { data, error } = await env.client(as).POST('/user_groups/create', {
-    body: { name: uniqueName('group'), description: 'original', members: [], ...body },
-  });
-  if (!data) throw new Error(`setup: creating a group failed: ${JSON.stringify(error)}`);
-  return data.group_id;
-}
-
-async function readGroup(groupId: number) {
-  const { data, error } = await env.client('iago').GET('/user_groups', { params: { query: { include_deactivated_groups: true } } });
-  if (!data) throw new Error(`read-back failed: ${JSON.stringify(error)}`);
-  const group = data.user_groups.find((g) => g.id === groupId);
-  if (!group) throw new Error(`read-back: group ${groupId} is not listed`);
-  return group;
-}
+/** A new group whose description is 'original' (the tests of failed edits check that it is kept). */
+const newGroup = (as: Person, body: Partial<CreateGroupBody> = {}) => createGroup(env, as, { description: 'original', ...body });
 
 const patch = (as: Person, groupId: number, body: PatchBody) =>
   env.client(as).PATCH('/user_groups/{user_group_id}', { params: { path: { user_group_id: groupId } }, body });
-
-async function lastEventId(): Promise<bigint> {
-  const last = await env.running.deps.db.event.findFirst({ orderBy: { id: 'desc' } });
-  return last?.id ?? 0n;
-}
-
-async function eventsSince(after: bigint): Promise<any[]> {
-  const rows = await env.running.deps.db.event.findMany({ where: { id: { gt: after } }, orderBy: { id: 'asc' } });
-  return rows.map((r) => r.payload);
-}
-
-async function deactivateGroup(groupId: number): Promise<void> {
-  const { error } = await env.client('iago').POST('/user_groups/{user_group_id}/deactivate', { params: { path: { user_group_id: groupId } } });
-  if (error) throw new Error(`setup: deactivating group ${groupId} failed: ${JSON.stringify(error)}`);
-}
-
-async function setRealmSetting(name: 'can_manage_all_groups', value: GroupSettingValue): Promise<void> {
-  const { error } = await env.client('desdemona').PATCH('/realm', { body: { [name]: { new: value } } });
-  if (error) throw new Error(`setup: PATCH /realm ${name} failed: ${JSON.stringify(error)}`);
-}
 
 // ---------------------------------------------------------------------------------------------
 
 describe('PATCH /user_groups/{user_group_id}: name and description', () => {
   it('renames and redescribes the group and stores one user_group update event', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await newGroup('hamlet');
     const name = uniqueName('renamed');
-    const before = await lastEventId();
+    const before = await markEvents(env);
     const { data, response } = await patch('hamlet', groupId, { name, description: 'The new description' });
     expect(response.status).toBe(200);
     expect(data).toEqual({ result: 'success', msg: '' });
-    expect(await readGroup(groupId)).toMatchObject({ name, description: 'The new description' });
-    expect(await eventsSince(before)).toEqual([
+    expect(await readGroup(env, groupId)).toMatchObject({ name, description: 'The new description' });
+    expect(await eventPayloadsSince(env, before)).toEqual([
       { type: 'user_group', op: 'update', group_id: groupId, data: { name, description: 'The new description' } },
     ]);
   });
 
   it('accepts an empty description', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await newGroup('hamlet');
     const { response } = await patch('hamlet', groupId, { description: '' });
     expect(response.status).toBe(200);
-    expect((await readGroup(groupId)).description).toBe('');
+    expect((await readGroup(env, groupId)).description).toBe('');
   });
 
   it('treats the current name and description as no change: success, no event', async () => {
-    const groupId = await createGroup('hamlet');
-    const { name, description } = await readGroup(groupId);
-    const before = await lastEventId();
+    const groupId = await newGroup('hamlet');
+    const { name, description } = await readGroup(env, groupId);
+    const before = await markEvents(env);
     const { response } = await patch('hamlet', groupId, { name, description });
     expect(response.status).toBe(200);
-    expect(await eventsSince(before)).toEqual([]);
-    expect(await readGroup(groupId)).toMatchObject({ name, description });
+    expect(await eventPayloadsSince(env, before)).toEqual([]);
+    expect(await readGroup(env, groupId)).toMatchObject({ name, description });
   });
 
   it('answers "No new data supplied" when no parameter is given', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await newGroup('hamlet');
     expectJsonError(await patch('hamlet', groupId, {}), 400, 'No new data supplied', 'BAD_REQUEST');
   });
 
@@ -124,7 +86,7 @@ describe('PATCH /user_groups/{user_group_id}: name and description', () => {
   it('refuses to edit system groups, even for the owner', async () => {
     for (const name of ['role:members', 'role:administrators', 'role:nobody'] as const) {
       expectJsonError(await patch('desdemona', sys[name], { description: 'mine now' }), 400, 'Insufficient permission', 'BAD_REQUEST');
-      expect((await readGroup(sys[name])).description).not.toBe('mine now');
+      expect((await readGroup(env, sys[name])).description).not.toBe('mine now');
     }
   });
 
@@ -139,80 +101,80 @@ describe('PATCH /user_groups/{user_group_id}: name and description', () => {
     ['starting with channel:', 'channel:x', "User group name cannot start with 'channel:'."],
   ];
   it.each(badNames)('rejects a new name that is %s and keeps the old one', async (_label, name, msg) => {
-    const groupId = await createGroup('hamlet');
-    const old = await readGroup(groupId);
+    const groupId = await newGroup('hamlet');
+    const old = await readGroup(env, groupId);
     expectJsonError(await patch('hamlet', groupId, { name, description: 'changed too' }), 400, msg, 'BAD_REQUEST');
     // All or nothing: the description sent along was not applied either.
-    expect(await readGroup(groupId)).toMatchObject({ name: old.name, description: old.description });
+    expect(await readGroup(env, groupId)).toMatchObject({ name: old.name, description: old.description });
   });
 
   it("rejects another group's name", async () => {
     const taken = uniqueName('taken');
-    await createGroup('othello', { name: taken });
-    const groupId = await createGroup('hamlet');
+    await newGroup('othello', { name: taken });
+    const groupId = await newGroup('hamlet');
     expectJsonError(await patch('hamlet', groupId, { name: taken }), 400, `User group '${taken}' already exists.`, 'BAD_REQUEST');
   });
 
   it('reports parameters it does not know in ignored_parameters_unsupported', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await newGroup('hamlet');
     const res = await env.raw(`/user_groups/${groupId}`, { method: 'PATCH', as: 'hamlet', body: new URLSearchParams({ description: 'd2', colour: 'red' }) });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ result: 'success', msg: '', ignored_parameters_unsupported: ['colour'] });
-    expect((await readGroup(groupId)).description).toBe('d2');
+    expect((await readGroup(env, groupId)).description).toBe('d2');
   });
 });
 
 describe('PATCH /user_groups/{user_group_id}: deactivated groups (feature level 386)', () => {
   it('reactivates a deactivated group with deactivated=false and stores the event', async () => {
-    const groupId = await createGroup('hamlet');
-    await deactivateGroup(groupId);
-    expect((await readGroup(groupId)).deactivated).toBe(true);
-    const before = await lastEventId();
+    const groupId = await newGroup('hamlet');
+    await deactivateGroup(env, groupId);
+    expect((await readGroup(env, groupId)).deactivated).toBe(true);
+    const before = await markEvents(env);
     const { response } = await patch('hamlet', groupId, { deactivated: false });
     expect(response.status).toBe(200);
-    expect((await readGroup(groupId)).deactivated).toBe(false);
-    expect(await eventsSince(before)).toEqual([{ type: 'user_group', op: 'update', group_id: groupId, data: { deactivated: false } }]);
+    expect((await readGroup(env, groupId)).deactivated).toBe(false);
+    expect(await eventPayloadsSince(env, before)).toEqual([{ type: 'user_group', op: 'update', group_id: groupId, data: { deactivated: false } }]);
     // Listed again by default.
     const { data } = await env.client('hamlet').GET('/user_groups', { params: { query: {} } });
     expect(data!.user_groups.map((g) => g.id)).toContain(groupId);
   });
 
   it('does nothing for deactivated=true (deactivation has its own endpoint)', async () => {
-    const groupId = await createGroup('hamlet');
-    const before = await lastEventId();
+    const groupId = await newGroup('hamlet');
+    const before = await markEvents(env);
     const { response } = await patch('hamlet', groupId, { deactivated: true });
     expect(response.status).toBe(200);
-    expect((await readGroup(groupId)).deactivated).toBe(false);
-    expect(await eventsSince(before)).toEqual([]);
+    expect((await readGroup(env, groupId)).deactivated).toBe(false);
+    expect(await eventPayloadsSince(env, before)).toEqual([]);
   });
 
   it('does nothing for deactivated=false on an active group', async () => {
-    const groupId = await createGroup('hamlet');
-    const before = await lastEventId();
+    const groupId = await newGroup('hamlet');
+    const before = await markEvents(env);
     const { response } = await patch('hamlet', groupId, { deactivated: false });
     expect(response.status).toBe(200);
-    expect((await readGroup(groupId)).deactivated).toBe(false);
-    expect(await eventsSince(before)).toEqual([]);
+    expect((await readGroup(env, groupId)).deactivated).toBe(false);
+    expect(await eventPayloadsSince(env, before)).toEqual([]);
   });
 
   it('edits name and description of a deactivated group, which stays deactivated', async () => {
-    const groupId = await createGroup('hamlet');
-    await deactivateGroup(groupId);
+    const groupId = await newGroup('hamlet');
+    await deactivateGroup(env, groupId);
     const name = uniqueName('still gone');
     const { response } = await patch('hamlet', groupId, { name, description: 'edited while deactivated' });
     expect(response.status).toBe(200);
-    expect(await readGroup(groupId)).toMatchObject({ name, description: 'edited while deactivated', deactivated: true });
+    expect(await readGroup(env, groupId)).toMatchObject({ name, description: 'edited while deactivated', deactivated: true });
   });
 
   it("lets the deactivated group's own can_manage_group decide who may edit or reactivate it", async () => {
-    const groupId = await createGroup('iago', { can_manage_group: { direct_members: [uid('othello')], direct_subgroups: [] } });
-    await deactivateGroup(groupId);
+    const groupId = await newGroup('iago', { can_manage_group: { direct_members: [uid('othello')], direct_subgroups: [] } });
+    await deactivateGroup(env, groupId);
     expectJsonError(await patch('cordelia', groupId, { deactivated: false }), 400, 'Insufficient permission', 'BAD_REQUEST');
     expectJsonError(await patch('shiva', groupId, { description: 'x' }), 400, 'Insufficient permission', 'BAD_REQUEST');
-    expect((await readGroup(groupId)).deactivated).toBe(true);
+    expect((await readGroup(env, groupId)).deactivated).toBe(true);
     const { response } = await patch('othello', groupId, { deactivated: false });
     expect(response.status).toBe(200);
-    expect((await readGroup(groupId)).deactivated).toBe(false);
+    expect((await readGroup(env, groupId)).deactivated).toBe(false);
   });
 });
 
@@ -228,29 +190,29 @@ describe('PATCH /user_groups/{user_group_id}: who may edit a group', () => {
     ['polonius', 'guest'],
   ];
   it.each(matrix)('%s → %s', async (person, outcome) => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await newGroup('hamlet');
     const description = `edited by ${person}`;
     const res = await patch(person, groupId, { description });
     if (outcome === 'ok') expect(res.response.status).toBe(200);
     else expectJsonError(res, 400, outcome === 'guest' ? 'Not allowed for guest users' : 'Insufficient permission', 'BAD_REQUEST');
-    expect((await readGroup(groupId)).description).toBe(outcome === 'ok' ? description : 'original');
+    expect((await readGroup(env, groupId)).description).toBe(outcome === 'ok' ? description : 'original');
   });
 
   it('a member named directly in can_manage_group may edit it', async () => {
-    const groupId = await createGroup('hamlet', { can_manage_group: { direct_members: [uid('cordelia')], direct_subgroups: [] } });
+    const groupId = await newGroup('hamlet', { can_manage_group: { direct_members: [uid('cordelia')], direct_subgroups: [] } });
     expect((await patch('cordelia', groupId, { description: 'by cordelia' })).response.status).toBe(200);
     // The creator is not special once the setting no longer names him.
     expectJsonError(await patch('hamlet', groupId, { description: 'by hamlet' }), 400, 'Insufficient permission', 'BAD_REQUEST');
-    expect((await readGroup(groupId)).description).toBe('by cordelia');
+    expect((await readGroup(env, groupId)).description).toBe('by cordelia');
   });
 
   it('a member holding can_manage_group through a named group nested three deep may edit it', async () => {
-    const inner = await createGroup('iago', { members: [uid('cordelia')] });
-    const middle = await createGroup('iago', { subgroups: [inner] });
-    const outer = await createGroup('iago', { subgroups: [middle] });
-    const groupId = await createGroup('hamlet', { can_manage_group: outer });
+    const inner = await newGroup('iago', { members: [uid('cordelia')] });
+    const middle = await newGroup('iago', { subgroups: [inner] });
+    const outer = await newGroup('iago', { subgroups: [middle] });
+    const groupId = await newGroup('hamlet', { can_manage_group: outer });
     expect((await patch('cordelia', groupId, { description: 'nested' })).response.status).toBe(200);
-    expect((await readGroup(groupId)).description).toBe('nested');
+    expect((await readGroup(env, groupId)).description).toBe('nested');
     // Removing her from the innermost group removes the permission.
     const removed = await env.client('iago').POST('/user_groups/{user_group_id}/members', {
       params: { path: { user_group_id: inner } },
@@ -261,21 +223,21 @@ describe('PATCH /user_groups/{user_group_id}: who may edit a group', () => {
   });
 
   it('a guest named in can_manage_group is still refused', async () => {
-    const groupId = await createGroup('hamlet', { can_manage_group: { direct_members: [uid('polonius'), uid('hamlet')], direct_subgroups: [] } });
+    const groupId = await newGroup('hamlet', { can_manage_group: { direct_members: [uid('polonius'), uid('hamlet')], direct_subgroups: [] } });
     expectJsonError(await patch('polonius', groupId, { description: 'by a guest' }), 400, 'Not allowed for guest users', 'BAD_REQUEST');
-    expect((await readGroup(groupId)).description).toBe('original');
+    expect((await readGroup(env, groupId)).description).toBe('original');
   });
 
   it('the organization setting can_manage_all_groups decides for every group', async () => {
-    const groupId = await createGroup('hamlet');
-    await setRealmSetting('can_manage_all_groups', { direct_members: [uid('othello')], direct_subgroups: [sys['role:moderators']] });
+    const groupId = await newGroup('hamlet');
+    await setRealmGroupSetting(env, 'can_manage_all_groups', { direct_members: [uid('othello')], direct_subgroups: [sys['role:moderators']] });
     try {
       expect((await patch('shiva', groupId, { description: 'by shiva' })).response.status).toBe(200);
       expect((await patch('othello', groupId, { description: 'by othello' })).response.status).toBe(200);
       expectJsonError(await patch('cordelia', groupId, { description: 'by cordelia' }), 400, 'Insufficient permission', 'BAD_REQUEST');
-      expect((await readGroup(groupId)).description).toBe('by othello');
+      expect((await readGroup(env, groupId)).description).toBe('by othello');
     } finally {
-      await setRealmSetting('can_manage_all_groups', sys['role:administrators']);
+      await setRealmGroupSetting(env, 'can_manage_all_groups', sys['role:administrators']);
     }
     // Back to the default: the moderator lost the right again.
     expectJsonError(await patch('shiva', groupId, { description: 'later' }), 400, 'Insufficient permission', 'BAD_REQUEST');

@@ -4,55 +4,28 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
-import { TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
+import type { Person } from '../helpers/fixtures.ts';
+import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
+import { createUser, readUser, setRole, uniqueEmail, type Role } from '../helpers/people.ts';
+import { realmIdOf } from '../helpers/realm.ts';
 
 const require = createRequire(import.meta.url);
 // zulip-js ships no type declarations.
 const zulipInit = require('zulip-js') as (config: Record<string, string>) => Promise<any>;
 
-type Role = 100 | 200 | 300 | 400 | 600;
-
 let env: TestServer;
 let realmId: number;
 beforeAll(async () => {
   env = await startTestServer();
-  realmId = (await env.running.deps.db.realm.findFirstOrThrow()).id;
+  realmId = await realmIdOf(env);
 });
 afterAll(() => env.close());
 
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-const uniqueEmail = (label: string) => `${label}-${randomBytes(4).toString('hex')}@parley.test`;
-const basic = (email: string, key: string) => `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}`;
-
-async function createUser(options: { name?: string; role?: Role } = {}): Promise<{ id: number; email: string }> {
-  const email = uniqueEmail('upd');
-  const { data, error } = await env.client('iago').POST('/users', {
-    body: { email, password: TEST_PASSWORD, full_name: options.name ?? 'Target User' },
-  });
-  if (!data) throw new Error(`setup: create-user failed: ${JSON.stringify(error)}`);
-  if (options.role !== undefined && options.role !== 400) await setRoleAsOwner(data.user_id, options.role);
-  return { id: data.user_id, email };
-}
-
-async function setRoleAsOwner(userId: number, role: Role) {
-  const res = await env.client('desdemona').PATCH('/users/{user_id}', { params: { path: { user_id: userId } }, body: { role } });
-  if (res.error) throw new Error(`setup: role change failed: ${JSON.stringify(res.error)}`);
-}
-
-async function apiKeyOf(userId: number): Promise<string> {
-  const row = await env.running.deps.db.apiKey.findUniqueOrThrow({ where: { userId } });
-  return env.running.deps.cipher.decrypt(row.ciphertext);
-}
-
-async function readUser(userId: number, as: Person = 'hamlet') {
-  const { data, error } = await env.client(as).GET('/users/{user_id}', {
-    params: { path: { user_id: userId }, query: { client_gravatar: false, include_custom_profile_fields: true } },
-  });
-  if (!data) throw new Error(`read-back of user ${userId} failed: ${JSON.stringify(error)}`);
-  return data.user;
-}
+/** A new user ("Target User" unless named), with the given role. */
+const newUser = (options: { name?: string; role?: Role } = {}) => createUser(env, { label: 'upd', fullName: options.name ?? 'Target User', role: options.role });
 
 function patch(as: Person, userId: number, body: Record<string, unknown>) {
   return env.client(as).PATCH('/users/{user_id}', { params: { path: { user_id: userId } }, body: body as any });
@@ -76,54 +49,54 @@ const SUCCESS = { result: 'success', msg: '' };
 
 describe('PATCH /users/{user_id}: full_name', () => {
   it('renames the user', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const res = await patch('iago', target.id, { full_name: 'Prince Hamlet' });
     expect(res.response.status).toBe(200);
     expect(res.data).toEqual(SUCCESS);
-    expect((await readUser(target.id)).full_name).toBe('Prince Hamlet');
+    expect((await readUser(env, target.id, 'hamlet')).full_name).toBe('Prince Hamlet');
   });
 
   it('strips surrounding whitespace', async () => {
-    const target = await createUser();
+    const target = await newUser();
     expect((await patch('iago', target.id, { full_name: '  Padded Name   ' })).response.status).toBe(200);
-    expect((await readUser(target.id)).full_name).toBe('Padded Name');
+    expect((await readUser(env, target.id, 'hamlet')).full_name).toBe('Padded Name');
   });
 
   it('silently ignores a blank name', async () => {
-    const target = await createUser({ name: 'Keeps Name' });
+    const target = await newUser({ name: 'Keeps Name' });
     const res = await patch('iago', target.id, { full_name: '   ' });
     expect(res.response.status).toBe(200);
-    expect((await readUser(target.id)).full_name).toBe('Keeps Name');
+    expect((await readUser(env, target.id, 'hamlet')).full_name).toBe('Keeps Name');
   });
 
   it('checks the name like any name, leaving it unchanged on error', async () => {
-    const target = await createUser({ name: 'Checked Name' });
+    const target = await newUser({ name: 'Checked Name' });
     expectJsonError(await patch('iago', target.id, { full_name: 'y'.repeat(101) }), 400, 'Name too long!', 'BAD_REQUEST');
     expectJsonError(await patch('iago', target.id, { full_name: 'y' }), 400, 'Name too short!', 'BAD_REQUEST');
     expectJsonError(await patch('iago', target.id, { full_name: 'Bad@Name' }), 400, 'Invalid characters in name!', 'BAD_REQUEST');
-    expect((await readUser(target.id)).full_name).toBe('Checked Name');
+    expect((await readUser(env, target.id, 'hamlet')).full_name).toBe('Checked Name');
   });
 
   it('lets an owner edit a user with the form body of the Python zulip client', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const res = await rawPatch('desdemona', target.id, { full_name: 'Form Encoded Name', role: '300' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual(SUCCESS);
-    expect(await readUser(target.id)).toMatchObject({ full_name: 'Form Encoded Name', role: 300 });
+    expect(await readUser(env, target.id, 'hamlet')).toMatchObject({ full_name: 'Form Encoded Name', role: 300 });
   });
 
   it('lets an owner edit a user through the real zulip-js client (parameters in the query string)', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const client = await zulipInit({ username: env.users.desdemona.email, apiKey: env.users.desdemona.apiKey, realm: env.url });
     const res = await client.callEndpoint(`/users/${target.id}`, 'PATCH', { full_name: 'Edited By JS', role: 200 });
     expect(res).toEqual(SUCCESS);
-    expect(await readUser(target.id)).toMatchObject({ full_name: 'Edited By JS', role: 200, is_admin: true });
+    expect(await readUser(env, target.id, 'hamlet')).toMatchObject({ full_name: 'Edited By JS', role: 200, is_admin: true });
   });
 });
 
 describe('PATCH /users/{user_id}: role', () => {
   it('lets an administrator move a member through the non-owner roles', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const steps: Array<[Role, { is_admin: boolean; is_owner: boolean; is_guest: boolean }]> = [
       [300, { is_admin: false, is_owner: false, is_guest: false }],
       [200, { is_admin: true, is_owner: false, is_guest: false }],
@@ -133,41 +106,41 @@ describe('PATCH /users/{user_id}: role', () => {
     for (const [role, flags] of steps) {
       const res = await patch('iago', target.id, { role });
       expect(res.data, `role ${role}`).toEqual(SUCCESS);
-      expect(await readUser(target.id)).toMatchObject({ role, ...flags });
+      expect(await readUser(env, target.id, 'hamlet')).toMatchObject({ role, ...flags });
     }
   });
 
   it('promotes a guest straight to administrator (a role is a single value, so no guest-admin mix can arise)', async () => {
-    const target = await createUser({ role: 600 });
+    const target = await newUser({ role: 600 });
     const res = await patch('iago', target.id, { role: 200 });
     expect(res.data).toEqual(SUCCESS);
-    expect(await readUser(target.id)).toMatchObject({ role: 200, is_admin: true, is_guest: false });
+    expect(await readUser(env, target.id, 'hamlet')).toMatchObject({ role: 200, is_admin: true, is_guest: false });
   });
 
   it('needs an owner to grant the owner role', async () => {
-    const target = await createUser();
+    const target = await newUser();
     expectJsonError(await patch('iago', target.id, { role: 100 }), 400, 'Must be an organization owner', 'UNAUTHORIZED_PRINCIPAL');
-    expect(await readUser(target.id)).toMatchObject({ role: 400, is_owner: false });
+    expect(await readUser(env, target.id, 'hamlet')).toMatchObject({ role: 400, is_owner: false });
 
     expect((await patch('desdemona', target.id, { role: 100 })).data).toEqual(SUCCESS);
-    expect(await readUser(target.id)).toMatchObject({ role: 100, is_owner: true, is_admin: true });
+    expect(await readUser(env, target.id, 'hamlet')).toMatchObject({ role: 100, is_owner: true, is_admin: true });
   });
 
   it('needs an owner to remove the owner role', async () => {
-    const target = await createUser({ role: 100 });
+    const target = await newUser({ role: 100 });
     expectJsonError(await patch('iago', target.id, { role: 200 }), 400, 'Must be an organization owner', 'UNAUTHORIZED_PRINCIPAL');
-    expect(await readUser(target.id)).toMatchObject({ role: 100, is_owner: true });
+    expect(await readUser(env, target.id, 'hamlet')).toMatchObject({ role: 100, is_owner: true });
 
     expect((await patch('desdemona', target.id, { role: 400 })).data).toEqual(SUCCESS);
-    expect(await readUser(target.id)).toMatchObject({ role: 400, is_owner: false, is_admin: false });
+    expect(await readUser(env, target.id, 'hamlet')).toMatchObject({ role: 400, is_owner: false, is_admin: false });
   });
 
   it("checks the role only when it changes: an administrator may resend an owner's current role", async () => {
-    const target = await createUser({ role: 100 });
+    const target = await newUser({ role: 100 });
     const res = await patch('iago', target.id, { role: 100 });
     expect(res.response.status).toBe(200);
     expect(res.data).toEqual(SUCCESS);
-    expect((await readUser(target.id)).role).toBe(100);
+    expect((await readUser(env, target.id, 'hamlet')).role).toBe(100);
   });
 
   it('never removes the owner role from the only organization owner', async () => {
@@ -176,37 +149,37 @@ describe('PATCH /users/{user_id}: role', () => {
     const { data } = await env.client('desdemona').GET('/users', { params: { query: { client_gravatar: false } } });
     for (const m of data!.members) {
       if (m.is_active && !m.is_bot && m.role === 100 && m.user_id !== env.users.desdemona.id) {
-        await setRoleAsOwner(m.user_id, 400);
+        await setRole(env, m.user_id, 400);
         demoted.push(m.user_id);
       }
     }
     try {
       const res = await patch('desdemona', env.users.desdemona.id, { role: 200 });
       expectJsonError(res, 400, 'The owner permission cannot be removed from the only organization owner.', 'BAD_REQUEST');
-      expect(await readUser(env.users.desdemona.id)).toMatchObject({ role: 100, is_owner: true });
+      expect(await readUser(env, env.users.desdemona.id, 'hamlet')).toMatchObject({ role: 100, is_owner: true });
     } finally {
-      for (const id of demoted) await setRoleAsOwner(id, 100);
+      for (const id of demoted) await setRole(env, id, 100);
     }
   });
 
   it('lets an owner give up the owner role while another owner remains', async () => {
-    const second = await createUser({ role: 100 });
-    const key = await apiKeyOf(second.id);
+    const second = await newUser({ role: 100 });
+    const key = await apiKeyOf(env, second.id);
     const res = await env.raw(`/users/${second.id}`, {
       method: 'PATCH',
-      headers: { Authorization: basic(second.email, key) },
+      headers: { Authorization: basicAuth(second.email, key) },
       body: new URLSearchParams({ role: '400' }),
     });
     expect(res.status).toBe(200);
-    expect((await readUser(second.id)).role).toBe(400);
+    expect((await readUser(env, second.id, 'hamlet')).role).toBe(400);
   });
 
   it('rejects a role that does not exist, or is not a JSON integer', async () => {
-    const target = await createUser();
+    const target = await newUser();
     expectJsonError(await rawPatch('iago', target.id, { role: '250' }), 400, 'Invalid role: Value error, Not in the list of possible values', 'BAD_REQUEST');
     expectJsonError(await rawPatch('iago', target.id, { role: 'admin' }), 400, 'role is not valid JSON', 'BAD_REQUEST');
     expectJsonError(await rawPatch('iago', target.id, { role: '"200"' }), 400, 'role is not an integer', 'BAD_REQUEST');
-    expect((await readUser(target.id)).role).toBe(400);
+    expect((await readUser(env, target.id, 'hamlet')).role).toBe(400);
   });
 });
 
@@ -227,23 +200,23 @@ describe('PATCH /users/{user_id}: profile_data', () => {
     fields.github = await createField({ field_type: 7, name: 'GitHub account', field_data: { subtype: 'github' } });
   });
 
-  const profileOf = async (userId: number) => (await readUser(userId)).profile_data ?? {};
+  const profileOf = async (userId: number) => (await readUser(env, userId, 'hamlet')).profile_data ?? {};
 
   it('sets a short-text value, stored with its rendering', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const res = await patch('iago', target.id, { profile_data: [{ id: fields.short.id, value: 'Bartender' }] });
     expect(res.data).toEqual(SUCCESS);
     expect((await profileOf(target.id))[String(fields.short.id)]).toEqual({ value: 'Bartender', rendered_value: '<p>Bartender</p>' });
   });
 
   it('sets a long-text value with a rendering', async () => {
-    const target = await createUser();
+    const target = await newUser();
     await patch('iago', target.id, { profile_data: [{ id: fields.long.id, value: 'Born in Elsinore.' }] });
     expect((await profileOf(target.id))[String(fields.long.id)]).toEqual({ value: 'Born in Elsinore.', rendered_value: '<p>Born in Elsinore.</p>' });
   });
 
   it('sets several fields at once, as the Python client sends them', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const profile = `[{"id": ${fields.date.id}, "value": "2000-01-31"}, {"id": ${fields.url.id}, "value": "https://example.com/hamlet"}, {"id": ${fields.github.id}, "value": "hamlet"}]`;
     const res = await rawPatch('iago', target.id, { profile_data: profile });
     expect(res.status).toBe(200);
@@ -255,13 +228,13 @@ describe('PATCH /users/{user_id}: profile_data', () => {
   });
 
   it('stores a pronouns value without a rendering (only text fields are rendered)', async () => {
-    const target = await createUser();
+    const target = await newUser();
     await patch('iago', target.id, { profile_data: [{ id: fields.pronouns.id, value: 'he/him' }] });
     expect((await profileOf(target.id))[String(fields.pronouns.id)]).toEqual({ value: 'he/him' });
   });
 
   it('accepts a valid option of a list-of-options field and refuses others', async () => {
-    const target = await createUser();
+    const target = await newUser();
     expect((await patch('iago', target.id, { profile_data: [{ id: fields.select.id, value: '1' }] })).data).toEqual(SUCCESS);
     expect((await profileOf(target.id))[String(fields.select.id)]).toEqual({ value: '1' });
 
@@ -271,7 +244,7 @@ describe('PATCH /users/{user_id}: profile_data', () => {
   });
 
   it('validates dates and links', async () => {
-    const target = await createUser();
+    const target = await newUser();
     expectJsonError(await patch('iago', target.id, { profile_data: [{ id: fields.date.id, value: '31/01/2000' }] }), 400, `${fields.date.name} is not a date`, 'BAD_REQUEST');
     expectJsonError(await patch('iago', target.id, { profile_data: [{ id: fields.url.id, value: 'not a link' }] }), 400, `${fields.url.name} is not a URL`, 'BAD_REQUEST');
     const data = await profileOf(target.id);
@@ -280,7 +253,7 @@ describe('PATCH /users/{user_id}: profile_data', () => {
   });
 
   it('stores a users field as the JSON text of the user IDs, and refuses unknown users', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const ids = [env.users.othello.id, env.users.cordelia.id];
     expect((await patch('iago', target.id, { profile_data: [{ id: fields.users.id, value: ids }] })).data).toEqual(SUCCESS);
     const stored = (await profileOf(target.id))[String(fields.users.id)];
@@ -294,7 +267,7 @@ describe('PATCH /users/{user_id}: profile_data', () => {
   });
 
   it('refuses a list for a text field and an over-long short text', async () => {
-    const target = await createUser();
+    const target = await newUser();
     expectJsonError(await patch('iago', target.id, { profile_data: [{ id: fields.short.id, value: [1, 2] }] }), 400, `${fields.short.name} is not a string`, 'BAD_REQUEST');
     expectJsonError(
       await patch('iago', target.id, { profile_data: [{ id: fields.short.id, value: 'z'.repeat(51) }] }),
@@ -306,13 +279,13 @@ describe('PATCH /users/{user_id}: profile_data', () => {
   });
 
   it('refuses an unknown field ID', async () => {
-    const target = await createUser();
+    const target = await newUser();
     expectJsonError(await patch('iago', target.id, { profile_data: [{ id: 987654, value: 'x' }] }), 400, 'Field id 987654 not found.', 'BAD_REQUEST');
     expectJsonError(await patch('iago', target.id, { profile_data: [{ id: 987654, value: null }] }), 400, 'Field id 987654 not found.', 'BAD_REQUEST');
   });
 
   it('removes a value when sent an empty string, null or an empty list', async () => {
-    const target = await createUser();
+    const target = await newUser();
     await patch('iago', target.id, {
       profile_data: [
         { id: fields.short.id, value: 'Gravedigger' },
@@ -335,7 +308,7 @@ describe('PATCH /users/{user_id}: profile_data', () => {
   });
 
   it('removes a value as the Python client sends it (JSON null inside the list)', async () => {
-    const target = await createUser();
+    const target = await newUser();
     await patch('iago', target.id, { profile_data: [{ id: fields.short.id, value: 'Jester' }] });
     const res = await rawPatch('iago', target.id, { profile_data: `[{"id": ${fields.short.id}, "value": null}]` });
     expect(res.status).toBe(200);
@@ -343,20 +316,20 @@ describe('PATCH /users/{user_id}: profile_data', () => {
   });
 
   it('accepts removing a value that was never set', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const res = await patch('iago', target.id, { profile_data: [{ id: fields.date.id, value: '' }] });
     expect(res.data).toEqual(SUCCESS);
     expect(await profileOf(target.id)).toEqual({});
   });
 
   it('rejects profile_data that is not a JSON list of {id, value}', async () => {
-    const target = await createUser();
+    const target = await newUser();
     expectJsonError(await rawPatch('iago', target.id, { profile_data: 'nope' }), 400, 'profile_data is not valid JSON', 'BAD_REQUEST');
     expectJsonError(await rawPatch('iago', target.id, { profile_data: '{"id": 1}' }), 400, 'profile_data is not a list', 'BAD_REQUEST');
   });
 
   it('is refused to non-administrators', async () => {
-    const target = await createUser();
+    const target = await newUser();
     await patch('iago', target.id, { profile_data: [{ id: fields.short.id, value: 'Original' }] });
     expectJsonError(await patch('hamlet', target.id, { profile_data: [{ id: fields.short.id, value: 'Hacked' }] }), 400, 'Insufficient permission', 'BAD_REQUEST');
     expect((await profileOf(target.id))[String(fields.short.id)]?.value).toBe('Original');
@@ -365,19 +338,19 @@ describe('PATCH /users/{user_id}: profile_data', () => {
 
 describe('PATCH /users/{user_id}: new_email', () => {
   it('is refused to administrators who are not owners', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const res = await patch('iago', target.id, { new_email: uniqueEmail('by-admin') });
     expectJsonError(res, 400, 'Must be an organization owner', 'UNAUTHORIZED_PRINCIPAL');
-    expect((await readUser(target.id, 'iago')).delivery_email).toBe(target.email);
+    expect((await readUser(env, target.id, 'iago')).delivery_email).toBe(target.email);
   });
 
   it('is refused to owners without the can_change_user_emails permission', async () => {
     const desdemona = await env.running.deps.db.user.findUniqueOrThrow({ where: { id: env.users.desdemona.id } });
     expect(desdemona.canChangeUserEmails).toBe(false);
-    const target = await createUser();
+    const target = await newUser();
     const res = await patch('desdemona', target.id, { new_email: uniqueEmail('no-permission') });
     expectJsonError(res, 400, 'User not authorized to change user emails', 'BAD_REQUEST');
-    expect((await readUser(target.id, 'iago')).delivery_email).toBe(target.email);
+    expect((await readUser(env, target.id, 'iago')).delivery_email).toBe(target.email);
   });
 
   describe('with an owner holding can_change_user_emails', () => {
@@ -389,35 +362,35 @@ describe('PATCH /users/{user_id}: new_email', () => {
     });
 
     it('changes the address at once; the key then goes with the new address only', async () => {
-      const target = await createUser();
-      const key = await apiKeyOf(target.id);
+      const target = await newUser();
+      const key = await apiKeyOf(env, target.id);
       const newEmail = uniqueEmail('renamed');
       const res = await patch('desdemona', target.id, { new_email: newEmail });
       expect(res.data).toEqual(SUCCESS);
-      expect(await readUser(target.id, 'iago')).toMatchObject({ email: newEmail, delivery_email: newEmail });
+      expect(await readUser(env, target.id, 'iago')).toMatchObject({ email: newEmail, delivery_email: newEmail });
 
-      const withNew = await env.raw('/users/me', { headers: { Authorization: basic(newEmail, key) } });
+      const withNew = await env.raw('/users/me', { headers: { Authorization: basicAuth(newEmail, key) } });
       expect(withNew.status).toBe(200);
       expect(withNew.body.delivery_email).toBe(newEmail);
-      const withOld = await env.raw('/users/me', { headers: { Authorization: basic(target.email, key) } });
+      const withOld = await env.raw('/users/me', { headers: { Authorization: basicAuth(target.email, key) } });
       expectJsonError(withOld, 401, 'Invalid API key', 'UNAUTHORIZED');
     });
 
     it('refuses an address used by another account', async () => {
-      const target = await createUser();
+      const target = await newUser();
       const res = await patch('desdemona', target.id, { new_email: env.users.othello.email });
       expect(res.response.status).toBe(400);
       expect(res.error).toMatchObject({ result: 'error', code: 'BAD_REQUEST' });
-      expect((await readUser(target.id, 'iago')).delivery_email).toBe(target.email);
-      expect((await readUser(env.users.othello.id, 'iago')).delivery_email).toBe(env.users.othello.email);
+      expect((await readUser(env, target.id, 'iago')).delivery_email).toBe(target.email);
+      expect((await readUser(env, env.users.othello.id, 'iago')).delivery_email).toBe(env.users.othello.email);
     });
 
     it('refuses something that is not an e-mail address', async () => {
-      const target = await createUser();
+      const target = await newUser();
       const res = await patch('desdemona', target.id, { new_email: 'not an address' });
       expect(res.response.status).toBe(400);
       expect(res.error).toMatchObject({ result: 'error', code: 'BAD_REQUEST' });
-      expect((await readUser(target.id, 'iago')).delivery_email).toBe(target.email);
+      expect((await readUser(env, target.id, 'iago')).delivery_email).toBe(target.email);
     });
   });
 });
@@ -428,27 +401,27 @@ describe('PATCH /users/{user_id}: access', () => {
   });
 
   it('is refused with Insufficient permission to moderators, members and guests', async () => {
-    const target = await createUser({ name: 'Untouched Name' });
+    const target = await newUser({ name: 'Untouched Name' });
     for (const caller of ['shiva', 'hamlet', 'polonius'] as const) {
       expectJsonError(await patch(caller, target.id, { full_name: 'Changed Name' }), 400, 'Insufficient permission', 'BAD_REQUEST');
       expectJsonError(await patch(caller, target.id, { role: 300 }), 400, 'Insufficient permission', 'BAD_REQUEST');
     }
-    expect(await readUser(target.id)).toMatchObject({ full_name: 'Untouched Name', role: 400 });
+    expect(await readUser(env, target.id, 'hamlet')).toMatchObject({ full_name: 'Untouched Name', role: 400 });
   });
 
   it("lets an administrator edit an owner's name (only owner-role changes need an owner)", async () => {
-    const owner = await createUser({ role: 100, name: 'Owner Name' });
+    const owner = await newUser({ role: 100, name: 'Owner Name' });
     const res = await patch('iago', owner.id, { full_name: 'Owner Renamed' });
     expect(res.response.status).toBe(200);
     expect(res.data).toEqual(SUCCESS);
-    expect((await readUser(owner.id)).full_name).toBe('Owner Renamed');
+    expect((await readUser(env, owner.id, 'hamlet')).full_name).toBe('Owner Renamed');
   });
 
   it('edits deactivated accounts too', async () => {
-    const target = await createUser();
+    const target = await newUser();
     expect((await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: target.id } } })).response.status).toBe(200);
     expect((await patch('iago', target.id, { full_name: 'Renamed While Away', role: 300 })).data).toEqual(SUCCESS);
-    expect(await readUser(target.id)).toMatchObject({ full_name: 'Renamed While Away', role: 300, is_active: false });
+    expect(await readUser(env, target.id, 'hamlet')).toMatchObject({ full_name: 'Renamed While Away', role: 300, is_active: false });
   });
 
   it('edits bots', async () => {
@@ -457,23 +430,23 @@ describe('PATCH /users/{user_id}: access', () => {
       data: { realmId, email, deliveryEmail: email, fullName: 'Helper Bot', role: 400, isBot: true, botType: 1, botOwnerId: env.users.hamlet.id, settings: { create: {} } },
     });
     expect((await patch('iago', bot.id, { full_name: 'Renamed Bot' })).data).toEqual(SUCCESS);
-    expect((await readUser(bot.id)).full_name).toBe('Renamed Bot');
+    expect((await readUser(env, bot.id, 'hamlet')).full_name).toBe('Renamed Bot');
   });
 
   it('succeeds without parameters and changes nothing', async () => {
-    const target = await createUser({ name: 'Stays Same' });
-    const before = await readUser(target.id);
+    const target = await newUser({ name: 'Stays Same' });
+    const before = await readUser(env, target.id, 'hamlet');
     const res = await env.raw(`/users/${target.id}`, { method: 'PATCH', as: 'iago' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual(SUCCESS);
-    expect(await readUser(target.id)).toEqual(before);
+    expect(await readUser(env, target.id, 'hamlet')).toEqual(before);
   });
 
   it('reports parameters it does not know in ignored_parameters_unsupported', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const res = await rawPatch('iago', target.id, { full_name: 'With Extras', is_admin: 'true', foo: 'bar' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ...SUCCESS, ignored_parameters_unsupported: ['foo', 'is_admin'] });
-    expect(await readUser(target.id)).toMatchObject({ full_name: 'With Extras', role: 400, is_admin: false });
+    expect(await readUser(env, target.id, 'hamlet')).toMatchObject({ full_name: 'With Extras', role: 400, is_admin: false });
   });
 });

@@ -2,32 +2,34 @@
 // membership reads GET /user_groups/{id}/members, GET /user_groups/{id}/members/{user_id} and
 // GET /user_groups/{id}/subgroups: errors, all-or-nothing transactions, who may add/remove/join/leave,
 // cycles, recursive (effective) membership, deactivated groups (feature level 391) and stored events.
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { paths } from '@parley/client';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
-import { TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
+import type { Person } from '../helpers/fixtures.ts';
+import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
+import {
+  allMembers,
+  allSubgroups,
+  createGroup,
+  deactivateGroup,
+  directMembers,
+  directSubgroups,
+  readGroup,
+  sorted,
+  systemGroupIds,
+  type SystemGroupIds,
+} from '../helpers/groups.ts';
+import { createUser, deactivateUser } from '../helpers/people.ts';
 
-type CreateBody = paths['/user_groups/create']['post']['requestBody']['content']['application/x-www-form-urlencoded'];
 type MembersBody = NonNullable<paths['/user_groups/{user_group_id}/members']['post']['requestBody']>['content']['application/x-www-form-urlencoded'];
 type SubgroupsBody = NonNullable<paths['/user_groups/{user_group_id}/subgroups']['post']['requestBody']>['content']['application/x-www-form-urlencoded'];
-type SystemGroupName =
-  | 'role:internet'
-  | 'role:everyone'
-  | 'role:members'
-  | 'role:fullmembers'
-  | 'role:moderators'
-  | 'role:administrators'
-  | 'role:owners'
-  | 'role:nobody';
 
 let env: TestServer;
-let sys: Record<SystemGroupName, number>;
+let sys: SystemGroupIds;
 
 beforeAll(async () => {
   env = await startTestServer();
-  const { data } = await env.client('iago').GET('/user_groups', { params: { query: {} } });
-  sys = Object.fromEntries(data!.user_groups.filter((g) => g.is_system_group).map((g) => [g.name, g.id])) as Record<SystemGroupName, number>;
+  sys = await systemGroupIds(env);
 });
 afterAll(() => env.close());
 
@@ -35,89 +37,14 @@ afterAll(() => env.close());
 // helpers
 
 const uid = (person: Person) => env.users[person].id;
-let counter = 0;
-const uniqueName = (label: string) => `${label} ${++counter} ${randomBytes(3).toString('hex')}`;
-const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
-
-async function createGroup(as: Person, body: Partial<CreateBody> = {}): Promise<number> {
-  const { data, error } = await env.client(as).POST('/user_groups/create', {
-    body: { name: uniqueName('group'), description: '', members: [], ...body },
-  });
-  if (!data) throw new Error(`setup: creating a group failed: ${JSON.stringify(error)}`);
-  return data.group_id;
-}
+/** A new member, "Extra User". */
+const createExtraUser = async () => (await createUser(env, { label: 'members', fullName: 'Extra User' })).id;
 
 const members = (as: Person, groupId: number, body: MembersBody) =>
   env.client(as).POST('/user_groups/{user_group_id}/members', { params: { path: { user_group_id: groupId } }, body });
 
 const subgroups = (as: Person, groupId: number, body: SubgroupsBody) =>
   env.client(as).POST('/user_groups/{user_group_id}/subgroups', { params: { path: { user_group_id: groupId } }, body });
-
-async function directMembers(groupId: number): Promise<number[]> {
-  const { data, error } = await env.client('iago').GET('/user_groups/{user_group_id}/members', {
-    params: { path: { user_group_id: groupId }, query: { direct_member_only: true } },
-  });
-  if (!data) throw new Error(`read-back failed: ${JSON.stringify(error)}`);
-  return sorted(data.members);
-}
-
-async function allMembers(groupId: number): Promise<number[]> {
-  const { data, error } = await env.client('iago').GET('/user_groups/{user_group_id}/members', {
-    params: { path: { user_group_id: groupId }, query: {} },
-  });
-  if (!data) throw new Error(`read-back failed: ${JSON.stringify(error)}`);
-  return sorted(data.members);
-}
-
-async function directSubgroups(groupId: number): Promise<number[]> {
-  const { data, error } = await env.client('iago').GET('/user_groups/{user_group_id}/subgroups', {
-    params: { path: { user_group_id: groupId }, query: { direct_subgroup_only: true } },
-  });
-  if (!data) throw new Error(`read-back failed: ${JSON.stringify(error)}`);
-  return sorted(data.subgroups);
-}
-
-async function allSubgroups(groupId: number): Promise<number[]> {
-  const { data, error } = await env.client('iago').GET('/user_groups/{user_group_id}/subgroups', {
-    params: { path: { user_group_id: groupId }, query: {} },
-  });
-  if (!data) throw new Error(`read-back failed: ${JSON.stringify(error)}`);
-  return sorted(data.subgroups);
-}
-
-async function readGroup(groupId: number) {
-  const { data } = await env.client('iago').GET('/user_groups', { params: { query: { include_deactivated_groups: true } } });
-  const group = data!.user_groups.find((g) => g.id === groupId);
-  if (!group) throw new Error(`read-back: group ${groupId} is not listed`);
-  return group;
-}
-
-async function lastEventId(): Promise<bigint> {
-  const last = await env.running.deps.db.event.findFirst({ orderBy: { id: 'desc' } });
-  return last?.id ?? 0n;
-}
-
-async function eventsSince(after: bigint): Promise<any[]> {
-  const rows = await env.running.deps.db.event.findMany({ where: { id: { gt: after } }, orderBy: { id: 'asc' } });
-  return rows.map((r) => r.payload);
-}
-
-async function deactivateGroup(groupId: number): Promise<void> {
-  const { error } = await env.client('iago').POST('/user_groups/{user_group_id}/deactivate', { params: { path: { user_group_id: groupId } } });
-  if (error) throw new Error(`setup: deactivating group ${groupId} failed: ${JSON.stringify(error)}`);
-}
-
-async function createUser(): Promise<number> {
-  const email = `members-${randomBytes(4).toString('hex')}@parley.test`;
-  const { data, error } = await env.client('iago').POST('/users', { body: { email, password: TEST_PASSWORD, full_name: 'Extra User' } });
-  if (!data) throw new Error(`setup: create user failed: ${JSON.stringify(error)}`);
-  return data.user_id;
-}
-
-async function deactivateUser(userId: number): Promise<void> {
-  const { error } = await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: userId } } });
-  if (error) throw new Error(`setup: deactivate user failed: ${JSON.stringify(error)}`);
-}
 
 const NOTHING_MEMBERS = 'Nothing to do. Specify at least one of "add", "delete", "add_subgroups" or "delete_subgroups".';
 const NOTHING_SUBGROUPS = 'Nothing to do. Specify at least one of "add" or "delete".';
@@ -126,15 +53,15 @@ const NOTHING_SUBGROUPS = 'Nothing to do. Specify at least one of "add" or "dele
 
 describe('POST /user_groups/{user_group_id}/members', () => {
   it('adds and removes direct members in one request and stores add_members and remove_members events', async () => {
-    const groupId = await createGroup('iago', { members: [uid('hamlet')] });
-    const before = await lastEventId();
+    const groupId = await createGroup(env, 'iago', { members: [uid('hamlet')] });
+    const before = await markEvents(env);
     const { data, response } = await members('iago', groupId, { add: [uid('othello'), uid('cordelia')], delete: [uid('hamlet')] });
     expect(response.status).toBe(200);
     expect(data).toEqual({ result: 'success', msg: '' });
-    expect(await directMembers(groupId)).toEqual(sorted([uid('othello'), uid('cordelia')]));
-    expect((await readGroup(groupId)).members).toEqual(sorted([uid('othello'), uid('cordelia')]));
+    expect(await directMembers(env, groupId)).toEqual(sorted([uid('othello'), uid('cordelia')]));
+    expect((await readGroup(env, groupId)).members).toEqual(sorted([uid('othello'), uid('cordelia')]));
 
-    const events = await eventsSince(before);
+    const events = await eventPayloadsSince(env, before);
     expect(events.map((e) => ({ ...e, user_ids: sorted(e.user_ids) }))).toEqual([
       { type: 'user_group', op: 'add_members', group_id: groupId, user_ids: sorted([uid('othello'), uid('cordelia')]) },
       { type: 'user_group', op: 'remove_members', group_id: groupId, user_ids: [uid('hamlet')] },
@@ -142,21 +69,21 @@ describe('POST /user_groups/{user_group_id}/members', () => {
   });
 
   it('adds and removes subgroups through add_subgroups and delete_subgroups', async () => {
-    const a = await createGroup('iago');
-    const b = await createGroup('iago');
-    const groupId = await createGroup('iago', { subgroups: [a] });
-    const before = await lastEventId();
+    const a = await createGroup(env, 'iago');
+    const b = await createGroup(env, 'iago');
+    const groupId = await createGroup(env, 'iago', { subgroups: [a] });
+    const before = await markEvents(env);
     const { response } = await members('iago', groupId, { add_subgroups: [b], delete_subgroups: [a] });
     expect(response.status).toBe(200);
-    expect(await directSubgroups(groupId)).toEqual([b]);
-    expect(await eventsSince(before)).toEqual([
+    expect(await directSubgroups(env, groupId)).toEqual([b]);
+    expect(await eventPayloadsSince(env, before)).toEqual([
       { type: 'user_group', op: 'add_subgroups', group_id: groupId, direct_subgroup_ids: [b] },
       { type: 'user_group', op: 'remove_subgroups', group_id: groupId, direct_subgroup_ids: [a] },
     ]);
   });
 
   it('needs at least one non-empty list', async () => {
-    const groupId = await createGroup('iago');
+    const groupId = await createGroup(env, 'iago');
     expectJsonError(await members('iago', groupId, {}), 400, NOTHING_MEMBERS, 'BAD_REQUEST');
     expectJsonError(await members('iago', groupId, { add: [], delete: [], add_subgroups: [], delete_subgroups: [] }), 400, NOTHING_MEMBERS, 'BAD_REQUEST');
   });
@@ -165,60 +92,60 @@ describe('POST /user_groups/{user_group_id}/members', () => {
     expectJsonError(await members('iago', 999999, { add: [uid('hamlet')] }), 400, 'Invalid user group', 'BAD_REQUEST');
     expectJsonError(await members('desdemona', sys['role:members'], { add: [uid('polonius')] }), 400, 'Insufficient permission', 'BAD_REQUEST');
     expectJsonError(await members('desdemona', sys['role:moderators'], { delete: [uid('shiva')] }), 400, 'Insufficient permission', 'BAD_REQUEST');
-    expect(await allMembers(sys['role:members'])).not.toContain(uid('polonius'));
-    expect(await allMembers(sys['role:moderators'])).toContain(uid('shiva'));
+    expect(await allMembers(env, sys['role:members'])).not.toContain(uid('polonius'));
+    expect(await allMembers(env, sys['role:moderators'])).toContain(uid('shiva'));
   });
 
   it('accepts only active users', async () => {
-    const gone = await createUser();
-    const groupId = await createGroup('iago', { members: [gone] });
-    await deactivateUser(gone);
+    const gone = await createExtraUser();
+    const groupId = await createGroup(env, 'iago', { members: [gone] });
+    await deactivateUser(env, gone);
     expectJsonError(await members('iago', groupId, { add: [999999] }), 400, 'Invalid user ID: 999999', 'BAD_REQUEST');
     expectJsonError(await members('iago', groupId, { add: [gone] }), 400, `Invalid user ID: ${gone}`, 'BAD_REQUEST');
     expectJsonError(await members('iago', groupId, { delete: [999999] }), 400, 'Invalid user ID: 999999', 'BAD_REQUEST');
   });
 
   it('refuses to add a direct member twice or to remove a non-member', async () => {
-    const groupId = await createGroup('iago', { members: [uid('hamlet')] });
+    const groupId = await createGroup(env, 'iago', { members: [uid('hamlet')] });
     expectJsonError(await members('iago', groupId, { add: [uid('hamlet')] }), 400, `User ${uid('hamlet')} is already a member of this group`, 'BAD_REQUEST');
     expectJsonError(await members('iago', groupId, { delete: [uid('othello')] }), 400, `There is no member '${uid('othello')}' in this user group`, 'BAD_REQUEST');
-    expect(await directMembers(groupId)).toEqual([uid('hamlet')]);
+    expect(await directMembers(env, groupId)).toEqual([uid('hamlet')]);
   });
 
   it('a member only through a subgroup is not a direct member: adding them directly works, deleting them does not', async () => {
-    const sub = await createGroup('iago', { members: [uid('cordelia')] });
-    const groupId = await createGroup('iago', { subgroups: [sub] });
+    const sub = await createGroup(env, 'iago', { members: [uid('cordelia')] });
+    const groupId = await createGroup(env, 'iago', { subgroups: [sub] });
     expectJsonError(await members('iago', groupId, { delete: [uid('cordelia')] }), 400, `There is no member '${uid('cordelia')}' in this user group`, 'BAD_REQUEST');
     expect((await members('iago', groupId, { add: [uid('cordelia')] })).response.status).toBe(200);
-    expect(await directMembers(groupId)).toEqual([uid('cordelia')]);
+    expect(await directMembers(env, groupId)).toEqual([uid('cordelia')]);
   });
 
   describe('all or nothing: one failing part rolls every part back', () => {
     it('a valid and an unknown user', async () => {
-      const groupId = await createGroup('iago', { members: [uid('hamlet')] });
-      const before = await lastEventId();
+      const groupId = await createGroup(env, 'iago', { members: [uid('hamlet')] });
+      const before = await markEvents(env);
       expectJsonError(await members('iago', groupId, { add: [uid('othello'), 999999] }), 400, 'Invalid user ID: 999999', 'BAD_REQUEST');
-      expect(await directMembers(groupId)).toEqual([uid('hamlet')]);
-      expect(await eventsSince(before)).toEqual([]);
+      expect(await directMembers(env, groupId)).toEqual([uid('hamlet')]);
+      expect(await eventPayloadsSince(env, before)).toEqual([]);
     });
 
     it('a valid addition and a removal of a non-member', async () => {
-      const groupId = await createGroup('iago', { members: [uid('hamlet')] });
-      const before = await lastEventId();
+      const groupId = await createGroup(env, 'iago', { members: [uid('hamlet')] });
+      const before = await markEvents(env);
       expectJsonError(
         await members('iago', groupId, { add: [uid('othello')], delete: [uid('cordelia')] }),
         400,
         `There is no member '${uid('cordelia')}' in this user group`,
         'BAD_REQUEST',
       );
-      expect(await directMembers(groupId)).toEqual([uid('hamlet')]);
-      expect(await eventsSince(before)).toEqual([]);
+      expect(await directMembers(env, groupId)).toEqual([uid('hamlet')]);
+      expect(await eventPayloadsSince(env, before)).toEqual([]);
     });
 
     it('member changes and a subgroup change that would create a cycle', async () => {
-      const child = await createGroup('iago');
-      const groupId = await createGroup('iago', { members: [uid('hamlet')], subgroups: [child] });
-      const before = await lastEventId();
+      const child = await createGroup(env, 'iago');
+      const groupId = await createGroup(env, 'iago', { members: [uid('hamlet')], subgroups: [child] });
+      const before = await markEvents(env);
       // Adding groupId below its own child is a cycle; the member changes must not survive it.
       expectJsonError(
         await members('iago', child, { add: [uid('othello')], add_subgroups: [groupId] }),
@@ -226,21 +153,21 @@ describe('POST /user_groups/{user_group_id}/members', () => {
         `User group ${child} is already a subgroup of one of the passed subgroups.`,
         'BAD_REQUEST',
       );
-      expect(await directMembers(child)).toEqual([]);
-      expect(await directSubgroups(child)).toEqual([]);
-      expect(await eventsSince(before)).toEqual([]);
+      expect(await directMembers(env, child)).toEqual([]);
+      expect(await directSubgroups(env, child)).toEqual([]);
+      expect(await eventPayloadsSince(env, before)).toEqual([]);
     });
 
     it('member changes and a removal of a group that is not a subgroup', async () => {
-      const other = await createGroup('iago');
-      const groupId = await createGroup('iago', { members: [uid('hamlet')] });
+      const other = await createGroup(env, 'iago');
+      const groupId = await createGroup(env, 'iago', { members: [uid('hamlet')] });
       expectJsonError(
         await members('iago', groupId, { delete: [uid('hamlet')], delete_subgroups: [other] }),
         400,
         `User group ${other} is not a subgroup of this group.`,
         'BAD_REQUEST',
       );
-      expect(await directMembers(groupId)).toEqual([uid('hamlet')]);
+      expect(await directMembers(env, groupId)).toEqual([uid('hamlet')]);
     });
   });
 
@@ -255,23 +182,23 @@ describe('POST /user_groups/{user_group_id}/members', () => {
       ['polonius', 'guest'],
     ];
     it.each(matrix)('%s → %s', async (person, outcome) => {
-      const groupId = await createGroup('hamlet');
+      const groupId = await createGroup(env, 'hamlet');
       const res = await members(person, groupId, { add: [uid('othello')] });
       if (outcome === 'ok') expect(res.response.status).toBe(200);
       else expectJsonError(res, 400, outcome === 'guest' ? 'Not allowed for guest users' : 'Insufficient permission', 'BAD_REQUEST');
-      expect(await directMembers(groupId)).toEqual(outcome === 'ok' ? [uid('othello')] : []);
+      expect(await directMembers(env, groupId)).toEqual(outcome === 'ok' ? [uid('othello')] : []);
     });
 
     it('a member holding can_add_members_group through a named group may add, but not remove', async () => {
-      const holders = await createGroup('iago', { members: [uid('cordelia')] });
-      const groupId = await createGroup('hamlet', { can_add_members_group: holders, members: [uid('hamlet')] });
+      const holders = await createGroup(env, 'iago', { members: [uid('cordelia')] });
+      const groupId = await createGroup(env, 'hamlet', { can_add_members_group: holders, members: [uid('hamlet')] });
       expect((await members('cordelia', groupId, { add: [uid('othello')] })).response.status).toBe(200);
       expectJsonError(await members('cordelia', groupId, { delete: [uid('hamlet')] }), 400, 'Insufficient permission', 'BAD_REQUEST');
-      expect(await directMembers(groupId)).toEqual(sorted([uid('hamlet'), uid('othello')]));
+      expect(await directMembers(env, groupId)).toEqual(sorted([uid('hamlet'), uid('othello')]));
     });
 
     it('a moderator holds the permission when it is role:moderators', async () => {
-      const groupId = await createGroup('hamlet', { can_add_members_group: sys['role:moderators'] });
+      const groupId = await createGroup(env, 'hamlet', { can_add_members_group: sys['role:moderators'] });
       expect((await members('shiva', groupId, { add: [uid('othello')] })).response.status).toBe(200);
       expectJsonError(await members('cordelia', groupId, { add: [uid('cordelia'), uid('othello')] }), 400, 'Insufficient permission', 'BAD_REQUEST');
     });
@@ -287,25 +214,25 @@ describe('POST /user_groups/{user_group_id}/members', () => {
       ['polonius', 'guest'],
     ];
     it.each(matrix)('%s → %s', async (person, outcome) => {
-      const groupId = await createGroup('hamlet', { members: [uid('othello')] });
+      const groupId = await createGroup(env, 'hamlet', { members: [uid('othello')] });
       const res = await members(person, groupId, { delete: [uid('othello')] });
       if (outcome === 'ok') expect(res.response.status).toBe(200);
       else expectJsonError(res, 400, outcome === 'guest' ? 'Not allowed for guest users' : 'Insufficient permission', 'BAD_REQUEST');
-      expect(await directMembers(groupId)).toEqual(outcome === 'ok' ? [] : [uid('othello')]);
+      expect(await directMembers(env, groupId)).toEqual(outcome === 'ok' ? [] : [uid('othello')]);
     });
 
     it('a member holding can_remove_members_group through a named group may remove, but not add', async () => {
-      const holders = await createGroup('iago', { members: [uid('cordelia')] });
-      const groupId = await createGroup('hamlet', { can_remove_members_group: holders, members: [uid('othello')] });
+      const holders = await createGroup(env, 'iago', { members: [uid('cordelia')] });
+      const groupId = await createGroup(env, 'hamlet', { can_remove_members_group: holders, members: [uid('othello')] });
       expect((await members('cordelia', groupId, { delete: [uid('othello')] })).response.status).toBe(200);
       expectJsonError(await members('cordelia', groupId, { add: [uid('othello')] }), 400, 'Insufficient permission', 'BAD_REQUEST');
-      expect(await directMembers(groupId)).toEqual([]);
+      expect(await directMembers(env, groupId)).toEqual([]);
     });
   });
 
   describe('joining and leaving oneself (can_join_group, can_leave_group)', () => {
     it('nobody may join by default; with can_join_group = role:members a member may add only themself', async () => {
-      const groupId = await createGroup('hamlet');
+      const groupId = await createGroup(env, 'hamlet');
       expectJsonError(await members('othello', groupId, { add: [uid('othello')] }), 400, 'Insufficient permission', 'BAD_REQUEST');
       const set = await env.client('hamlet').PATCH('/user_groups/{user_group_id}', {
         params: { path: { user_group_id: groupId } },
@@ -315,17 +242,17 @@ describe('POST /user_groups/{user_group_id}/members', () => {
       expect((await members('othello', groupId, { add: [uid('othello')] })).response.status).toBe(200);
       expectJsonError(await members('othello', groupId, { add: [uid('cordelia')] }), 400, 'Insufficient permission', 'BAD_REQUEST');
       expectJsonError(await members('cordelia', groupId, { add: [uid('cordelia'), uid('othello')] }), 400, 'Insufficient permission', 'BAD_REQUEST');
-      expect(await directMembers(groupId)).toEqual([uid('othello')]);
+      expect(await directMembers(env, groupId)).toEqual([uid('othello')]);
     });
 
     it('a guest cannot join even when can_join_group is role:everyone', async () => {
-      const groupId = await createGroup('hamlet', { can_join_group: sys['role:everyone'] });
+      const groupId = await createGroup(env, 'hamlet', { can_join_group: sys['role:everyone'] });
       expectJsonError(await members('polonius', groupId, { add: [uid('polonius')] }), 400, 'Not allowed for guest users', 'BAD_REQUEST');
-      expect(await directMembers(groupId)).toEqual([]);
+      expect(await directMembers(env, groupId)).toEqual([]);
     });
 
     it('everyone may leave by default; with can_leave_group = role:nobody only managers may remove', async () => {
-      const groupId = await createGroup('hamlet', { members: [uid('othello'), uid('cordelia')] });
+      const groupId = await createGroup(env, 'hamlet', { members: [uid('othello'), uid('cordelia')] });
       expect((await members('othello', groupId, { delete: [uid('othello')] })).response.status).toBe(200);
       expectJsonError(await members('cordelia', groupId, { delete: [uid('hamlet'), uid('cordelia')] }), 400, 'Insufficient permission', 'BAD_REQUEST');
       const set = await env.client('hamlet').PATCH('/user_groups/{user_group_id}', {
@@ -334,42 +261,42 @@ describe('POST /user_groups/{user_group_id}/members', () => {
       });
       expect(set.response.status).toBe(200);
       expectJsonError(await members('cordelia', groupId, { delete: [uid('cordelia')] }), 400, 'Insufficient permission', 'BAD_REQUEST');
-      expect(await directMembers(groupId)).toEqual([uid('cordelia')]);
+      expect(await directMembers(env, groupId)).toEqual([uid('cordelia')]);
       expect((await members('hamlet', groupId, { delete: [uid('cordelia')] })).response.status).toBe(200);
-      expect(await directMembers(groupId)).toEqual([]);
+      expect(await directMembers(env, groupId)).toEqual([]);
     });
   });
 
   it('edits members and subgroups of a deactivated group (feature level 391)', async () => {
-    const sub = await createGroup('iago');
-    const groupId = await createGroup('hamlet', { members: [uid('hamlet')] });
-    await deactivateGroup(groupId);
+    const sub = await createGroup(env, 'iago');
+    const groupId = await createGroup(env, 'hamlet', { members: [uid('hamlet')] });
+    await deactivateGroup(env, groupId);
     const { response } = await members('hamlet', groupId, { add: [uid('othello')], delete: [uid('hamlet')], add_subgroups: [sub] });
     expect(response.status).toBe(200);
-    const group = await readGroup(groupId);
+    const group = await readGroup(env, groupId);
     expect(group).toMatchObject({ deactivated: true, members: [uid('othello')], direct_subgroup_ids: [sub] });
     const viaSubgroups = await subgroups('hamlet', groupId, { delete: [sub] });
     expect(viaSubgroups.response.status).toBe(200);
-    expect(await directSubgroups(groupId)).toEqual([]);
+    expect(await directSubgroups(env, groupId)).toEqual([]);
   });
 });
 
 describe('POST /user_groups/{user_group_id}/subgroups', () => {
   it('adds and removes direct subgroups and stores add_subgroups and remove_subgroups events', async () => {
-    const a = await createGroup('iago');
-    const b = await createGroup('iago');
-    const groupId = await createGroup('hamlet');
-    const before = await lastEventId();
+    const a = await createGroup(env, 'iago');
+    const b = await createGroup(env, 'iago');
+    const groupId = await createGroup(env, 'hamlet');
+    const before = await markEvents(env);
     const added = await subgroups('hamlet', groupId, { add: [b, a] });
     expect(added.response.status).toBe(200);
     expect(added.data).toEqual({ result: 'success', msg: '' });
-    expect(await directSubgroups(groupId)).toEqual(sorted([a, b]));
-    expect((await readGroup(groupId)).direct_subgroup_ids).toEqual(sorted([a, b]));
+    expect(await directSubgroups(env, groupId)).toEqual(sorted([a, b]));
+    expect((await readGroup(env, groupId)).direct_subgroup_ids).toEqual(sorted([a, b]));
     const removed = await subgroups('hamlet', groupId, { delete: [a] });
     expect(removed.response.status).toBe(200);
-    expect(await directSubgroups(groupId)).toEqual([b]);
+    expect(await directSubgroups(env, groupId)).toEqual([b]);
 
-    const events = await eventsSince(before);
+    const events = await eventPayloadsSince(env, before);
     expect(events.map((e) => ({ ...e, direct_subgroup_ids: sorted(e.direct_subgroup_ids) }))).toEqual([
       { type: 'user_group', op: 'add_subgroups', group_id: groupId, direct_subgroup_ids: sorted([a, b]) },
       { type: 'user_group', op: 'remove_subgroups', group_id: groupId, direct_subgroup_ids: [a] },
@@ -377,81 +304,81 @@ describe('POST /user_groups/{user_group_id}/subgroups', () => {
   });
 
   it('accepts system groups as subgroups; their members become members recursively', async () => {
-    const groupId = await createGroup('hamlet', { members: [uid('hamlet')] });
+    const groupId = await createGroup(env, 'hamlet', { members: [uid('hamlet')] });
     expect((await subgroups('hamlet', groupId, { add: [sys['role:moderators']] })).response.status).toBe(200);
-    expect(await allMembers(groupId)).toEqual(sorted([...(await allMembers(sys['role:moderators'])), uid('hamlet')]));
-    expect(await allMembers(groupId)).toEqual(expect.arrayContaining([uid('desdemona'), uid('iago'), uid('shiva'), uid('hamlet')]));
-    expect(await allMembers(groupId)).not.toContain(uid('othello'));
+    expect(await allMembers(env, groupId)).toEqual(sorted([...(await allMembers(env, sys['role:moderators'])), uid('hamlet')]));
+    expect(await allMembers(env, groupId)).toEqual(expect.arrayContaining([uid('desdemona'), uid('iago'), uid('shiva'), uid('hamlet')]));
+    expect(await allMembers(env, groupId)).not.toContain(uid('othello'));
   });
 
   it('needs at least one non-empty list', async () => {
-    const groupId = await createGroup('hamlet');
+    const groupId = await createGroup(env, 'hamlet');
     expectJsonError(await subgroups('hamlet', groupId, {}), 400, NOTHING_SUBGROUPS, 'BAD_REQUEST');
     expectJsonError(await subgroups('hamlet', groupId, { add: [], delete: [] }), 400, NOTHING_SUBGROUPS, 'BAD_REQUEST');
   });
 
   it('answers "Invalid user group" for an unknown group and "Insufficient permission" for a system group', async () => {
-    const sub = await createGroup('iago');
+    const sub = await createGroup(env, 'iago');
     expectJsonError(await subgroups('iago', 999999, { add: [sub] }), 400, 'Invalid user group', 'BAD_REQUEST');
     expectJsonError(await subgroups('desdemona', sys['role:members'], { add: [sub] }), 400, 'Insufficient permission', 'BAD_REQUEST');
-    expect(await directSubgroups(sys['role:members'])).toEqual([sys['role:fullmembers']]);
+    expect(await directSubgroups(env, sys['role:members'])).toEqual([sys['role:fullmembers']]);
   });
 
   it('accepts only existing, named, active groups', async () => {
-    const groupId = await createGroup('hamlet');
-    const gone = await createGroup('iago');
-    await deactivateGroup(gone);
+    const groupId = await createGroup(env, 'hamlet');
+    const gone = await createGroup(env, 'iago');
+    await deactivateGroup(env, gone);
     const anonymous = await env.running.deps.db.userGroup.findFirstOrThrow({ where: { name: null } });
     expectJsonError(await subgroups('hamlet', groupId, { add: [999999] }), 400, 'Invalid user group ID: 999999', 'BAD_REQUEST');
     expectJsonError(await subgroups('hamlet', groupId, { add: [anonymous.id] }), 400, `Invalid user group ID: ${anonymous.id}`, 'BAD_REQUEST');
     expectJsonError(await subgroups('hamlet', groupId, { add: [gone] }), 400, 'User group is deactivated.', 'BAD_REQUEST');
     expectJsonError(await subgroups('hamlet', groupId, { delete: [999999] }), 400, 'Invalid user group ID: 999999', 'BAD_REQUEST');
-    expect(await directSubgroups(groupId)).toEqual([]);
+    expect(await directSubgroups(env, groupId)).toEqual([]);
   });
 
   it('refuses to add a direct subgroup twice or to remove a group that is not a direct subgroup', async () => {
-    const child = await createGroup('iago');
-    const grandchild = await createGroup('iago');
+    const child = await createGroup(env, 'iago');
+    const grandchild = await createGroup(env, 'iago');
     await subgroups('iago', child, { add: [grandchild] });
-    const groupId = await createGroup('hamlet', { subgroups: [child] });
+    const groupId = await createGroup(env, 'hamlet', { subgroups: [child] });
     expectJsonError(await subgroups('hamlet', groupId, { add: [child] }), 400, `User group ${child} is already a subgroup of this group.`, 'BAD_REQUEST');
     // A subgroup of a subgroup is not a direct subgroup.
     expectJsonError(await subgroups('hamlet', groupId, { delete: [grandchild] }), 400, `User group ${grandchild} is not a subgroup of this group.`, 'BAD_REQUEST');
-    expect(await directSubgroups(groupId)).toEqual([child]);
+    expect(await directSubgroups(env, groupId)).toEqual([child]);
   });
 
   describe('cycles are impossible', () => {
     it('a group cannot be its own subgroup', async () => {
-      const groupId = await createGroup('hamlet');
+      const groupId = await createGroup(env, 'hamlet');
       expectJsonError(await subgroups('hamlet', groupId, { add: [groupId] }), 400, `User group ${groupId} is already a subgroup of one of the passed subgroups.`, 'BAD_REQUEST');
-      expect(await directSubgroups(groupId)).toEqual([]);
+      expect(await directSubgroups(env, groupId)).toEqual([]);
     });
 
     it('a group cannot go below its direct subgroup', async () => {
-      const child = await createGroup('iago');
-      const parent = await createGroup('iago', { subgroups: [child] });
+      const child = await createGroup(env, 'iago');
+      const parent = await createGroup(env, 'iago', { subgroups: [child] });
       expectJsonError(await subgroups('iago', child, { add: [parent] }), 400, `User group ${child} is already a subgroup of one of the passed subgroups.`, 'BAD_REQUEST');
-      expect(await directSubgroups(child)).toEqual([]);
+      expect(await directSubgroups(env, child)).toEqual([]);
     });
 
     it('a group cannot go below a group nested three levels under it', async () => {
-      const c = await createGroup('iago');
-      const b = await createGroup('iago', { subgroups: [c] });
-      const a = await createGroup('iago', { subgroups: [b] });
-      const other = await createGroup('iago');
+      const c = await createGroup(env, 'iago');
+      const b = await createGroup(env, 'iago', { subgroups: [c] });
+      const a = await createGroup(env, 'iago', { subgroups: [b] });
+      const other = await createGroup(env, 'iago');
       // One harmless and one cycle-making subgroup in the same request: nothing is added.
       expectJsonError(await subgroups('iago', c, { add: [other, a] }), 400, `User group ${c} is already a subgroup of one of the passed subgroups.`, 'BAD_REQUEST');
-      expect(await directSubgroups(c)).toEqual([]);
-      expect(await allSubgroups(a)).toEqual(sorted([b, c]));
+      expect(await directSubgroups(env, c)).toEqual([]);
+      expect(await allSubgroups(env, a)).toEqual(sorted([b, c]));
     });
 
     it('a diamond is not a cycle', async () => {
-      const bottom = await createGroup('iago');
-      const left = await createGroup('iago', { subgroups: [bottom] });
-      const right = await createGroup('iago', { subgroups: [bottom] });
-      const top = await createGroup('iago', { subgroups: [left] });
+      const bottom = await createGroup(env, 'iago');
+      const left = await createGroup(env, 'iago', { subgroups: [bottom] });
+      const right = await createGroup(env, 'iago', { subgroups: [bottom] });
+      const top = await createGroup(env, 'iago', { subgroups: [left] });
       expect((await subgroups('iago', top, { add: [right] })).response.status).toBe(200);
-      expect(await allSubgroups(top)).toEqual(sorted([left, right, bottom]));
+      expect(await allSubgroups(env, top)).toEqual(sorted([left, right, bottom]));
     });
   });
 
@@ -465,23 +392,23 @@ describe('POST /user_groups/{user_group_id}/subgroups', () => {
       ['polonius', 'guest'],
     ];
     it.each(matrix)('%s adding → %s', async (person, outcome) => {
-      const sub = await createGroup('iago');
-      const groupId = await createGroup('hamlet');
+      const sub = await createGroup(env, 'iago');
+      const groupId = await createGroup(env, 'hamlet');
       const res = await subgroups(person, groupId, { add: [sub] });
       if (outcome === 'ok') expect(res.response.status).toBe(200);
       else expectJsonError(res, 400, outcome === 'guest' ? 'Not allowed for guest users' : 'Insufficient permission', 'BAD_REQUEST');
-      expect(await directSubgroups(groupId)).toEqual(outcome === 'ok' ? [sub] : []);
+      expect(await directSubgroups(env, groupId)).toEqual(outcome === 'ok' ? [sub] : []);
     });
 
     it('can_add_members_group lets a member add subgroups but removing them needs can_manage_group', async () => {
-      const sub = await createGroup('iago');
-      const groupId = await createGroup('hamlet', { can_add_members_group: { direct_members: [uid('cordelia')], direct_subgroups: [] } });
+      const sub = await createGroup(env, 'iago');
+      const groupId = await createGroup(env, 'hamlet', { can_add_members_group: { direct_members: [uid('cordelia')], direct_subgroups: [] } });
       expect((await subgroups('cordelia', groupId, { add: [sub] })).response.status).toBe(200);
       expectJsonError(await subgroups('cordelia', groupId, { delete: [sub] }), 400, 'Insufficient permission', 'BAD_REQUEST');
       expectJsonError(await members('cordelia', groupId, { delete_subgroups: [sub] }), 400, 'Insufficient permission', 'BAD_REQUEST');
-      expect(await directSubgroups(groupId)).toEqual([sub]);
+      expect(await directSubgroups(env, groupId)).toEqual([sub]);
       expect((await subgroups('hamlet', groupId, { delete: [sub] })).response.status).toBe(200);
-      expect(await directSubgroups(groupId)).toEqual([]);
+      expect(await directSubgroups(env, groupId)).toEqual([]);
     });
   });
 });
@@ -492,9 +419,9 @@ describe('membership reads', () => {
   let bottom: number;
 
   beforeAll(async () => {
-    bottom = await createGroup('iago', { members: [uid('cordelia')] });
-    middle = await createGroup('iago', { members: [uid('othello')], subgroups: [bottom] });
-    top = await createGroup('iago', { members: [uid('hamlet')], subgroups: [middle] });
+    bottom = await createGroup(env, 'iago', { members: [uid('cordelia')] });
+    middle = await createGroup(env, 'iago', { members: [uid('othello')], subgroups: [bottom] });
+    top = await createGroup(env, 'iago', { members: [uid('hamlet')], subgroups: [middle] });
   });
 
   it('GET …/members lists members recursively, or only direct ones with direct_member_only', async () => {
@@ -512,13 +439,13 @@ describe('membership reads', () => {
   });
 
   it('leaves deactivated users out of member lists', async () => {
-    const user = await createUser();
-    const groupId = await createGroup('iago', { members: [user, uid('hamlet')] });
-    const outer = await createGroup('iago', { subgroups: [groupId] });
-    await deactivateUser(user);
-    expect(await directMembers(groupId)).toEqual([uid('hamlet')]);
-    expect(await allMembers(outer)).toEqual([uid('hamlet')]);
-    expect((await readGroup(groupId)).members).toEqual([uid('hamlet')]);
+    const user = await createExtraUser();
+    const groupId = await createGroup(env, 'iago', { members: [user, uid('hamlet')] });
+    const outer = await createGroup(env, 'iago', { subgroups: [groupId] });
+    await deactivateUser(env, user);
+    expect(await directMembers(env, groupId)).toEqual([uid('hamlet')]);
+    expect(await allMembers(env, outer)).toEqual([uid('hamlet')]);
+    expect((await readGroup(env, groupId)).members).toEqual([uid('hamlet')]);
   });
 
   it('GET …/members/{user_id} answers recursively or directly', async () => {
@@ -563,15 +490,15 @@ describe('membership reads', () => {
       params: { path: { user_group_id: top }, query: { direct_subgroup_only: true } },
     });
     expect(direct.data!.subgroups).toEqual([middle]);
-    expect(await allSubgroups(bottom)).toEqual([]);
+    expect(await allSubgroups(env, bottom)).toEqual([]);
   });
 
   it('works for deactivated groups', async () => {
-    const child = await createGroup('iago', { members: [uid('othello')] });
-    const groupId = await createGroup('iago', { members: [uid('hamlet')], subgroups: [child] });
-    await deactivateGroup(groupId);
-    expect(await allMembers(groupId)).toEqual(sorted([uid('hamlet'), uid('othello')]));
-    expect(await allSubgroups(groupId)).toEqual([child]);
+    const child = await createGroup(env, 'iago', { members: [uid('othello')] });
+    const groupId = await createGroup(env, 'iago', { members: [uid('hamlet')], subgroups: [child] });
+    await deactivateGroup(env, groupId);
+    expect(await allMembers(env, groupId)).toEqual(sorted([uid('hamlet'), uid('othello')]));
+    expect(await allSubgroups(env, groupId)).toEqual([child]);
   });
 
   it('rejects unknown groups, anonymous setting groups and guests', async () => {

@@ -4,30 +4,19 @@
 // concurrent request made it a permission value. No timing is asserted: only outcomes and final state.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { paths } from '@parley/client';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-
-type CreateBody = paths['/user_groups/create']['post']['requestBody']['content']['application/x-www-form-urlencoded'];
-type SystemGroupName =
-  | 'role:internet'
-  | 'role:everyone'
-  | 'role:members'
-  | 'role:fullmembers'
-  | 'role:moderators'
-  | 'role:administrators'
-  | 'role:owners'
-  | 'role:nobody';
+import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
+import { allSubgroups, createGroup, directMembers, readGroup, sorted, systemGroupIds, type SystemGroupIds } from '../helpers/groups.ts';
 
 let env: TestServer;
-let sys: Record<SystemGroupName, number>;
+let sys: SystemGroupIds;
 /** Fifty extra active members of the organization, created directly in the database. */
 let extra: number[];
 
 beforeAll(async () => {
   env = await startTestServer();
-  const { data } = await env.client('iago').GET('/user_groups', { params: { query: {} } });
-  sys = Object.fromEntries(data!.user_groups.filter((g) => g.is_system_group).map((g) => [g.name, g.id])) as Record<SystemGroupName, number>;
+  sys = await systemGroupIds(env);
   const db = env.running.deps.db;
   const realm = await db.realm.findFirstOrThrow();
   const tag = randomBytes(4).toString('hex');
@@ -46,48 +35,6 @@ afterAll(() => env.close());
 // helpers
 
 const uid = (person: Person) => env.users[person].id;
-let counter = 0;
-const uniqueName = (label: string) => `${label} ${++counter} ${randomBytes(3).toString('hex')}`;
-const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
-
-async function createGroup(body: Partial<CreateBody> = {}): Promise<number> {
-  const { data, error } = await env.client('iago').POST('/user_groups/create', {
-    body: { name: uniqueName('group'), description: '', members: [], ...body },
-  });
-  if (!data) throw new Error(`setup: creating a group failed: ${JSON.stringify(error)}`);
-  return data.group_id;
-}
-
-async function directMembers(groupId: number): Promise<number[]> {
-  const { data, error } = await env.client('iago').GET('/user_groups/{user_group_id}/members', {
-    params: { path: { user_group_id: groupId }, query: { direct_member_only: true } },
-  });
-  if (!data) throw new Error(`read-back failed: ${JSON.stringify(error)}`);
-  return sorted(data.members);
-}
-
-async function allSubgroups(groupId: number): Promise<number[]> {
-  const { data, error } = await env.client('iago').GET('/user_groups/{user_group_id}/subgroups', { params: { path: { user_group_id: groupId }, query: {} } });
-  if (!data) throw new Error(`read-back failed: ${JSON.stringify(error)}`);
-  return sorted(data.subgroups);
-}
-
-async function readGroup(groupId: number) {
-  const { data } = await env.client('iago').GET('/user_groups', { params: { query: { include_deactivated_groups: true } } });
-  const group = data!.user_groups.find((g) => g.id === groupId);
-  if (!group) throw new Error(`read-back: group ${groupId} is not listed`);
-  return group;
-}
-
-async function lastEventId(): Promise<bigint> {
-  const last = await env.running.deps.db.event.findFirst({ orderBy: { id: 'desc' } });
-  return last?.id ?? 0n;
-}
-
-async function eventsSince(after: bigint): Promise<any[]> {
-  const rows = await env.running.deps.db.event.findMany({ where: { id: { gt: after } }, orderBy: { id: 'asc' } });
-  return rows.map((r) => r.payload);
-}
 
 interface Outcome {
   status: number;
@@ -115,8 +62,8 @@ describe('concurrent member changes on one group', () => {
   it('50 concurrent single-user adds and removes all succeed and end in exactly the expected membership', async () => {
     const initial = extra.slice(0, 25);
     const added = extra.slice(25, 50);
-    const groupId = await createGroup({ members: initial });
-    const before = await lastEventId();
+    const groupId = await createGroup(env, 'iago', { members: initial });
+    const before = await markEvents(env);
     const members = (body: { add?: number[]; delete?: number[] }) =>
       env.client('iago').POST('/user_groups/{user_group_id}/members', { params: { path: { user_group_id: groupId } }, body });
     const requests = [...initial.map((id) => () => members({ delete: [id] })), ...added.map((id) => () => members({ add: [id] }))];
@@ -125,10 +72,10 @@ describe('concurrent member changes on one group', () => {
     const outcomes = (await Promise.all(interleaved.map((run) => run()))).map(outcome);
 
     expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
-    expect(await directMembers(groupId)).toEqual(sorted(added));
+    expect(await directMembers(env, groupId)).toEqual(sorted(added));
 
     // One stored event per request, none lost.
-    const events = (await eventsSince(before)).filter((e) => e.type === 'user_group' && e.group_id === groupId);
+    const events = (await eventPayloadsSince(env, before)).filter((e) => e.type === 'user_group' && e.group_id === groupId);
     const addedIds = events.filter((e) => e.op === 'add_members').flatMap((e) => e.user_ids);
     const removedIds = events.filter((e) => e.op === 'remove_members').flatMap((e) => e.user_ids);
     expect(events).toHaveLength(50);
@@ -137,7 +84,7 @@ describe('concurrent member changes on one group', () => {
   });
 
   it('50 concurrent adds of the same user: exactly one succeeds, the others are told the user is a member', async () => {
-    const groupId = await createGroup();
+    const groupId = await createGroup(env, 'iago');
     const target = extra[0]!;
     const outcomes = (
       await Promise.all(
@@ -148,14 +95,14 @@ describe('concurrent member changes on one group', () => {
     ).map(outcome);
     expect(outcomes.filter((o) => o.status === 200)).toHaveLength(1);
     expectOnly(outcomes, [`User ${target} is already a member of this group`]);
-    expect(await directMembers(groupId)).toEqual([target]);
+    expect(await directMembers(env, groupId)).toEqual([target]);
   });
 
   it('50 concurrent multi-user changes with subgroup edits on two groups: no error reaches a client, nothing is lost', async () => {
-    const g1 = await createGroup();
-    const g2 = await createGroup();
+    const g1 = await createGroup(env, 'iago');
+    const g2 = await createGroup(env, 'iago');
     const subs: number[] = [];
-    for (let i = 0; i < 10; i++) subs.push(await createGroup());
+    for (let i = 0; i < 10; i++) subs.push(await createGroup(env, 'iago'));
     const requests = extra.map((userId, i) => {
       const groupId = i % 2 === 0 ? g1 : g2;
       // Requests alternate between the two groups and every fifth one also adds a subgroup, so that
@@ -170,20 +117,20 @@ describe('concurrent member changes on one group', () => {
     );
     const outcomes = (await Promise.all([...requests, ...renames].map((run) => run()))).map(outcome);
     expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
-    expect(await directMembers(g1)).toEqual(sorted(extra.filter((_, i) => i % 2 === 0)));
-    expect(await directMembers(g2)).toEqual(sorted(extra.filter((_, i) => i % 2 === 1)));
+    expect(await directMembers(env, g1)).toEqual(sorted(extra.filter((_, i) => i % 2 === 0)));
+    expect(await directMembers(env, g2)).toEqual(sorted(extra.filter((_, i) => i % 2 === 1)));
     const expectedSubs = (parity: number) => sorted(subs.filter((_, k) => (k * 5) % 2 === parity));
-    expect((await readGroup(g1)).direct_subgroup_ids).toEqual(expectedSubs(0));
-    expect((await readGroup(g2)).direct_subgroup_ids).toEqual(expectedSubs(1));
+    expect((await readGroup(env, g1)).direct_subgroup_ids).toEqual(expectedSubs(0));
+    expect((await readGroup(env, g2)).direct_subgroup_ids).toEqual(expectedSubs(1));
   });
 });
 
 describe('concurrent {new, old} updates', () => {
   it('20 concurrent group-setting updates with the same old: exactly one wins', async () => {
-    const groupId = await createGroup({ members: [], can_manage_group: { direct_members: [uid('iago')], direct_subgroups: [] } });
+    const groupId = await createGroup(env, 'iago', { members: [], can_manage_group: { direct_members: [uid('iago')], direct_subgroups: [] } });
     const old = { direct_members: [uid('iago')], direct_subgroups: [] };
     const candidates = extra.slice(0, 20);
-    const before = await lastEventId();
+    const before = await markEvents(env);
     const responses = await Promise.all(
       candidates.map((userId) =>
         env.client('iago').PATCH('/user_groups/{user_group_id}', {
@@ -199,15 +146,15 @@ describe('concurrent {new, old} updates', () => {
     expect(outcomes.filter((o) => o.status === 400).every((o) => o.code === 'EXPECTATION_MISMATCH')).toBe(true);
 
     const winner = winners[0]!;
-    expect((await readGroup(groupId)).can_manage_group).toEqual({ direct_members: sorted([winner, uid('iago')]), direct_subgroups: [] });
-    const updates = (await eventsSince(before)).filter((e) => e.type === 'user_group' && e.group_id === groupId);
+    expect((await readGroup(env, groupId)).can_manage_group).toEqual({ direct_members: sorted([winner, uid('iago')]), direct_subgroups: [] });
+    const updates = (await eventPayloadsSince(env, before)).filter((e) => e.type === 'user_group' && e.group_id === groupId);
     expect(updates).toEqual([
       { type: 'user_group', op: 'update', group_id: groupId, data: { can_manage_group: { direct_members: sorted([winner, uid('iago')]), direct_subgroups: [] } } },
     ]);
   });
 
   it('20 concurrent updates to the same new value with the same old: exactly one changes it', async () => {
-    const groupId = await createGroup();
+    const groupId = await createGroup(env, 'iago');
     const outcomes = (
       await Promise.all(
         Array.from({ length: 20 }, () =>
@@ -220,13 +167,13 @@ describe('concurrent {new, old} updates', () => {
     ).map(outcome);
     expect(outcomes.filter((o) => o.status === 200)).toHaveLength(1);
     expectOnly(outcomes, ["'old' value does not match the expected value."]);
-    expect((await readGroup(groupId)).can_join_group).toBe(sys['role:members']);
+    expect((await readGroup(env, groupId)).can_join_group).toBe(sys['role:members']);
   });
 
   it('20 concurrent organization-setting updates with the same old: exactly one wins', async () => {
     const targets: number[] = [];
-    for (let i = 0; i < 20; i++) targets.push(await createGroup());
-    const before = await lastEventId();
+    for (let i = 0; i < 20; i++) targets.push(await createGroup(env, 'iago'));
+    const before = await markEvents(env);
     const responses = await Promise.all(
       targets.map((target) => env.client('iago').PATCH('/realm', { body: { can_create_private_channel_group: { new: target, old: sys['role:members'] } } })),
     );
@@ -237,7 +184,7 @@ describe('concurrent {new, old} updates', () => {
       expectOnly(outcomes, ["'old' value does not match the expected value."]);
       const realm = await env.running.deps.db.realm.findFirstOrThrow();
       expect(realm.canCreatePrivateChannelGroupId).toBe(winners[0]);
-      const realmEvents = (await eventsSince(before)).filter((e) => e.type === 'realm');
+      const realmEvents = (await eventPayloadsSince(env, before)).filter((e) => e.type === 'realm');
       expect(realmEvents).toEqual([{ type: 'realm', op: 'update_dict', property: 'default', data: { can_create_private_channel_group: winners[0] } }]);
     } finally {
       await env.client('iago').PATCH('/realm', { body: { can_create_private_channel_group: { new: sys['role:members'] } } });
@@ -248,21 +195,21 @@ describe('concurrent {new, old} updates', () => {
 describe('concurrent subgroup changes never create a cycle', () => {
   it('adding A below B and B below A at the same time: exactly one succeeds (10 rounds)', async () => {
     for (let round = 0; round < 10; round++) {
-      const a = await createGroup();
-      const b = await createGroup();
+      const a = await createGroup(env, 'iago');
+      const b = await createGroup(env, 'iago');
       const add = (to: number, sub: number) =>
         env.client('iago').POST('/user_groups/{user_group_id}/subgroups', { params: { path: { user_group_id: to } }, body: { add: [sub] } });
       const outcomes = (await Promise.all([add(a, b), add(b, a)])).map(outcome);
       expect(outcomes.filter((o) => o.status === 200), `round ${round}: ${JSON.stringify(outcomes)}`).toHaveLength(1);
       expectOnly(outcomes, [`User group ${a} is already a subgroup of one of the passed subgroups.`, `User group ${b} is already a subgroup of one of the passed subgroups.`]);
-      expect(await allSubgroups(a)).not.toContain(a);
-      expect(await allSubgroups(b)).not.toContain(b);
+      expect(await allSubgroups(env, a)).not.toContain(a);
+      expect(await allSubgroups(env, b)).not.toContain(b);
     }
   });
 
   it('closing a three-group ring from three requests at once leaves it open (10 rounds)', async () => {
     for (let round = 0; round < 10; round++) {
-      const g = [await createGroup(), await createGroup(), await createGroup()];
+      const g = [await createGroup(env, 'iago'), await createGroup(env, 'iago'), await createGroup(env, 'iago')];
       const outcomes = (
         await Promise.all(
           g.map((to, i) =>
@@ -272,7 +219,7 @@ describe('concurrent subgroup changes never create a cycle', () => {
       ).map(outcome);
       expect(outcomes.filter((o) => o.status === 200).length, `round ${round}`).toBe(2);
       expectOnly(outcomes, g.map((id) => `User group ${id} is already a subgroup of one of the passed subgroups.`));
-      for (const id of g) expect(await allSubgroups(id)).not.toContain(id);
+      for (const id of g) expect(await allSubgroups(env, id)).not.toContain(id);
     }
   });
 });
@@ -280,8 +227,8 @@ describe('concurrent subgroup changes never create a cycle', () => {
 describe('deactivation racing a new use of the group', () => {
   it('a group is never left deactivated while a concurrent request made it a group-setting value (15 rounds)', async () => {
     for (let round = 0; round < 15; round++) {
-      const x = await createGroup();
-      const y = await createGroup();
+      const x = await createGroup(env, 'iago');
+      const y = await createGroup(env, 'iago');
       const [deactivated, used] = (
         await Promise.all([
           env.client('iago').POST('/user_groups/{user_group_id}/deactivate', { params: { path: { user_group_id: x } } }),
@@ -292,16 +239,16 @@ describe('deactivation racing a new use of the group', () => {
       expect([deactivated!.status, used!.status].filter((s) => s === 200), state).toHaveLength(1);
       if (deactivated!.status === 200) expect(used!.msg, state).toBe('User group is deactivated.');
       else expect(deactivated!.code, state).toBe('CANNOT_DEACTIVATE_GROUP_IN_USE');
-      const xNow = await readGroup(x);
-      const yNow = await readGroup(y);
+      const xNow = await readGroup(env, x);
+      const yNow = await readGroup(env, y);
       expect(xNow.deactivated && yNow.can_mention_group === x, state).toBe(false);
     }
   });
 
   it('a group is never left deactivated while a concurrent request made it a subgroup (15 rounds)', async () => {
     for (let round = 0; round < 15; round++) {
-      const x = await createGroup();
-      const y = await createGroup();
+      const x = await createGroup(env, 'iago');
+      const y = await createGroup(env, 'iago');
       const [deactivated, used] = (
         await Promise.all([
           env.client('iago').POST('/user_groups/{user_group_id}/deactivate', { params: { path: { user_group_id: x } } }),
@@ -318,7 +265,7 @@ describe('deactivation racing a new use of the group', () => {
   it('a group is never left deactivated while a concurrent request made it an organization-setting value (15 rounds)', async () => {
     try {
       for (let round = 0; round < 15; round++) {
-        const x = await createGroup();
+        const x = await createGroup(env, 'iago');
         const [deactivated, used] = (
           await Promise.all([
             env.client('iago').POST('/user_groups/{user_group_id}/deactivate', { params: { path: { user_group_id: x } } }),

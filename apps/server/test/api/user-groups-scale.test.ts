@@ -5,27 +5,16 @@
 // (with the user inside hundreds of groups); the permission check itself is one recursive query.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { paths } from '@parley/client';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-
-type CreateBody = paths['/user_groups/create']['post']['requestBody']['content']['application/x-www-form-urlencoded'];
-type SystemGroupName =
-  | 'role:internet'
-  | 'role:everyone'
-  | 'role:members'
-  | 'role:fullmembers'
-  | 'role:moderators'
-  | 'role:administrators'
-  | 'role:owners'
-  | 'role:nobody';
+import { createGroup, systemGroupIds, uniqueName, type SystemGroupIds } from '../helpers/groups.ts';
 
 const BULK_USERS = 5000;
 const BULK_GROUPS = 500;
 const DEPTH = 10;
 
 let env: TestServer;
-let sys: Record<SystemGroupName, number>;
+let sys: SystemGroupIds;
 let statements: string[] | null = null;
 
 /** chain[0] ⊃ chain[1] ⊃ … ⊃ chain[9]; hamlet is a direct member of chain[9] only. */
@@ -47,18 +36,17 @@ const small: Record<string, Measured> = {};
 beforeAll(async () => {
   env = await startTestServer({ emitQueryEvents: true });
   env.running.deps.db.$on('query' as never, ((e: { query: string }) => statements?.push(e.query)) as never);
-  const { data } = await env.client('iago').GET('/user_groups', { params: { query: {} } });
-  sys = Object.fromEntries(data!.user_groups.filter((g) => g.is_system_group).map((g) => [g.name, g.id])) as Record<SystemGroupName, number>;
+  sys = await systemGroupIds(env);
 
   // The 10-deep chain, built through the API.
   chain = [];
-  for (let i = 0; i < DEPTH; i++) chain.push(await createGroup('iago', i === DEPTH - 1 ? { members: [uid('hamlet')] } : {}));
+  for (let i = 0; i < DEPTH; i++) chain.push(await createGroup(env, 'iago', i === DEPTH - 1 ? { members: [uid('hamlet')] } : {}));
   for (let i = 0; i < DEPTH - 1; i++) {
     const { error } = await env.client('iago').POST('/user_groups/{user_group_id}/subgroups', { params: { path: { user_group_id: chain[i]! } }, body: { add: [chain[i + 1]!] } });
     if (error) throw new Error(`setup: chain link failed: ${JSON.stringify(error)}`);
   }
-  deepGroup = await createGroup('iago', { can_manage_group: chain[0]!, can_add_members_group: chain[0]! });
-  directGroup = await createGroup('hamlet');
+  deepGroup = await createGroup(env, 'iago', { can_manage_group: chain[0]!, can_add_members_group: chain[0]! });
+  directGroup = await createGroup(env, 'hamlet');
 
   for (const name of Object.keys(REQUESTS)) small[name] = await measureRequest(name);
   await insertBulkData();
@@ -69,17 +57,6 @@ afterAll(() => env.close());
 // helpers
 
 const uid = (person: Person) => env.users[person].id;
-let counter = 0;
-const uniqueName = (label: string) => `${label} ${++counter} ${randomBytes(3).toString('hex')}`;
-
-async function createGroup(as: Person, body: Partial<CreateBody> = {}): Promise<number> {
-  const { data, error } = await env.client(as).POST('/user_groups/create', {
-    body: { name: uniqueName('group'), description: '', members: [], ...body },
-  });
-  if (!data) throw new Error(`setup: creating a group failed: ${JSON.stringify(error)}`);
-  return data.group_id;
-}
-
 /** Runs one request and counts the SQL statements it issued (all of them, and the recursive ones). */
 async function measure(request: () => Promise<{ response: Response }>): Promise<Measured> {
   statements = [];

@@ -5,31 +5,29 @@
 // user_group event is checked.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { components, paths } from '@parley/client';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
-import { TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
-
-type CreateBody = paths['/user_groups/create']['post']['requestBody']['content']['application/x-www-form-urlencoded'];
-type GroupSettingValue = components['schemas']['GroupSettingValue'];
-
-const SYSTEM_GROUP_NAMES = [
-  'role:internet',
-  'role:everyone',
-  'role:members',
-  'role:fullmembers',
-  'role:moderators',
-  'role:administrators',
-  'role:owners',
-  'role:nobody',
-] as const;
-type SystemGroupName = (typeof SYSTEM_GROUP_NAMES)[number];
+import type { Person } from '../helpers/fixtures.ts';
+import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
+import {
+  SYSTEM_GROUP_NAMES,
+  createGroup,
+  deactivateGroup,
+  readGroup,
+  setRealmGroupSetting,
+  sorted,
+  systemGroupIds,
+  uniqueName,
+  type CreateGroupBody,
+  type SystemGroupIds,
+} from '../helpers/groups.ts';
+import { createDeactivatedUser } from '../helpers/people.ts';
 
 let env: TestServer;
-let sys: Record<SystemGroupName, number>;
+let sys: SystemGroupIds;
 
 beforeAll(async () => {
   env = await startTestServer();
-  sys = await loadSystemGroups();
+  sys = await systemGroupIds(env);
 });
 afterAll(() => env.close());
 
@@ -37,23 +35,6 @@ afterAll(() => env.close());
 // helpers
 
 const uid = (person: Person) => env.users[person].id;
-let counter = 0;
-const uniqueName = (label: string) => `${label} ${++counter} ${randomBytes(3).toString('hex')}`;
-const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
-
-async function loadSystemGroups(): Promise<Record<SystemGroupName, number>> {
-  const { data, error } = await env.client('iago').GET('/user_groups', { params: { query: {} } });
-  if (!data) throw new Error(`setup: listing groups failed: ${JSON.stringify(error)}`);
-  return Object.fromEntries(data.user_groups.filter((g) => g.is_system_group).map((g) => [g.name, g.id])) as Record<SystemGroupName, number>;
-}
-
-async function createGroup(as: Person, body: Partial<CreateBody> = {}): Promise<number> {
-  const { data, error } = await env.client(as).POST('/user_groups/create', {
-    body: { name: uniqueName('group'), description: '', members: [], ...body },
-  });
-  if (!data) throw new Error(`setup: creating a group failed: ${JSON.stringify(error)}`);
-  return data.group_id;
-}
 
 async function listGroups(includeDeactivated?: boolean) {
   const query = includeDeactivated === undefined ? {} : { include_deactivated_groups: includeDeactivated };
@@ -62,43 +43,8 @@ async function listGroups(includeDeactivated?: boolean) {
   return data.user_groups;
 }
 
-async function readGroup(groupId: number) {
-  const group = (await listGroups(true)).find((g) => g.id === groupId);
-  if (!group) throw new Error(`read-back: group ${groupId} is not listed`);
-  return group;
-}
-
 async function findGroupByName(name: string) {
   return (await listGroups(true)).find((g) => g.name === name);
-}
-
-async function lastEventId(): Promise<bigint> {
-  const last = await env.running.deps.db.event.findFirst({ orderBy: { id: 'desc' } });
-  return last?.id ?? 0n;
-}
-
-async function eventsSince(after: bigint): Promise<any[]> {
-  const rows = await env.running.deps.db.event.findMany({ where: { id: { gt: after } }, orderBy: { id: 'asc' } });
-  return rows.map((r) => r.payload);
-}
-
-async function setRealmSetting(name: 'can_create_groups' | 'can_manage_all_groups', value: GroupSettingValue): Promise<void> {
-  const { error } = await env.client('desdemona').PATCH('/realm', { body: { [name]: { new: value } } });
-  if (error) throw new Error(`setup: PATCH /realm ${name} failed: ${JSON.stringify(error)}`);
-}
-
-async function createDeactivatedUser(): Promise<number> {
-  const email = `groups-${randomBytes(4).toString('hex')}@parley.test`;
-  const created = await env.client('iago').POST('/users', { body: { email, password: TEST_PASSWORD, full_name: 'Gone User' } });
-  if (!created.data) throw new Error(`setup: create user failed: ${JSON.stringify(created.error)}`);
-  const removed = await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: created.data.user_id } } });
-  if (removed.error) throw new Error(`setup: deactivate user failed: ${JSON.stringify(removed.error)}`);
-  return created.data.user_id;
-}
-
-async function deactivateGroup(groupId: number): Promise<void> {
-  const { error } = await env.client('iago').POST('/user_groups/{user_group_id}/deactivate', { params: { path: { user_group_id: groupId } } });
-  if (error) throw new Error(`setup: deactivating group ${groupId} failed: ${JSON.stringify(error)}`);
 }
 
 async function anonymousGroupIds(): Promise<number[]> {
@@ -110,7 +56,7 @@ async function anonymousGroupIds(): Promise<number[]> {
 
 describe('POST /user_groups/create', () => {
   it('creates a group with the default permission settings and stores one user_group add event', async () => {
-    const before = await lastEventId();
+    const before = await markEvents(env);
     const name = uniqueName('hamletcharacters');
     const { data, response } = await env.client('hamlet').POST('/user_groups/create', {
       body: { name, description: 'Characters of Hamlet', members: [uid('othello'), uid('hamlet')] },
@@ -119,7 +65,7 @@ describe('POST /user_groups/create', () => {
     expect(data).toEqual({ result: 'success', msg: '', group_id: expect.any(Number) });
     const groupId = data!.group_id;
 
-    const group = await readGroup(groupId);
+    const group = await readGroup(env, groupId);
     const creatorOnly = { direct_members: [uid('hamlet')], direct_subgroups: [] };
     expect(group).toEqual({
       id: groupId,
@@ -140,13 +86,13 @@ describe('POST /user_groups/create', () => {
     });
     expect(group.date_created).toBeGreaterThan(0);
 
-    const events = await eventsSince(before);
+    const events = await eventPayloadsSince(env, before);
     expect(events).toEqual([{ type: 'user_group', op: 'add', group }]);
   });
 
   it('takes subgroups and permission settings as group ids or anonymous values, normalised as Zulip does', async () => {
-    const sub = await createGroup('iago', { members: [uid('cordelia')] });
-    const groupId = await createGroup('iago', {
+    const sub = await createGroup(env, 'iago', { members: [uid('cordelia')] });
+    const groupId = await createGroup(env, 'iago', {
       members: [uid('hamlet')],
       subgroups: [sys['role:moderators'], sub],
       // {[], [X]} → X
@@ -159,7 +105,7 @@ describe('POST /user_groups/create', () => {
       can_mention_group: sys['role:members'],
       can_remove_members_group: sub,
     });
-    const group = await readGroup(groupId);
+    const group = await readGroup(env, groupId);
     expect(group).toMatchObject({
       members: [uid('hamlet')],
       direct_subgroup_ids: sorted([sys['role:moderators'], sub]),
@@ -175,8 +121,8 @@ describe('POST /user_groups/create', () => {
 
   it('accepts a name of exactly 100 characters', async () => {
     const name = `n${randomBytes(8).toString('hex')}`.padEnd(100, 'x');
-    const groupId = await createGroup('hamlet', { name });
-    expect((await readGroup(groupId)).name).toBe(name);
+    const groupId = await createGroup(env, 'hamlet', { name });
+    expect((await readGroup(env, groupId)).name).toBe(name);
   });
 
   const badNames: Array<[string, () => string, string | ((name: string) => string)]> = [
@@ -192,23 +138,23 @@ describe('POST /user_groups/create', () => {
   it.each(badNames)('rejects a name that is %s, creating nothing', async (_label, makeName, msg) => {
     const name = makeName();
     const groupsBefore = (await listGroups(true)).length;
-    const before = await lastEventId();
+    const before = await markEvents(env);
     const res = await env.client('hamlet').POST('/user_groups/create', { body: { name, description: '', members: [uid('hamlet')] } });
     expectJsonError(res, 400, typeof msg === 'string' ? msg : msg(name), 'BAD_REQUEST');
     expect((await listGroups(true)).length).toBe(groupsBefore);
-    expect(await eventsSince(before)).toEqual([]);
+    expect(await eventPayloadsSince(env, before)).toEqual([]);
   });
 
   it('rejects a name already in use, also when the holder is deactivated', async () => {
     const name = uniqueName('taken');
-    const groupId = await createGroup('hamlet', { name });
+    const groupId = await createGroup(env, 'hamlet', { name });
     expectJsonError(
       await env.client('othello').POST('/user_groups/create', { body: { name, description: '', members: [] } }),
       400,
       `User group '${name}' already exists.`,
       'BAD_REQUEST',
     );
-    await deactivateGroup(groupId);
+    await deactivateGroup(env, groupId);
     expectJsonError(
       await env.client('othello').POST('/user_groups/create', { body: { name, description: '', members: [] } }),
       400,
@@ -228,7 +174,7 @@ describe('POST /user_groups/create', () => {
   });
 
   it('accepts only active users of the organization as members', async () => {
-    const gone = await createDeactivatedUser();
+    const gone = await createDeactivatedUser(env, 'groups');
     const name = uniqueName('members');
     expectJsonError(
       await env.client('hamlet').POST('/user_groups/create', { body: { name, description: '', members: [uid('hamlet'), 999999] } }),
@@ -246,11 +192,11 @@ describe('POST /user_groups/create', () => {
   });
 
   it('accepts only existing, active, named groups as subgroups', async () => {
-    const deactivated = await createGroup('iago');
-    await deactivateGroup(deactivated);
+    const deactivated = await createGroup(env, 'iago');
+    await deactivateGroup(env, deactivated);
     // An anonymous setting group (the creator-only default of can_manage_group) is not addressable.
     const before = new Set(await anonymousGroupIds());
-    await createGroup('hamlet');
+    await createGroup(env, 'hamlet');
     const anonymous = (await anonymousGroupIds()).find((id) => !before.has(id))!;
     expect(anonymous).toBeDefined();
 
@@ -263,10 +209,10 @@ describe('POST /user_groups/create', () => {
   });
 
   it('applies the per-setting restrictions and rejects unknown or deactivated groups, creating nothing', async () => {
-    const deactivated = await createGroup('iago');
-    await deactivateGroup(deactivated);
+    const deactivated = await createGroup(env, 'iago');
+    await deactivateGroup(env, deactivated);
     const name = uniqueName('restricted');
-    const cases: Array<[Partial<CreateBody>, string]> = [
+    const cases: Array<[Partial<CreateGroupBody>, string]> = [
       [{ can_manage_group: sys['role:everyone'] }, "'can_manage_group' setting cannot be set to 'role:everyone' group."],
       [{ can_manage_group: sys['role:internet'] }, "'can_manage_group' setting cannot be set to 'role:internet' group."],
       [{ can_mention_group: sys['role:owners'] }, "'can_mention_group' setting cannot be set to 'role:owners' group."],
@@ -278,7 +224,7 @@ describe('POST /user_groups/create', () => {
       [{ can_remove_members_group: { direct_members: [999999], direct_subgroups: [] } }, 'Invalid user ID: 999999'],
     ];
     const anonymousBefore = (await anonymousGroupIds()).length;
-    const before = await lastEventId();
+    const before = await markEvents(env);
     for (const [settings, msg] of cases) {
       const res = await env.client('hamlet').POST('/user_groups/create', { body: { name, description: '', members: [uid('hamlet')], ...settings } });
       expectJsonError(res, 400, msg, 'BAD_REQUEST');
@@ -286,7 +232,7 @@ describe('POST /user_groups/create', () => {
     expect(await findGroupByName(name)).toBeUndefined();
     // Nothing was left behind: no anonymous setting groups, no events.
     expect((await anonymousGroupIds()).length).toBe(anonymousBefore);
-    expect(await eventsSince(before)).toEqual([]);
+    expect(await eventPayloadsSince(env, before)).toEqual([]);
   });
 
   describe('who may create groups (organization setting can_create_groups)', () => {
@@ -311,7 +257,7 @@ describe('POST /user_groups/create', () => {
     });
 
     it('follows the setting: moderators and above, plus a member named in it', async () => {
-      await setRealmSetting('can_create_groups', { direct_members: [uid('cordelia')], direct_subgroups: [sys['role:moderators']] });
+      await setRealmGroupSetting(env, 'can_create_groups', { direct_members: [uid('cordelia')], direct_subgroups: [sys['role:moderators']] });
       try {
         const expected: Array<[Person, boolean]> = [
           ['desdemona', true],
@@ -335,14 +281,14 @@ describe('POST /user_groups/create', () => {
           'BAD_REQUEST',
         );
       } finally {
-        await setRealmSetting('can_create_groups', sys['role:members']);
+        await setRealmGroupSetting(env, 'can_create_groups', sys['role:members']);
       }
     });
 
     it('a member who holds can_create_groups through a named group (nested) may create groups', async () => {
-      const inner = await createGroup('iago', { members: [uid('othello')] });
-      const outer = await createGroup('iago', { subgroups: [inner] });
-      await setRealmSetting('can_create_groups', outer);
+      const inner = await createGroup(env, 'iago', { members: [uid('othello')] });
+      const outer = await createGroup(env, 'iago', { subgroups: [inner] });
+      await setRealmGroupSetting(env, 'can_create_groups', outer);
       try {
         const name = uniqueName('by othello');
         const ok = await env.client('othello').POST('/user_groups/create', { body: { name, description: '', members: [] } });
@@ -354,7 +300,7 @@ describe('POST /user_groups/create', () => {
           'BAD_REQUEST',
         );
       } finally {
-        await setRealmSetting('can_create_groups', sys['role:members']);
+        await setRealmGroupSetting(env, 'can_create_groups', sys['role:members']);
       }
     });
   });
@@ -373,7 +319,7 @@ describe('GET /user_groups', () => {
   });
 
   it('never lists anonymous setting groups', async () => {
-    await createGroup('hamlet'); // creates anonymous creator-only values for two settings
+    await createGroup(env, 'hamlet'); // creates anonymous creator-only values for two settings
     const anonymous = await anonymousGroupIds();
     expect(anonymous.length).toBeGreaterThan(0);
     const listed = new Set((await listGroups(true)).map((g) => g.id));
@@ -381,9 +327,9 @@ describe('GET /user_groups', () => {
   });
 
   it('leaves deactivated groups out unless include_deactivated_groups is true', async () => {
-    const active = await createGroup('hamlet');
-    const gone = await createGroup('hamlet');
-    await deactivateGroup(gone);
+    const active = await createGroup(env, 'hamlet');
+    const gone = await createGroup(env, 'hamlet');
+    await deactivateGroup(env, gone);
 
     const byDefault = (await listGroups()).map((g) => g.id);
     expect(byDefault).toContain(active);

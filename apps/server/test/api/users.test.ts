@@ -6,18 +6,19 @@ import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { PEOPLE, TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
+import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
+import { createUser, readUser, uniqueEmail, type Role } from '../helpers/people.ts';
+import { realmIdOf } from '../helpers/realm.ts';
 
 const require = createRequire(import.meta.url);
 // zulip-js ships no type declarations.
 const zulipInit = require('zulip-js') as (config: Record<string, string>) => Promise<any>;
 
-type Role = 100 | 200 | 300 | 400 | 600;
-
 let env: TestServer;
 let realmId: number;
 beforeAll(async () => {
   env = await startTestServer();
-  realmId = (await env.running.deps.db.realm.findFirstOrThrow()).id;
+  realmId = await realmIdOf(env);
 });
 afterAll(() => env.close());
 
@@ -45,38 +46,8 @@ const HUMAN_KEYS = [
 /** Zulip's ISO 8601 form with an explicit UTC offset, e.g. 2019-10-20T07:50:53.728864+00:00. */
 const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}:\d{2}$/;
 
-const uniqueEmail = (label: string) => `${label}-${randomBytes(4).toString('hex')}@parley.test`;
-const basic = (email: string, key: string) => `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}`;
-
-async function createUser(options: { name?: string; role?: Role } = {}): Promise<{ id: number; email: string }> {
-  const email = uniqueEmail('users');
-  const { data, error } = await env.client('iago').POST('/users', {
-    body: { email, password: TEST_PASSWORD, full_name: options.name ?? 'Fresh User' },
-  });
-  if (!data) throw new Error(`setup: create-user failed: ${JSON.stringify(error)}`);
-  if (options.role !== undefined && options.role !== 400) {
-    const res = await env.client('desdemona').PATCH('/users/{user_id}', {
-      params: { path: { user_id: data.user_id } },
-      body: { role: options.role },
-    });
-    if (res.error) throw new Error(`setup: role change failed: ${JSON.stringify(res.error)}`);
-  }
-  return { id: data.user_id, email };
-}
-
-/** A user's current API key, read from the database (setup only; fetch-api-key is tested elsewhere). */
-async function apiKeyOf(userId: number): Promise<string> {
-  const row = await env.running.deps.db.apiKey.findUniqueOrThrow({ where: { userId } });
-  return env.running.deps.cipher.decrypt(row.ciphertext);
-}
-
-async function readUser(userId: number, as: Person = 'iago') {
-  const { data, error } = await env.client(as).GET('/users/{user_id}', {
-    params: { path: { user_id: userId }, query: { client_gravatar: false, include_custom_profile_fields: true } },
-  });
-  if (!data) throw new Error(`read-back of user ${userId} failed: ${JSON.stringify(error)}`);
-  return data.user;
-}
+/** A new user ("Fresh User" unless named), with the given role. */
+const newUser = (options: { name?: string; role?: Role } = {}) => createUser(env, { label: 'users', fullName: options.name ?? 'Fresh User', role: options.role });
 
 async function listMembers(as: Person = 'hamlet') {
   const { data, error } = await env.client(as).GET('/users', { params: { query: { client_gravatar: false } } });
@@ -187,7 +158,7 @@ describe('GET /users', () => {
     });
     expect(field.response.status).toBe(200);
     const fieldId = field.data!.id;
-    const target = await createUser({ name: 'Profile Holder' });
+    const target = await newUser({ name: 'Profile Holder' });
     const set = await env.client('iago').PATCH('/users/{user_id}', {
       params: { path: { user_id: target.id } },
       body: { profile_data: [{ id: fieldId, value: 'Bartender' }] },
@@ -252,7 +223,7 @@ describe('GET /users', () => {
   });
 
   it('lists deactivated users with is_active false', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const off = await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: target.id } } });
     expect(off.response.status).toBe(200);
     const members = await listMembers();
@@ -325,12 +296,12 @@ describe('GET /users/{user_id}', () => {
   });
 
   it('returns deactivated users and bots', async () => {
-    const target = await createUser();
+    const target = await newUser();
     await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: target.id } } });
-    expect(await readUser(target.id, 'hamlet')).toMatchObject({ user_id: target.id, is_active: false });
+    expect(await readUser(env, target.id, 'hamlet')).toMatchObject({ user_id: target.id, is_active: false });
 
     const bot = await insertBot({ ownerId: env.users.othello.id });
-    expect(await readUser(bot.id, 'hamlet')).toMatchObject({ user_id: bot.id, is_bot: true, bot_type: 1, bot_owner_id: env.users.othello.id });
+    expect(await readUser(env, bot.id, 'hamlet')).toMatchObject({ user_id: bot.id, is_bot: true, bot_type: 1, bot_owner_id: env.users.othello.id });
   });
 
   it('answers No such user for an unknown ID', async () => {
@@ -396,7 +367,7 @@ describe('POST /users', () => {
     expect(data).toMatchObject({ result: 'success', msg: '' });
     expect(Number.isInteger(data!.user_id)).toBe(true);
 
-    const user = await readUser(data!.user_id, 'hamlet');
+    const user = await readUser(env, data!.user_id, 'hamlet');
     expect(user).toMatchObject({
       user_id: data!.user_id,
       email,
@@ -414,7 +385,7 @@ describe('POST /users', () => {
     // The password works for fetching the API key, and the key for the API.
     const login = await env.raw('/fetch_api_key', { method: 'POST', body: new URLSearchParams({ username: email, password: TEST_PASSWORD }) });
     expect(login.status).toBe(200);
-    const me = await env.raw('/users/me', { headers: { Authorization: basic(email, login.body.api_key) } });
+    const me = await env.raw('/users/me', { headers: { Authorization: basicAuth(email, login.body.api_key) } });
     expect(me.status).toBe(200);
     expect(me.body.user_id).toBe(data!.user_id);
   });
@@ -423,13 +394,13 @@ describe('POST /users', () => {
     const email = uniqueEmail('by-owner');
     const { data, response } = await env.client('desdemona').POST('/users', { body: { email, password: TEST_PASSWORD, full_name: 'Owner Made' } });
     expect(response.status).toBe(200);
-    expect(await readUser(data!.user_id)).toMatchObject({ email, full_name: 'Owner Made', role: 400 });
+    expect(await readUser(env, data!.user_id, 'iago')).toMatchObject({ email, full_name: 'Owner Made', role: 400 });
   });
 
   it('strips whitespace around the full name', async () => {
     const email = uniqueEmail('spaced');
     const { data } = await env.client('iago').POST('/users', { body: { email, password: TEST_PASSWORD, full_name: '   Spaced Name  ' } });
-    expect((await readUser(data!.user_id)).full_name).toBe('Spaced Name');
+    expect((await readUser(env, data!.user_id, 'iago')).full_name).toBe('Spaced Name');
   });
 
   it('refuses an address already in use, compared case-insensitively', async () => {
@@ -441,7 +412,7 @@ describe('POST /users', () => {
   });
 
   it("refuses the address of a deactivated account", async () => {
-    const target = await createUser();
+    const target = await newUser();
     await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: target.id } } });
     const res = await env.client('iago').POST('/users', { body: { email: target.email, password: TEST_PASSWORD, full_name: 'Again' } });
     expectJsonError(res, 400, `Email '${target.email}' already in use`, 'BAD_REQUEST');
@@ -489,35 +460,35 @@ describe('POST /users', () => {
 
 describe('DELETE /users/{user_id}', () => {
   it('deactivates a user: listed as inactive, and the API key stops working', async () => {
-    const target = await createUser();
-    const key = await apiKeyOf(target.id);
-    expect((await env.raw('/users/me', { headers: { Authorization: basic(target.email, key) } })).status).toBe(200);
+    const target = await newUser();
+    const key = await apiKeyOf(env, target.id);
+    expect((await env.raw('/users/me', { headers: { Authorization: basicAuth(target.email, key) } })).status).toBe(200);
 
     const { data, response } = await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: target.id } } });
     expect(response.status).toBe(200);
     expect(data).toEqual({ result: 'success', msg: '' });
-    expect((await readUser(target.id)).is_active).toBe(false);
+    expect((await readUser(env, target.id, 'iago')).is_active).toBe(false);
 
-    const after = await env.raw('/users/me', { headers: { Authorization: basic(target.email, key) } });
+    const after = await env.raw('/users/me', { headers: { Authorization: basicAuth(target.email, key) } });
     expect(after.status).toBe(401);
     expect(after.body.msg).toBe('Account is deactivated');
     expect(after.headers.get('www-authenticate')).toBe('Basic realm="zulip"');
   });
 
   it('works as the Python zulip client sends it (no body, no Content-Type)', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const res = await env.raw(`/users/${target.id}`, { method: 'DELETE', as: 'desdemona' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ result: 'success', msg: '' });
-    expect((await readUser(target.id)).is_active).toBe(false);
+    expect((await readUser(env, target.id, 'iago')).is_active).toBe(false);
   });
 
   it('answers User is deactivated for an account already deactivated', async () => {
-    const target = await createUser();
+    const target = await newUser();
     await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: target.id } } });
     const again = await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: target.id } } });
     expectJsonError(again, 400, 'User is deactivated', 'BAD_REQUEST');
-    expect((await readUser(target.id)).is_active).toBe(false);
+    expect((await readUser(env, target.id, 'iago')).is_active).toBe(false);
   });
 
   it('answers No such user for an unknown ID', async () => {
@@ -529,18 +500,18 @@ describe('DELETE /users/{user_id}', () => {
     const bot = await insertBot({ ownerId: env.users.hamlet.id });
     const res = await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: bot.id } } });
     expectJsonError(res, 400, 'No such user', 'BAD_REQUEST');
-    expect((await readUser(bot.id)).is_active).toBe(true);
+    expect((await readUser(env, bot.id, 'iago')).is_active).toBe(true);
   });
 
   it('needs an owner to deactivate an owner', async () => {
-    const owner = await createUser({ role: 100 });
+    const owner = await newUser({ role: 100 });
     const res = await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: owner.id } } });
     expectJsonError(res, 400, 'Must be an organization owner', 'UNAUTHORIZED_PRINCIPAL');
-    expect((await readUser(owner.id)).is_active).toBe(true);
+    expect((await readUser(env, owner.id, 'iago')).is_active).toBe(true);
 
     const byOwner = await env.client('desdemona').DELETE('/users/{user_id}', { params: { path: { user_id: owner.id } } });
     expect(byOwner.response.status).toBe(200);
-    expect((await readUser(owner.id)).is_active).toBe(false);
+    expect((await readUser(env, owner.id, 'iago')).is_active).toBe(false);
   });
 
   it('refuses to deactivate the only organization owner', async () => {
@@ -556,7 +527,7 @@ describe('DELETE /users/{user_id}', () => {
     try {
       const res = await env.client('desdemona').DELETE('/users/{user_id}', { params: { path: { user_id: env.users.desdemona.id } } });
       expectJsonError(res, 400, 'Cannot deactivate the only organization owner', 'BAD_REQUEST');
-      expect((await readUser(env.users.desdemona.id)).is_active).toBe(true);
+      expect((await readUser(env, env.users.desdemona.id, 'iago')).is_active).toBe(true);
     } finally {
       for (const id of demoted) {
         await env.client('desdemona').PATCH('/users/{user_id}', { params: { path: { user_id: id } }, body: { role: 100 } });
@@ -565,25 +536,25 @@ describe('DELETE /users/{user_id}', () => {
   });
 
   it('is refused to non-administrators', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const res = await env.client('hamlet').DELETE('/users/{user_id}', { params: { path: { user_id: target.id } } });
     expectJsonError(res, 400, 'Insufficient permission', 'BAD_REQUEST');
-    expect((await readUser(target.id)).is_active).toBe(true);
+    expect((await readUser(env, target.id, 'iago')).is_active).toBe(true);
   });
 });
 
 describe('POST /users/{user_id}/reactivate', () => {
   it('reactivates a deactivated user, whose role is kept and whose API key works again', async () => {
-    const target = await createUser({ role: 300 });
-    const key = await apiKeyOf(target.id);
+    const target = await newUser({ role: 300 });
+    const key = await apiKeyOf(env, target.id);
     await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: target.id } } });
-    expect((await readUser(target.id)).is_active).toBe(false);
+    expect((await readUser(env, target.id, 'iago')).is_active).toBe(false);
 
     const { data, response } = await env.client('iago').POST('/users/{user_id}/reactivate', { params: { path: { user_id: target.id } } });
     expect(response.status).toBe(200);
     expect(data).toEqual({ result: 'success', msg: '' });
-    expect(await readUser(target.id)).toMatchObject({ is_active: true, role: 300 });
-    const me = await env.raw('/users/me', { headers: { Authorization: basic(target.email, key) } });
+    expect(await readUser(env, target.id, 'iago')).toMatchObject({ is_active: true, role: 300 });
+    const me = await env.raw('/users/me', { headers: { Authorization: basicAuth(target.email, key) } });
     expect(me.status).toBe(200);
     expect(me.body.user_id).toBe(target.id);
   });
@@ -593,15 +564,15 @@ describe('POST /users/{user_id}/reactivate', () => {
     await env.running.deps.db.user.update({ where: { id: bot.id }, data: { isActive: false } });
     const res = await env.client('iago').POST('/users/{user_id}/reactivate', { params: { path: { user_id: bot.id } } });
     expect(res.response.status).toBe(200);
-    expect((await readUser(bot.id)).is_active).toBe(true);
+    expect((await readUser(env, bot.id, 'iago')).is_active).toBe(true);
   });
 
   it('succeeds and changes nothing for an account that is already active', async () => {
-    const target = await createUser();
+    const target = await newUser();
     const res = await env.client('iago').POST('/users/{user_id}/reactivate', { params: { path: { user_id: target.id } } });
     expect(res.response.status).toBe(200);
     expect(res.data).toEqual({ result: 'success', msg: '' });
-    expect((await readUser(target.id)).is_active).toBe(true);
+    expect((await readUser(env, target.id, 'iago')).is_active).toBe(true);
   });
 
   it('answers No such user for an unknown ID', async () => {
@@ -610,10 +581,10 @@ describe('POST /users/{user_id}/reactivate', () => {
   });
 
   it('is refused to non-administrators', async () => {
-    const target = await createUser();
+    const target = await newUser();
     await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: target.id } } });
     const res = await env.client('shiva').POST('/users/{user_id}/reactivate', { params: { path: { user_id: target.id } } });
     expectJsonError(res, 400, 'Insufficient permission', 'BAD_REQUEST');
-    expect((await readUser(target.id)).is_active).toBe(false);
+    expect((await readUser(env, target.id, 'iago')).is_active).toBe(false);
   });
 });

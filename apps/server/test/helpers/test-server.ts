@@ -7,6 +7,7 @@ import { createParleyClient, type ParleyClient } from '@parley/client';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps, listen, type RunningServer } from '../../src/server.ts';
 import { TEST_SECRET, type Person } from './fixtures.ts';
+import { basicAuth } from './auth.ts';
 
 export interface TestServer {
   url: string;
@@ -33,10 +34,7 @@ export async function startTestServer(options: { emitQueryEvents?: boolean; rate
   const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: template.realmUrl, validateResponses: true, rateLimit: options.rateLimit ?? null };
   const deps = await createDeps(config, databaseUrl, { poolSize: 8, emitQueryEvents: options.emitQueryEvents ?? false });
   const running = await listen(deps, '127.0.0.1', 0);
-  const auth = (person: Person) => {
-    const u = template.users[person];
-    return `Basic ${Buffer.from(`${u.email}:${u.apiKey}`).toString('base64')}`;
-  };
+  const auth = (person: Person) => basicAuth(template.users[person].email, template.users[person].apiKey);
   return {
     url: running.url,
     running,

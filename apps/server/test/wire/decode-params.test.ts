@@ -8,6 +8,7 @@ import { wirePlan } from '@parley/wire';
 import { NOT_YET_SERVED } from '../../src/routes.ts';
 import { TEST_PASSWORD } from '../helpers/fixtures.ts';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { basicAuth } from '../helpers/auth.ts';
 
 let env: TestServer;
 beforeAll(async () => {
@@ -86,7 +87,7 @@ async function throwawayUser(): Promise<{ id: number; email: string; apiKey: str
     id: created.body.user_id,
     email,
     apiKey: key.body.api_key,
-    auth: `Basic ${Buffer.from(`${email}:${key.body.api_key}`).toString('base64')}`,
+    auth: basicAuth(email, key.body.api_key),
   };
 }
 
@@ -418,7 +419,7 @@ describe('validation errors', () => {
 
   it('auth comes before parameters: bad credentials with bad params → 401, not 400', async () => {
     const res = await env.raw(`/users${qs({ client_gravatar: 'True' })}`, {
-      headers: { Authorization: `Basic ${Buffer.from(`hamlet@parley.test:${'x'.repeat(32)}`).toString('base64')}` },
+      headers: { Authorization: basicAuth('hamlet@parley.test', 'x'.repeat(32)) },
     });
     expectJsonError(res, 401, 'Invalid API key', 'UNAUTHORIZED');
     expectCleanError(res);

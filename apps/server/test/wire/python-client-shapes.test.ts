@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ParleyClient } from '@parley/client';
 import { TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { basicAuth, fetchApiKey } from '../helpers/auth.ts';
 
 let env: TestServer;
 beforeAll(async () => {
@@ -87,7 +88,7 @@ function pythonCall(credentials: Credentials, method: 'GET' | 'POST' | 'PATCH' |
   } else {
     headers['Content-Length'] = '0'; // requests: no data → no Content-Type, Content-Length 0
   }
-  headers.Authorization = `Basic ${Buffer.from(`${credentials.email}:${credentials.apiKey}`).toString('base64')}`;
+  headers.Authorization = basicAuth(credentials.email, credentials.apiKey);
 
   const target = new URL(path, env.url);
   return new Promise((resolve, reject) => {
@@ -131,13 +132,7 @@ async function freshUser(): Promise<Credentials & { id: number }> {
   const email = `py-${randomUUID().slice(0, 8)}@parley.test`;
   const created = await pythonCall(as('iago'), 'POST', 'users', { email, password: TEST_PASSWORD, full_name: 'Python Newcomer' });
   expectSuccess(created);
-  const key = await env.raw('/fetch_api_key', {
-    method: 'POST',
-    body: new URLSearchParams({ username: email, password: TEST_PASSWORD }).toString(),
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-  });
-  expect(key.status).toBe(200);
-  return { id: created.body.user_id, email, apiKey: key.body.api_key };
+  return { id: created.body.user_id, email, apiKey: await fetchApiKey(env, email) };
 }
 
 // ---------------------------------------------------------------------------------------------
