@@ -62,7 +62,8 @@ beforeAll(async () => {
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
   const deadline = Date.now() + 90_000;
-  while (!/listening on/.test(output)) {
+  // The first start prints where it wrote the zuliprc once it is listening.
+  while (!/zuliprc: /.test(output)) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`server did not start:\n${output}`);
     await new Promise((r) => setTimeout(r, 100));
   }
