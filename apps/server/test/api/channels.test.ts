@@ -3,24 +3,20 @@
 // role (owner, administrator, moderator, member, guest, channel administrator through a group,
 // non-subscriber of a private channel), stored state and stored events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { expectJsonError, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { basicAuth } from '../helpers/auth.ts';
-import { createChannel } from '../helpers/channels.ts';
+import { createChannel, startChannelTestServer } from '../helpers/channels.ts';
 import { eventsSince, markEvents } from '../helpers/events.ts';
-import { systemGroupIds, type SystemGroupIds } from '../helpers/groups.ts';
+import type { SystemGroupIds } from '../helpers/groups.ts';
 import { activeUsers, adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
-import { realmIdOf } from '../helpers/realm.ts';
 
 let env: TestServer;
 let realmId: number;
 let sys: SystemGroupIds;
 let roles: UserRole[] = [];
 beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
-  sys = await systemGroupIds(env);
-  roles = await activeUsers(env, realmId);
+  ({ env, realmId, sys, roles } = await startChannelTestServer());
 });
 afterAll(() => env.close());
 

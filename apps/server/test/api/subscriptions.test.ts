@@ -2,24 +2,20 @@
 // GET /users/me/subscriptions: channel creation with its settings and permissions, subscribing others,
 // authorization of private channels, results, stored state and stored events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { expectJsonError, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { activeSubscribers, fresh } from '../helpers/channels.ts';
+import { activeSubscribers, fresh, startChannelTestServer } from '../helpers/channels.ts';
 import { eventsSince, markEvents } from '../helpers/events.ts';
-import { systemGroupIds, type SystemGroupIds } from '../helpers/groups.ts';
-import { activeUsers, adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
-import { realmIdOf, withRealm } from '../helpers/realm.ts';
+import type { SystemGroupIds } from '../helpers/groups.ts';
+import { adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
+import { withRealm } from '../helpers/realm.ts';
 
 let env: TestServer;
 let realmId: number;
 let sys: SystemGroupIds;
-/** Active users of the organization (the bootstrap owner included). */
 let roles: UserRole[] = [];
 beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
-  sys = await systemGroupIds(env);
-  roles = await activeUsers(env, realmId);
+  ({ env, realmId, sys, roles } = await startChannelTestServer());
 });
 afterAll(() => env.close());
 

@@ -2,23 +2,19 @@
 // three ways to remove others, removed / not_removed, STREAM_DOES_NOT_EXIST with `stream`, unknown or
 // deactivated principals (400 BAD_REQUEST), archived channels, stored state and stored events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { expectJsonError, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { activeSubscribers, fresh, subscribeDirectly } from '../helpers/channels.ts';
+import { activeSubscribers, fresh, subscribeDirectly, startChannelTestServer } from '../helpers/channels.ts';
 import { eventsSince, markEvents } from '../helpers/events.ts';
-import { systemGroupIds, type SystemGroupIds } from '../helpers/groups.ts';
-import { activeUsers, adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
-import { realmIdOf } from '../helpers/realm.ts';
+import type { SystemGroupIds } from '../helpers/groups.ts';
+import { adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
 
 let env: TestServer;
 let realmId: number;
 let sys: SystemGroupIds;
 let roles: UserRole[] = [];
 beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
-  sys = await systemGroupIds(env);
-  roles = await activeUsers(env, realmId);
+  ({ env, realmId, sys, roles } = await startChannelTestServer());
 });
 afterAll(() => env.close());
 

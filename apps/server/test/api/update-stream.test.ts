@@ -2,23 +2,20 @@
 // result, the limits of /register, the permission matrix, all-or-nothing application, stored state and
 // stored events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { expectJsonError, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { createChannel, fresh, subscribeDirectly } from '../helpers/channels.ts';
+import { createChannel, fresh, subscribeDirectly, startChannelTestServer } from '../helpers/channels.ts';
 import { eventsSince, markEvents } from '../helpers/events.ts';
-import { systemGroupIds, type SystemGroupIds } from '../helpers/groups.ts';
-import { activeUsers, adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
-import { realmIdOf, withRealm } from '../helpers/realm.ts';
+import type { SystemGroupIds } from '../helpers/groups.ts';
+import { adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
+import { withRealm } from '../helpers/realm.ts';
 
 let env: TestServer;
 let realmId: number;
 let sys: SystemGroupIds;
 let roles: UserRole[] = [];
 beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
-  sys = await systemGroupIds(env);
-  roles = await activeUsers(env, realmId);
+  ({ env, realmId, sys, roles } = await startChannelTestServer());
 });
 afterAll(() => env.close());
 

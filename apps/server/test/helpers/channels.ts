@@ -1,7 +1,9 @@
 // Channels for a test: fresh names, channels created through the API, and subscriptions read or written
 // directly in the database (setup and read-back only).
 import type { Person } from './fixtures.ts';
-import type { TestServer } from './test-server.ts';
+import { startTestServer, type TestServer } from './test-server.ts';
+import { systemGroupIds, type SystemGroupIds } from './groups.ts';
+import { activeUsers, type UserRole } from './people.ts';
 import { realmIdOf } from './realm.ts';
 
 let counter = 0;
@@ -31,4 +33,20 @@ export async function subscribeDirectly(env: TestServer, userId: number, channel
 export async function activeSubscribers(env: TestServer, channelId: number): Promise<number[]> {
   const rows = await env.running.deps.db.subscription.findMany({ where: { channelId, active: true }, orderBy: { userId: 'asc' } });
   return rows.map((r) => r.userId);
+}
+
+export interface ChannelTestContext {
+  env: TestServer;
+  realmId: number;
+  /** System-group ids by name. */
+  sys: SystemGroupIds;
+  /** Active users of the organization (the bootstrap owner included), as of the start of the file. */
+  roles: UserRole[];
+}
+
+/** The server and lookups every channel test file starts from. */
+export async function startChannelTestServer(): Promise<ChannelTestContext> {
+  const env = await startTestServer();
+  const realmId = await realmIdOf(env);
+  return { env, realmId, sys: await systemGroupIds(env), roles: await activeUsers(env, realmId) };
 }
