@@ -11,7 +11,7 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    env: { PARLEY_QUIET_ERRORS: '1' },
+    env: {},
     reporters: reportDir ? ['default', 'json'] : ['default'],
     ...(reportDir ? { outputFile: { json: `${reportDir}/server.json` } } : {}),
   },

@@ -11,14 +11,17 @@ import { JsonableError, ResourceNotFoundError, UnauthorizedError } from './error
 import { authenticate, parseBasicAuth } from './http/authenticate.ts';
 import type { RequestState } from './http/context.ts';
 import { decodeParams } from './http/decode-params.ts';
-import { errorHandler } from './http/error-handler.ts';
+import { errorHandler, finalErrorHandler } from './http/error-handler.ts';
+import { requestLogging } from './http/logging.ts';
 import { resolveOperation } from './http/operations.ts';
 import { sendError, sendSuccess } from './http/respond.ts';
-import { buildValidationSpec } from './http/validation-spec.ts';
+import { buildValidationSpec, INTEGER_RANGE_FORMATS } from './http/validation-spec.ts';
 import { handlers } from './routes.ts';
 import { rateLimit } from './http/rate-limit.ts';
 import { createRateLimiter } from './data/rate-limits.repo.ts';
 import { findFirstRealm } from './data/realms.repo.ts';
+import { pingDatabase } from './data/db.ts';
+import { checkSpectatorAccess } from './access/users.ts';
 import type { HandlerContext } from './http/handler.ts';
 
 const API_PREFIX = '/api/v1';
@@ -28,6 +31,18 @@ export function buildApp(deps: AppDeps) {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   if (deps.config.trustProxy) app.set('trust proxy', deps.config.trustProxy);
+  app.use(requestLogging(deps.logger));
+
+  // For load balancers: this process answers and reaches its database.
+  app.get('/health', async (_req, res, next) => {
+    try {
+      await pingDatabase(deps.db);
+      res.json({ result: 'success', msg: '', status: 'ok' });
+    } catch (error) {
+      deps.logger.error({ err: error }, 'health check: database unreachable');
+      next(new JsonableError('Database unreachable', { status: 503, code: 'SERVER_OVERLOADED' }));
+    }
+  });
 
   app.get('/api/openapi.yaml', (_req, res) => {
     res.type('application/yaml').sendFile(deps.specYamlPath);
@@ -55,9 +70,30 @@ export function buildApp(deps: AppDeps) {
     validateApiSpec: false,
     fileUploader: false,
     ignoreUndocumented: false,
+    formats: INTEGER_RANGE_FORMATS,
   });
   const multipart = multer({ limits: { fieldSize: 2 * 1024 * 1024, files: 0 } }).none();
-  const urlencoded = express.urlencoded({ extended: false, limit: '5mb', parameterLimit: 10_000 });
+  // The raw bytes (inflated, size-limited by body-parser), decoded below with URLSearchParams: every
+  // name is kept as sent, `__proto__` included, into an object without a prototype.
+  const urlencodedBytes = express.raw({ type: () => true, limit: '5mb', inflate: true });
+  const urlencoded = (req: Request, res: Response, next: NextFunction) => {
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    if (charset && charset !== 'utf-8' && charset !== 'utf8' && charset !== 'us-ascii') {
+      return next(new JsonableError('Unsupported charset', { status: 415 }));
+    }
+    urlencodedBytes(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      const fields: Record<string, string> = Object.create(null);
+      const text = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+      let count = 0;
+      for (const [name, value] of new URLSearchParams(text)) {
+        if (++count > 10_000) return next(new JsonableError('Too many parameters', { status: 413 }));
+        fields[name] = value; // a repeated name keeps its last value, as Django's QueryDict does
+      }
+      req.body = fields;
+      next();
+    });
+  };
 
   const api = express.Router();
 
@@ -66,21 +102,27 @@ export function buildApp(deps: AppDeps) {
     const resolution = resolveOperation(req.method, req.path);
     if (resolution.kind === 'not-found') return sendError(res, new JsonableError('Not Found', { status: 404 }));
     if (resolution.kind === 'method-not-allowed') {
-      res.setHeader('Allow', resolution.allowed.join(', '));
-      return res.status(405).json({ result: 'error', msg: 'Method Not Allowed', allowed_methods: resolution.allowed });
+      return sendError(
+        res,
+        new JsonableError('Method Not Allowed', { status: 405, data: { allowed_methods: resolution.allowed }, headers: { Allow: resolution.allowed.join(', ') } }),
+      );
     }
     res.locals.parley = { operation: resolution.operation, pathParams: resolution.pathParams } as Partial<RequestState>;
     next();
   });
 
   // 2. Body: urlencoded or multipart (an empty multipart body means "no parameters"); no content type → none.
+  //    A urlencoded body may be compressed (gzip, deflate, br); a body that does not match its encoding
+  //    is the client's error (400), as is an encoding we cannot read (415).
   api.use((req: Request, res: Response, next: NextFunction) => {
-    const type = req.headers['content-type'] ?? '';
+    const type = (req.headers['content-type'] ?? '').toLowerCase();
     if (req.headers['content-length'] === '0' || !type) {
       req.body = {};
       return next();
     }
     if (type.startsWith('multipart/form-data')) {
+      const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+      if (encoding !== 'identity' && encoding !== '') return next(new JsonableError('Unsupported Content-Encoding', { status: 415 }));
       return multipart(req, res, (err?: unknown) => {
         if (err) return next(new JsonableError('Malformed multipart body'));
         next();
@@ -95,9 +137,10 @@ export function buildApp(deps: AppDeps) {
   api.use(async (req: Request, res: Response, next: NextFunction) => {
     const state = res.locals.parley as RequestState;
     try {
-      // As in Zulip's rest_dispatch, credentials that are sent are checked even on public operations
-      // (a deactivated key gets 401 from /server_settings too).
-      const credentials = parseBasicAuth(req);
+      // Public operations (server_settings, fetch_api_key) never look at credentials: Zulip routes them
+      // outside its authenticated dispatcher, and the Python client calls /server_settings from its
+      // constructor, so a wrong key must not fail there.
+      const credentials = state.operation.auth === 'none' ? null : parseBasicAuth(req);
       if (credentials) {
         const { user, realm } = await authenticate(deps.db, deps.cipher, credentials);
         state.user = user;
@@ -107,6 +150,9 @@ export function buildApp(deps: AppDeps) {
       } else {
         const realm = await findFirstRealm(deps.db);
         if (!realm) throw new JsonableError('No organization exists on this server yet');
+        // Operations open to spectators: without spectator access, authentication is missing (401),
+        // and that is answered before any parameter is looked at.
+        if (state.operation.auth === 'optional') checkSpectatorAccess(realm);
         state.user = null;
         state.realm = realm;
       }
@@ -166,6 +212,7 @@ export function buildApp(deps: AppDeps) {
 
   app.use(API_PREFIX, api);
   app.use((_req: Request, res: Response) => sendError(res, new JsonableError('Not Found', { status: 404 })));
-  app.use(errorHandler(rules, deps.config));
+  app.use(errorHandler(rules, deps.logger));
+  app.use(finalErrorHandler(deps.logger));
   return app;
 }

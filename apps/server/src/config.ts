@@ -14,7 +14,8 @@ export interface Config {
   secretKey: string | undefined;
   /** Validate every response against the spec (on in development and tests). */
   validateResponses: boolean;
-  logRequests: boolean;
+  /** pino level: trace, debug, info (default: one line per request), warn, error, fatal, silent. */
+  logLevel: string;
   /** Express `trust proxy` (PARLEY_TRUST_PROXY), so rate limits see client addresses behind a load balancer. */
   trustProxy: string | false;
   /** Requests per window per user (or client address); null disables. PARLEY_RATE_LIMIT="200/60". */
@@ -40,11 +41,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ownerEmail: env.PARLEY_OWNER_EMAIL ?? 'owner@parley.local',
     secretKey: env.PARLEY_SECRET_KEY || undefined,
     validateResponses: (env.PARLEY_VALIDATE_RESPONSES ?? (env.NODE_ENV === 'production' ? '0' : '1')) === '1',
-    logRequests: env.PARLEY_LOG_REQUESTS === '1',
+    logLevel: parseLogLevel(env.PARLEY_LOG_LEVEL ?? 'info'),
     pushNotificationsEnabled: Boolean(env.PARLEY_APNS_KEY_FILE),
     trustProxy: env.PARLEY_TRUST_PROXY || false,
     rateLimit: parseRateLimit(env.PARLEY_RATE_LIMIT ?? '200/60'),
   };
+}
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+function parseLogLevel(value: string): string {
+  if (!LOG_LEVELS.includes(value)) throw new Error(`PARLEY_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${value}`);
+  return value;
 }
 
 function parseRateLimit(value: string): Config['rateLimit'] {

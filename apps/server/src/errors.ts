@@ -63,3 +63,15 @@ export class RateLimitedError extends JsonableError {
 }
 
 export const insufficientPermission = () => new JsonableError('Insufficient permission');
+
+/** 503: the server cannot take the request now (connections or transactions not available in time). */
+export class ServerOverloadedError extends JsonableError {
+  constructor(retryAfterSeconds: number) {
+    super('The server is busy; retry later', {
+      status: 503,
+      code: 'SERVER_OVERLOADED',
+      data: { 'retry-after': retryAfterSeconds },
+      headers: { 'Retry-After': String(Math.ceil(retryAfterSeconds)) },
+    });
+  }
+}

@@ -1,7 +1,8 @@
 // Assembles a running Parley server: database (given or embedded), migrations, dependencies, HTTP.
 // Used by main.ts and by the tests, so that tests run exactly what users run.
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import http, { type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import pg from 'pg';
@@ -12,6 +13,7 @@ import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import type { AppDeps } from './deps.ts';
 import { createEventBus } from './events/bus.ts';
+import { createLogger } from './http/logging.ts';
 import { createApiKeyCipher, loadOrCreateSecret } from './security/secrets.ts';
 
 const require = createRequire(import.meta.url);
@@ -29,7 +31,8 @@ export interface RunningServer {
   deps: AppDeps;
   server: Server;
   url: string;
-  close(): Promise<void>;
+  /** Stops the server: with drainMs, requests under way get that long to finish first. */
+  close(options?: { drainMs?: number }): Promise<void>;
 }
 
 export async function createDeps(config: Config, databaseUrl: string, options: { poolSize?: number; emitQueryEvents?: boolean } = {}): Promise<AppDeps> {
@@ -41,10 +44,30 @@ export async function createDeps(config: Config, databaseUrl: string, options: {
     db,
     cipher: createApiKeyCipher(loadOrCreateSecret(config.secretKey, config.dataDir)),
     events: createEventBus(db),
+    logger: createLogger(config.logLevel),
     specJsonPath: files.json,
     specYamlPath: files.yaml,
     docsHtmlPath: files.docs,
   };
+}
+
+/** Requests Node's HTTP parser refuses never reach Express: answer them in Zulip's envelope too. */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable || error.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, msg] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', `Request headers too large (limit: ${http.maxHeaderSize} bytes)`]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'Request timed out']
+        : [400, 'Bad Request', 'Malformed HTTP request'];
+  const body = JSON.stringify({ result: 'error', msg, code: 'BAD_REQUEST' });
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 export async function listen(deps: AppDeps, host: string, port: number): Promise<RunningServer> {
@@ -53,17 +76,38 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
     const s = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve(s)));
   });
   server.keepAliveTimeout = 65_000;
+  server.on('clientError', answerClientError);
+  // In-flight requests, so that close() can let them finish.
+  let inFlight = 0;
+  let drained: (() => void) | null = null;
+  server.on('request', (_req, res: ServerResponse) => {
+    inFlight++;
+    res.once('close', () => {
+      inFlight--;
+      if (inFlight === 0) drained?.();
+    });
+  });
   const address = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
   return {
     deps,
     server,
     url,
-    async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+    async close({ drainMs = 0 } = {}) {
+      // Stop accepting; idle keep-alive connections go at once, requests under way get up to drainMs.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      if (inFlight > 0 && drainMs > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, drainMs);
+          drained = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      server.closeAllConnections();
+      await closed;
       await deps.db.$disconnect();
     },
   };

@@ -6,6 +6,11 @@ export type Db = PrismaClient | Prisma.TransactionClient;
 export type { PrismaClient };
 export { Prisma } from '@parley/db';
 
+/** One round trip to the database (health checks). */
+export async function pingDatabase(db: PrismaClient): Promise<void> {
+  await db.$queryRaw`SELECT 1`;
+}
+
 /** Runs `work` in one transaction; `afterCommit` callbacks run only once it committed. */
 export async function inTransaction<T>(
   db: PrismaClient,

@@ -6,8 +6,10 @@
 //   types are checked afterwards by the validator); plain strings stay raw;
 // - `subject` is Zulip's alias of `topic`; sending both is an error;
 // - unknown names are dropped and remembered for `ignored_parameters_unsupported`.
+import { randomUUID } from 'node:crypto';
 import type { WireOperation } from '@parley/wire';
 import { JsonableError } from '../errors.ts';
+import { formatParamPath } from './validation-errors.ts';
 
 export interface DecodedParams {
   params: Record<string, unknown>;
@@ -30,37 +32,46 @@ export class FloatLiteral {
 
 const lastValue = (value: unknown) => (Array.isArray(value) ? value[value.length - 1] : value);
 
+/** Marks float literals while parsing; random per process, so no client string can imitate it. */
+const FLOAT_MARK = `\u0000float:${randomUUID()}:`;
+const NUMBER_TOKEN = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+
 /** JSON.parse that keeps integral float literals distinguishable from integers. */
 export function parseZulipJson(text: string): unknown {
   let marked = '';
   let changed = false;
+  let copiedUpTo = 0;
   const floats: string[] = [];
   for (let i = 0; i < text.length; ) {
-    const c = text[i]!;
-    if (c === '"') {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */) {
       let j = i + 1;
-      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
-      marked += text.slice(i, j + 1);
+      while (j < text.length && text.charCodeAt(j) !== 34) j += text.charCodeAt(j) === 92 /* \ */ ? 2 : 1;
       i = j + 1;
       continue;
     }
-    const m = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(text.slice(i, i + 400));
-    if (m && (c === '-' || (c >= '0' && c <= '9'))) {
-      const token = m[0];
+    if (c === 45 /* - */ || (c >= 48 && c <= 57)) {
+      NUMBER_TOKEN.lastIndex = i;
+      const token = NUMBER_TOKEN.exec(text)?.[0];
+      if (!token) {
+        i++;
+        continue;
+      }
       if (/[.eE]/.test(token) && Number.isInteger(Number(token))) {
         floats.push(token);
-        marked += `"\\u0000float:${floats.length - 1}"`;
+        marked += text.slice(copiedUpTo, i) + JSON.stringify(`${FLOAT_MARK}${floats.length - 1}`);
+        copiedUpTo = i + token.length;
         changed = true;
-      } else marked += token;
+      }
       i += token.length;
       continue;
     }
-    marked += c;
     i++;
   }
   if (!changed) return JSON.parse(text);
+  marked += text.slice(copiedUpTo);
   return JSON.parse(marked, (_key, value) => {
-    if (typeof value === 'string' && value.startsWith('\u0000float:')) return new FloatLiteral(floats[Number(value.slice(7))]!);
+    if (typeof value === 'string' && value.startsWith(FLOAT_MARK)) return new FloatLiteral(floats[Number(value.slice(FLOAT_MARK.length))]!);
     return value;
   });
 }
@@ -75,7 +86,7 @@ export function decodeParams(
   for (const [name, value] of Object.entries(body ?? {})) raw.set(name, lastValue(value));
 
   for (const [canonical, alias] of Object.entries(ALIASES)) {
-    if (!operation.params[canonical] || !raw.has(alias)) continue;
+    if (!Object.hasOwn(operation.params, canonical) || !raw.has(alias)) continue;
     if (raw.has(canonical)) {
       throw new JsonableError(`Can't decide between '${canonical}' and '${alias}' arguments`, {
         code: 'REQUEST_CONFUSING_VAR',
@@ -89,7 +100,8 @@ export function decodeParams(
   const params: Record<string, unknown> = {};
   const ignored: string[] = [];
   for (const [name, value] of raw) {
-    const spec = operation.params[name];
+    // Own properties only: a parameter named `constructor` or `__proto__` is unknown, not inherited.
+    const spec = Object.hasOwn(operation.params, name) ? operation.params[name] : undefined;
     if (!spec) {
       ignored.push(name);
       continue;
@@ -104,6 +116,24 @@ export function decodeParams(
       throw new JsonableError(`${name} is not valid JSON`);
     }
   }
+  for (const [name, value] of Object.entries(params)) rejectNulCharacters(value, [name]);
   ignored.sort();
   return { params, ignored };
+}
+
+/**
+ * PostgreSQL text cannot hold U+0000, so a NUL anywhere in a value (a plain string, a list element, an
+ * object's key or field) is refused here, naming the parameter, before anything reaches the database.
+ */
+function rejectNulCharacters(value: unknown, path: string[]): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) throw new JsonableError(`${formatParamPath(path)} contains a NUL character`);
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => rejectNulCharacters(item, [...path, String(i)]));
+  } else if (value !== null && typeof value === 'object' && !(value instanceof FloatLiteral)) {
+    for (const [key, item] of Object.entries(value)) {
+      if (key.includes('\u0000')) throw new JsonableError(`${formatParamPath(path)} contains a NUL character`);
+      rejectNulCharacters(item, [...path, key]);
+    }
+  }
 }

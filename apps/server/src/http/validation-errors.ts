@@ -1,7 +1,7 @@
 // Maps express-openapi-validator failures to Zulip's validation messages (typed_endpoint wording).
 // One table keyed by the kind of failure; only the first failure is reported, as Zulip does.
 import { JsonableError, MissingArgumentError } from '../errors.ts';
-import type { ParamRules } from './validation-spec.ts';
+import { isIntegerRangeFormat, type ParamRules } from './validation-spec.ts';
 
 export interface ValidatorIssue {
   path: string;
@@ -59,8 +59,12 @@ export function toZulipError(issue: ValidatorIssue, rules: ParamRules | undefine
     case 'exclusiveMaximum':
     case 'maxItems':
       return new JsonableError(`${name} is too large`);
+    case 'format': {
+      const format = /format "([^"]+)"/.exec(issue.message)?.[1] ?? '';
+      if (isIntegerRangeFormat(format)) return new JsonableError(`${name} is out of range`);
+      return new JsonableError(`${name} has invalid format`);
+    }
     case 'pattern':
-    case 'format':
       return new JsonableError(`${name} has invalid format`);
     case 'additionalProperties': {
       const key = segments.at(-1) ?? '';

@@ -23,6 +23,42 @@ function deref(spec: Json, node: Json): Json {
   return current;
 }
 
+/** Formats the projection puts on request integers; registered with the validator in app.ts. */
+export const INTEGER_RANGE_FORMATS = {
+  /** Every integer the spec leaves unbounded: PostgreSQL's `integer`. */
+  'parley-int32': { type: 'number' as const, validate: (n: number) => n >= -2_147_483_648 && n <= 2_147_483_647 },
+  /** `format: int64` integers (timestamps): what a JavaScript number holds exactly. */
+  'parley-int64': { type: 'number' as const, validate: (n: number) => Number.isSafeInteger(n) },
+};
+export const isIntegerRangeFormat = (format: string) => Object.hasOwn(INTEGER_RANGE_FORMATS, format);
+
+/**
+ * A copy of a request schema (references inlined) in which every integer carries a range format, so
+ * that no integer the database cannot hold, wherever it sits (scalar, list element, object field),
+ * gets past validation. Response schemas are left as they are.
+ */
+function boundIntegers(spec: Json, node: Json, depth = 0): Json {
+  const schema = deref(spec, node);
+  if (!schema || typeof schema !== 'object' || depth > 32) return schema;
+  const copy: Json = Array.isArray(schema) ? [] : {};
+  for (const [key, value] of Object.entries<any>(schema)) {
+    if (key === 'properties' || key === 'patternProperties') {
+      copy[key] = Object.fromEntries(Object.entries<Json>(value).map(([name, sub]) => [name, boundIntegers(spec, sub, depth + 1)]));
+    } else if (['items', 'additionalProperties', 'not'].includes(key) && value && typeof value === 'object') {
+      copy[key] = boundIntegers(spec, value, depth + 1);
+    } else if (['oneOf', 'anyOf', 'allOf', 'prefixItems'].includes(key) && Array.isArray(value)) {
+      copy[key] = value.map((sub: Json) => boundIntegers(spec, sub, depth + 1));
+    } else {
+      copy[key] = value;
+    }
+  }
+  const types = Array.isArray(copy.type) ? copy.type : [copy.type];
+  if (types.includes('integer') && (copy.maximum === undefined || copy.minimum === undefined)) {
+    copy.format = copy.format === 'int64' ? 'parley-int64' : 'parley-int32';
+  }
+  return copy;
+}
+
 export function buildValidationSpec(spec: Json): { validationSpec: Json; rules: Map<string, ParamRules> } {
   const out: Json = structuredClone(spec);
   out.servers = [{ url: '/api/v1' }];
@@ -41,13 +77,13 @@ export function buildValidationSpec(spec: Json): { validationSpec: Json; rules: 
       const pathParams = params.filter((p: Json) => p.in === 'path');
       for (const p of params) {
         if (p.in !== 'query') continue;
-        properties[p.name] = p.schema ?? p.content?.['application/json']?.schema ?? {};
+        properties[p.name] = boundIntegers(out, p.schema ?? p.content?.['application/json']?.schema ?? {});
         if (p.required) required.push(p.name);
       }
       const requestBody = op.requestBody ? deref(out, op.requestBody) : undefined;
       const form = requestBody?.content?.['application/x-www-form-urlencoded'];
       const formSchema = form ? deref(out, form.schema ?? {}) : undefined;
-      Object.assign(properties, formSchema?.properties ?? {});
+      for (const [name, schema] of Object.entries<Json>(formSchema?.properties ?? {})) properties[name] = boundIntegers(out, schema);
       required.push(...(formSchema?.required ?? []));
       op.parameters = pathParams;
       op.requestBody = {

@@ -16,7 +16,7 @@ const rateLimit = { points: 30, durationSeconds: 60 };
 
 beforeAll(async () => {
   env = await startTestServer({ rateLimit });
-  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: 'http://parley.test', validateResponses: true, rateLimit };
+  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: 'http://parley.test', validateResponses: true, rateLimit, logLevel: 'error' };
   second = await listen(await createDeps(config, env.databaseUrl, { poolSize: 4 }), '127.0.0.1', 0);
 });
 afterAll(async () => {

@@ -29,7 +29,7 @@ export default async function setup(project: TestProject) {
   await admin.end();
 
   const realmUrl = 'http://parley.test';
-  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: dir, publicUrl: realmUrl, ownerEmail: 'owner@parley.test' };
+  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: dir, publicUrl: realmUrl, ownerEmail: 'owner@parley.test', logLevel: 'error' };
   const deps = await createDeps(config, db.urlFor('parley_template'), { poolSize: 2 });
   await bootstrapIfEmpty(deps, { PARLEY_OWNER_PASSWORD: TEST_PASSWORD });
   const realm = (await findFirstRealm(deps.db))!;

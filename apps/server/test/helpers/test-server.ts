@@ -31,7 +31,7 @@ export async function startTestServer(options: { emitQueryEvents?: boolean; rate
   await admin.query(`CREATE DATABASE ${database} TEMPLATE ${template.templateDatabase}`);
   await admin.end();
   const databaseUrl = template.adminUrl.replace(/\/postgres$/, `/${database}`);
-  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: template.realmUrl, validateResponses: true, rateLimit: options.rateLimit ?? null };
+  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: template.realmUrl, validateResponses: true, rateLimit: options.rateLimit ?? null, logLevel: process.env.PARLEY_LOG_LEVEL ?? 'error' };
   const deps = await createDeps(config, databaseUrl, { poolSize: 8, emitQueryEvents: options.emitQueryEvents ?? false });
   const running = await listen(deps, '127.0.0.1', 0);
   const auth = (person: Person) => basicAuth(template.users[person].email, template.users[person].apiKey);

@@ -546,12 +546,14 @@ describe('routing errors are JSON', () => {
     ['GET', '/typing', ['POST']],
     ['POST', '/users/12', ['DELETE', 'GET', 'PATCH']],
     ['GET', '/users/12/reactivate', ['POST']],
-  ] as const)('%s %s → 405 with allowed_methods and no code', async (method, path, allowed) => {
+  ] as const)('%s %s → 405 with allowed_methods (and a code, as every error)', async (method, path, allowed) => {
     for (const as of ['hamlet', undefined] as const) {
       const res = await env.raw(path, { method, ...(as ? { as } : {}) });
       expect(res.status).toBe(405);
       expect(res.headers.get('content-type') ?? '').toMatch(/^application\/json/);
-      expect(Object.keys(res.body).sort()).toEqual(['allowed_methods', 'msg', 'result']);
+      expect(Object.keys(res.body).sort()).toEqual(['allowed_methods', 'code', 'msg', 'result']);
+      expect(res.body.code).toBe('BAD_REQUEST');
+      expect(res.headers.get('allow')).toBe([...allowed].sort().join(', '));
       expect(res.body.result).toBe('error');
       expect(res.body.msg).toBe('Method Not Allowed');
       expect([...res.body.allowed_methods].sort()).toEqual([...allowed].sort());

@@ -1,0 +1,56 @@
+// Structured logs (pino, one JSON line per event). Every request gets an id, echoed in the
+// `X-Request-Id` response header and attached to its log lines, so a client's report of a failure can
+// be found in the server's logs.
+import { randomUUID } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+import { pino, type Logger } from 'pino';
+import type { RequestState } from './context.ts';
+
+export type { Logger };
+
+export function createLogger(level: string): Logger {
+  return pino({ level, base: { service: 'parley' } });
+}
+
+/** An incoming id is reused when it is a plausible token (from a load balancer, say); otherwise a new one. */
+const ACCEPTABLE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function requestIdOf(res: Response): string {
+  return (res.locals.requestId as string | undefined) ?? '-';
+}
+
+/** Assigns the request id and logs one line when the response is finished (or the client went away). */
+export function requestLogging(logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && ACCEPTABLE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.locals.requestId = id;
+    res.setHeader('X-Request-Id', id);
+    const started = process.hrtime.bigint();
+    const done = (event: 'finish' | 'close') => () => {
+      res.removeListener('finish', onFinish);
+      res.removeListener('close', onClose);
+      if (!logger.isLevelEnabled('info')) return;
+      const state = res.locals.parley as Partial<RequestState> | undefined;
+      logger.info(
+        {
+          req_id: id,
+          method: req.method,
+          // The path only: query strings may carry parameters that should not sit in logs.
+          path: req.path === '/' ? req.baseUrl || '/' : `${req.baseUrl}${req.path}`,
+          operation: state?.operation?.operationId,
+          user_id: state?.user?.id,
+          status: res.statusCode,
+          ms: Number(process.hrtime.bigint() - started) / 1e6,
+          ...(event === 'close' && !res.writableFinished ? { aborted: true } : {}),
+        },
+        'request',
+      );
+    };
+    const onFinish = done('finish');
+    const onClose = done('close');
+    res.once('finish', onFinish);
+    res.once('close', onClose);
+    next();
+  };
+}
