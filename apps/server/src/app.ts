@@ -18,7 +18,7 @@ import { sendError, sendSuccess } from './http/respond.ts';
 import { buildValidationSpec, INTEGER_RANGE_FORMATS } from './http/validation-spec.ts';
 import { handlers } from './routes.ts';
 import { rateLimit } from './http/rate-limit.ts';
-import { createRateLimiter } from './data/rate-limits.repo.ts';
+import { admission } from './http/admission.ts';
 import { findFirstRealm } from './data/realms.repo.ts';
 import { pingDatabase } from './data/db.ts';
 import { checkSpectatorAccess } from './access/users.ts';
@@ -111,7 +111,11 @@ export function buildApp(deps: AppDeps) {
     next();
   });
 
-  // 2. Body: urlencoded or multipart (an empty multipart body means "no parameters"); no content type → none.
+  // 2. At most so many requests at once (before their bodies are read); the rest wait in line,
+  //    briefly, or get 503 with Retry-After.
+  api.use(admission({ limit: deps.config.maxConcurrentRequests, queueTimeoutMs: deps.config.queueTimeoutMs }));
+
+  // 3. Body: urlencoded or multipart (an empty multipart body means "no parameters"); no content type → none.
   //    A urlencoded body may be compressed (gzip, deflate, br); a body that does not match its encoding
   //    is the client's error (400), as is an encoding we cannot read (415).
   api.use((req: Request, res: Response, next: NextFunction) => {
@@ -133,7 +137,7 @@ export function buildApp(deps: AppDeps) {
     next();
   });
 
-  // 3. Authenticate (before parameters are looked at, as in Zulip).
+  // 4. Authenticate (before parameters are looked at, as in Zulip).
   api.use(async (req: Request, res: Response, next: NextFunction) => {
     const state = res.locals.parley as RequestState;
     try {
@@ -142,13 +146,13 @@ export function buildApp(deps: AppDeps) {
       // constructor, so a wrong key must not fail there.
       const credentials = state.operation.auth === 'none' ? null : parseBasicAuth(req);
       if (credentials) {
-        const { user, realm } = await authenticate(deps.db, deps.cipher, credentials);
+        const { user, realm } = await authenticate(deps, credentials);
         state.user = user;
         state.realm = realm;
       } else if (state.operation.auth === 'required') {
         throw new UnauthorizedError('Missing authorization header for basic auth');
       } else {
-        const realm = await findFirstRealm(deps.db);
+        const realm = await deps.credentials.defaultRealm(() => findFirstRealm(deps.db));
         if (!realm) throw new JsonableError('No organization exists on this server yet');
         // Operations open to spectators: without spectator access, authentication is missing (401),
         // and that is answered before any parameter is looked at.
@@ -162,10 +166,10 @@ export function buildApp(deps: AppDeps) {
     }
   });
 
-  // 3b. Rate limit, per user or client address (counters shared through the database).
-  api.use(rateLimit(deps.config.rateLimit ? createRateLimiter(deps.db, deps.config.rateLimit, 'api') : null));
+  // 5. Rate limit, per user or client address (counters shared through the database).
+  api.use(rateLimit(deps.rateLimiter));
 
-  // 4. Decode Zulip's wire format into typed values, driven by the wire plan.
+  // 6. Decode Zulip's wire format into typed values, driven by the wire plan.
   api.use((req: Request, res: Response, next: NextFunction) => {
     const state = res.locals.parley as RequestState;
     const query = new URL(req.originalUrl, 'http://parley.invalid').searchParams;
@@ -179,10 +183,10 @@ export function buildApp(deps: AppDeps) {
     next();
   });
 
-  // 5. Validate against the spec.
+  // 7. Validate against the spec.
   api.use(validator);
 
-  // 6. Dispatch to the handler.
+  // 8. Dispatch to the handler.
   api.use(async (_req: Request, res: Response, next: NextFunction) => {
     const state = res.locals.parley as RequestState;
     const handler = (handlers as Record<string, ((ctx: HandlerContext<any>) => Promise<Record<string, unknown>>) | undefined>)[
@@ -204,6 +208,9 @@ export function buildApp(deps: AppDeps) {
         },
       };
       const data = await handler(ctx);
+      // A change is answered only once this process has heard every invalidation it caused, so the
+      // caller's next request (on this process) never meets a cached identity the change outdated.
+      if (state.operation.method !== 'get') await deps.listener.barrier();
       sendSuccess(res, data, state.ignored);
     } catch (error) {
       next(error);

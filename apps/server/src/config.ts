@@ -14,6 +14,12 @@ export interface Config {
   secretKey: string | undefined;
   /** Validate every response against the spec (on in development and tests). */
   validateResponses: boolean;
+  /** Connections of this process's database pool (PARLEY_DB_POOL_SIZE). */
+  databasePoolSize: number;
+  /** Requests handled at once by this process; more wait in line (PARLEY_MAX_CONCURRENT_REQUESTS). */
+  maxConcurrentRequests: number;
+  /** How long a request may wait in line before it is answered 503 (PARLEY_QUEUE_TIMEOUT_MS). */
+  queueTimeoutMs: number;
   /** pino level: trace, debug, info (default: one line per request), warn, error, fatal, silent. */
   logLevel: string;
   /** Express `trust proxy` (PARLEY_TRUST_PROXY), so rate limits see client addresses behind a load balancer. */
@@ -42,10 +48,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretKey: env.PARLEY_SECRET_KEY || undefined,
     validateResponses: (env.PARLEY_VALIDATE_RESPONSES ?? (env.NODE_ENV === 'production' ? '0' : '1')) === '1',
     logLevel: parseLogLevel(env.PARLEY_LOG_LEVEL ?? 'info'),
+    databasePoolSize: positiveInteger('PARLEY_DB_POOL_SIZE', env.PARLEY_DB_POOL_SIZE ?? '20'),
+    maxConcurrentRequests: positiveInteger('PARLEY_MAX_CONCURRENT_REQUESTS', env.PARLEY_MAX_CONCURRENT_REQUESTS ?? '64'),
+    queueTimeoutMs: positiveInteger('PARLEY_QUEUE_TIMEOUT_MS', env.PARLEY_QUEUE_TIMEOUT_MS ?? '5000'),
     pushNotificationsEnabled: Boolean(env.PARLEY_APNS_KEY_FILE),
     trustProxy: env.PARLEY_TRUST_PROXY || false,
     rateLimit: parseRateLimit(env.PARLEY_RATE_LIMIT ?? '200/60'),
   };
+}
+
+function positiveInteger(name: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${value}`);
+  return n;
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];

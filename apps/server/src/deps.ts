@@ -3,6 +3,9 @@ import type { PrismaClient } from './data/db.ts';
 import type { ApiKeyCipher } from './security/secrets.ts';
 import type { EventBus } from './events/bus.ts';
 import type { Logger } from './http/logging.ts';
+import type { DatabaseListener } from './events/listener.ts';
+import type { CredentialCache } from './security/credential-cache.ts';
+import type { RateLimiter } from './data/rate-limits.repo.ts';
 
 /** Everything the app needs, injected at start (no globals). */
 export interface AppDeps {
@@ -10,6 +13,12 @@ export interface AppDeps {
   db: PrismaClient;
   cipher: ApiKeyCipher;
   events: EventBus;
+  /** This process's LISTEN/NOTIFY connection (events, cache invalidation). */
+  listener: DatabaseListener;
+  /** Authenticated identities cached in memory, invalidated through `listener`. */
+  credentials: CredentialCache;
+  /** Per user (or client address) request budget, shared across processes; null when disabled. */
+  rateLimiter: RateLimiter | null;
   logger: Logger;
   /** The bundled spec (spec/dist/openapi.json, made by `pnpm generate`); read when the HTTP app is built. */
   specJsonPath: string;

@@ -5,14 +5,17 @@ import http, { type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import pg from 'pg';
 import { createPrismaClient } from '@parley/db';
-import { startEmbeddedPostgres } from '@parley/db/embedded';
+import { openParleyDatabase } from '@parley/db/embedded';
 import { applyMigrations } from '@parley/db/migrate';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import type { AppDeps } from './deps.ts';
 import { createEventBus } from './events/bus.ts';
+import { createDatabaseListener } from './events/listener.ts';
+import { notifyThroughPool } from './data/events.repo.ts';
+import { createCredentialCache } from './security/credential-cache.ts';
+import { createRateLimiter } from './data/rate-limits.repo.ts';
 import { createLogger } from './http/logging.ts';
 import { createApiKeyCipher, loadOrCreateSecret } from './security/secrets.ts';
 
@@ -37,14 +40,20 @@ export interface RunningServer {
 
 export async function createDeps(config: Config, databaseUrl: string, options: { poolSize?: number; emitQueryEvents?: boolean } = {}): Promise<AppDeps> {
   await applyMigrations(databaseUrl);
-  const db = createPrismaClient(databaseUrl, { max: options.poolSize ?? 10, emitQueryEvents: options.emitQueryEvents ?? false });
+  const db = createPrismaClient(databaseUrl, { max: options.poolSize ?? config.databasePoolSize, emitQueryEvents: options.emitQueryEvents ?? false });
   const files = specFiles();
+  const logger = createLogger(config.logLevel);
+  // Started by listen(): commands that only use the database (manage, seeding) open no extra connection.
+  const listener = createDatabaseListener(databaseUrl, logger, (channel, payload) => notifyThroughPool(db, channel, payload));
   return {
     config,
     db,
     cipher: createApiKeyCipher(loadOrCreateSecret(config.secretKey, config.dataDir)),
-    events: createEventBus(db),
-    logger: createLogger(config.logLevel),
+    listener,
+    credentials: createCredentialCache(listener),
+    events: createEventBus(listener, logger),
+    rateLimiter: config.rateLimit ? createRateLimiter(db, config.rateLimit, 'api', (error) => logger.error({ err: error }, 'rate-limit write failed')) : null,
+    logger,
     specJsonPath: files.json,
     specYamlPath: files.yaml,
     docsHtmlPath: files.docs,
@@ -72,6 +81,8 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
 
 export async function listen(deps: AppDeps, host: string, port: number): Promise<RunningServer> {
   const app = buildApp(deps);
+  deps.listener.start();
+  await deps.listener.ready();
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve(s)));
   });
@@ -108,6 +119,9 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
       }
       server.closeAllConnections();
       await closed;
+      await deps.events.flush();
+      await deps.rateLimiter?.flush();
+      await deps.listener.close();
       await deps.db.$disconnect();
     },
   };
@@ -115,19 +129,11 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
 
 /**
  * The database to use: DATABASE_URL when set, otherwise the embedded PostgreSQL under
- * $PARLEY_DATA_DIR/postgres (its `parley` database created on first use). `stop` shuts the embedded
- * cluster down (a no-op for DATABASE_URL).
+ * $PARLEY_DATA_DIR/postgres (its `parley` database created on first use; refused, with what to do,
+ * when another process runs that cluster). `stop` shuts the embedded cluster down (a no-op for
+ * DATABASE_URL).
  */
 export async function openDatabase(config: Config, log: (line: string) => void = () => {}): Promise<{ url: string; stop(): Promise<void> }> {
   if (config.databaseUrl) return { url: config.databaseUrl, stop: async () => {} };
-  log(`starting embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')}`);
-  const embedded = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres') });
-  const admin = new pg.Client({ connectionString: embedded.adminUrl });
-  await admin.connect();
-  try {
-    if ((await admin.query(`SELECT 1 FROM pg_database WHERE datname = 'parley'`)).rowCount === 0) await admin.query('CREATE DATABASE parley');
-  } finally {
-    await admin.end();
-  }
-  return { url: embedded.urlFor('parley'), stop: () => embedded.stop() };
+  return openParleyDatabase({ dataDir: config.dataDir, log });
 }

@@ -62,13 +62,38 @@ function loadSchemaEngine(): Promise<SchemaEngineModule> {
   return engineModule;
 }
 
+/**
+ * PrismaPg's executeScript splits a migration on every `;`, which breaks any statement with a body
+ * (a PL/pgSQL function, a DO block). PostgreSQL runs a parameterless multi-statement script as one
+ * simple query, so the script is sent whole instead.
+ */
+function wholeScripts(factory: PrismaPg): PrismaPg {
+  const wrap = <A extends { executeScript(script: string): Promise<void>; underlyingDriver(): unknown }>(adapter: A): A => {
+    const original = adapter as A & { onError?(error: unknown): never };
+    adapter.executeScript = async (script: string) => {
+      try {
+        await (adapter.underlyingDriver() as pg.Pool).query(script);
+      } catch (error) {
+        if (typeof original.onError === 'function') original.onError(error);
+        throw error;
+      }
+    };
+    return adapter;
+  };
+  const connect = factory.connect.bind(factory);
+  factory.connect = async () => wrap(await connect());
+  const shadow = factory.connectToShadowDb?.bind(factory);
+  if (shadow) factory.connectToShadowDb = async () => wrap(await shadow());
+  return factory;
+}
+
 async function withEngine<T>(connectionString: string, run: (engine: import('@prisma/schema-engine-wasm').SchemaEngine) => Promise<T>): Promise<T> {
   const { SchemaEngine } = await loadSchemaEngine();
   const schema = readFileSync(schemaPath, 'utf8');
   // Our own pool, ended afterwards: the engine holds a session advisory lock while migrating, and a
   // pool left open would make the next migration run wait for that lock.
   const pool = new pg.Pool({ connectionString, max: 2 });
-  const adapter = bindMigrationAwareSqlAdapterFactory(new PrismaPg(pool));
+  const adapter = bindMigrationAwareSqlAdapterFactory(wholeScripts(new PrismaPg(pool)));
   const engine = await SchemaEngine.new({ datamodels: [[schemaPath, schema]] }, () => {}, adapter);
   try {
     return await run(engine);

@@ -21,6 +21,7 @@ export async function insertEvents(db: Db, realmId: number, events: QueuedEvent[
   });
 }
 
-export async function notifyEventChannel(db: Db, realmId: number): Promise<void> {
-  await db.$executeRaw`SELECT pg_notify('parley_events', ${String(realmId)})`;
+/** NOTIFY through a pooled connection (when the listener connection is down). */
+export async function notifyThroughPool(db: Db, channel: string, payload: string): Promise<void> {
+  await db.$executeRaw`SELECT pg_notify(${channel}, ${payload})`;
 }

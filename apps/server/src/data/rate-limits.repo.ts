@@ -1,6 +1,11 @@
-// Rate limits stored in PostgreSQL (rate-limiter-flexible's Prisma store), so that every server
-// process sharing the database counts the same requests.
-import { RateLimiterPrisma, RateLimiterRes } from 'rate-limiter-flexible';
+// Rate limits shared by every server process through PostgreSQL (rate-limiter-flexible's Prisma
+// store), without a database round trip per request. Each process decides locally from the shared
+// count it last learned plus what it accepted since, and writes its new consumption behind the
+// request, coalesced per key; every write returns the shared count, which the next decision uses.
+// The shared budget can be overshot only by what other processes accepted since this process's last
+// write for that key (for sequential traffic: one request per process), which is the bounded error
+// we accept for removing two statements from every request.
+import { RateLimiterPrisma } from 'rate-limiter-flexible';
 import type { PrismaClient } from './db.ts';
 
 export interface RateLimitRule {
@@ -17,28 +22,83 @@ export interface RateLimitOutcome {
 }
 
 export interface RateLimiter {
-  consume(key: string): Promise<RateLimitOutcome>;
+  consume(key: string): RateLimitOutcome;
+  /** Resolves once every accepted request was written to the shared store. */
+  flush(): Promise<void>;
 }
 
-export function createRateLimiter(db: PrismaClient, rule: RateLimitRule, keyPrefix: string): RateLimiter {
-  const limiter = new RateLimiterPrisma({
+interface KeyState {
+  /** The shared count as of this process's last write. */
+  shared: number;
+  /** Accepted here and not written yet. */
+  unwritten: number;
+  /** When the current window ends (ms since epoch). */
+  resetAt: number;
+  writing: boolean;
+}
+
+export function createRateLimiter(db: PrismaClient, rule: RateLimitRule, keyPrefix: string, onError: (error: unknown) => void = () => {}): RateLimiter {
+  const store = new RateLimiterPrisma({
     storeClient: db,
     tableName: 'rateLimiterFlexible',
     points: rule.points,
     duration: rule.durationSeconds,
     keyPrefix,
   });
-  return {
-    async consume(key) {
-      try {
-        const res = await limiter.consume(key);
-        return { allowed: true, limit: rule.points, remaining: res.remainingPoints, resetSeconds: res.msBeforeNext / 1000 };
-      } catch (error) {
-        if (error instanceof RateLimiterRes) {
-          return { allowed: false, limit: rule.points, remaining: 0, resetSeconds: error.msBeforeNext / 1000 };
+  const states = new Map<string, KeyState>();
+  const inFlight = new Set<Promise<void>>();
+  const windowMs = rule.durationSeconds * 1000;
+
+  async function write(key: string, state: KeyState): Promise<void> {
+    state.writing = true;
+    try {
+      while (state.unwritten > 0) {
+        const points = state.unwritten;
+        state.unwritten = 0;
+        try {
+          // penalty() adds points without refusing, and answers the shared total and the window's end.
+          const res = await store.penalty(key, points);
+          state.shared = res.consumedPoints;
+          state.resetAt = Date.now() + res.msBeforeNext;
+        } catch (error) {
+          onError(error);
+          state.shared += points; // keep counting locally; the next write catches up
         }
-        throw error;
       }
+    } finally {
+      state.writing = false;
+      if (state.resetAt <= Date.now() && state.unwritten === 0) states.delete(key);
+    }
+  }
+
+  // Windows that ended are forgotten, so memory follows the active keys only.
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const [key, state] of states) if (state.resetAt <= now && !state.writing && state.unwritten === 0) states.delete(key);
+  }, Math.max(1_000, Math.min(windowMs, 60_000)));
+  sweep.unref();
+
+  return {
+    consume(key) {
+      const now = Date.now();
+      let state = states.get(key);
+      if (!state || (state.resetAt <= now && !state.writing)) {
+        state = { shared: 0, unwritten: 0, resetAt: now + windowMs, writing: false };
+        states.set(key, state);
+      }
+      const used = state.shared + state.unwritten;
+      const resetSeconds = Math.max((state.resetAt - now) / 1000, 0.001);
+      if (used >= rule.points) return { allowed: false, limit: rule.points, remaining: 0, resetSeconds };
+      state.unwritten++;
+      if (!state.writing) {
+        const writing = write(key, state);
+        inFlight.add(writing);
+        void writing.finally(() => inFlight.delete(writing));
+      }
+      return { allowed: true, limit: rule.points, remaining: rule.points - used - 1, resetSeconds };
+    },
+    async flush() {
+      while (inFlight.size > 0) await Promise.all([...inFlight]);
     },
   };
 }

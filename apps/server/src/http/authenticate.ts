@@ -5,6 +5,7 @@ import type { Db } from '../data/db.ts';
 import type { User, Realm } from '../data/models.ts';
 import { findUserByApiKeyHash } from '../data/users.repo.ts';
 import { isWellFormedApiKey, type ApiKeyCipher } from '../security/secrets.ts';
+import type { CredentialCache } from '../security/credential-cache.ts';
 
 export interface Credentials {
   email: string;
@@ -26,11 +27,25 @@ export function parseBasicAuth(req: Request): Credentials | null {
   return { email: pieces[0]!.trim(), apiKey: pieces[1]!.trim() };
 }
 
-export async function authenticate(db: Db, cipher: ApiKeyCipher, credentials: Credentials): Promise<{ user: User; realm: Realm }> {
+/**
+ * Resolves the key to its user and organization: from the per-process cache (no database round trip),
+ * or from the database once, verified against the encrypted key. Every check below runs on every
+ * request, on the cached rows too; the cache drops a user's entry as soon as any process changes them.
+ */
+export async function authenticate(
+  deps: { db: Db; cipher: ApiKeyCipher; credentials: CredentialCache },
+  credentials: Credentials,
+): Promise<{ user: User; realm: Realm }> {
   if (!isWellFormedApiKey(credentials.apiKey)) throw new UnauthorizedError('Malformed API key');
-  const row = await findUserByApiKeyHash(db, cipher.lookupHash(credentials.apiKey));
-  if (!row || !cipher.matches(credentials.apiKey, row.ciphertext)) throw new UnauthorizedError('Invalid API key');
-  const { realm, ...user } = row.user;
+  const lookupHash = deps.cipher.lookupHash(credentials.apiKey);
+  const identity = await deps.credentials.get(lookupHash, async () => {
+    const row = await findUserByApiKeyHash(deps.db, lookupHash);
+    if (!row || !deps.cipher.matches(credentials.apiKey, row.ciphertext)) return null;
+    const { realm, ...user } = row.user;
+    return { user, realm, ciphertext: row.ciphertext };
+  });
+  if (!identity) throw new UnauthorizedError('Invalid API key');
+  const { user, realm } = identity;
   if (user.deliveryEmail.toLowerCase() !== credentials.email.toLowerCase()) throw new UnauthorizedError('Invalid API key');
   if (!user.isActive) throw new UnauthorizedError('Account is deactivated');
   if (realm.deactivated) throw new UnauthorizedError('This organization has been deactivated');

@@ -6,12 +6,12 @@ import { RateLimitedError } from '../errors.ts';
 import type { RequestState } from './context.ts';
 
 export function rateLimit(limiter: RateLimiter | null) {
-  return async (req: Request, res: Response, next: NextFunction) => {
+  return (req: Request, res: Response, next: NextFunction) => {
     if (!limiter) return next();
     const state = res.locals.parley as RequestState;
     const key = state.user ? `user:${state.user.id}` : `ip:${req.ip ?? 'unknown'}`;
     try {
-      const outcome = await limiter.consume(key);
+      const outcome = limiter.consume(key);
       res.setHeader('X-RateLimit-Limit', String(outcome.limit));
       res.setHeader('X-RateLimit-Remaining', String(outcome.remaining));
       res.setHeader('X-RateLimit-Reset', String(Math.ceil(Date.now() / 1000 + outcome.resetSeconds)));

@@ -26,6 +26,7 @@ describe('rate limiting', () => {
   });
 
   it('counts in the database, so every process sharing it sees the same budget', async () => {
+    await env.running.deps.rateLimiter!.flush(); // written behind the requests
     const rows = await env.running.deps.db.rateLimiterFlexible.findMany({ where: { key: { startsWith: 'api:user:' } } });
     expect(rows.length).toBeGreaterThanOrEqual(2);
   });

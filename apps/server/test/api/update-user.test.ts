@@ -356,9 +356,11 @@ describe('PATCH /users/{user_id}: new_email', () => {
   describe('with an owner holding can_change_user_emails', () => {
     beforeAll(async () => {
       await env.running.deps.db.user.update({ where: { id: env.users.desdemona.id }, data: { canChangeUserEmails: true } });
+      await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
     });
     afterAll(async () => {
       await env.running.deps.db.user.update({ where: { id: env.users.desdemona.id }, data: { canChangeUserEmails: false } });
+      await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
     });
 
     it('changes the address at once; the key then goes with the new address only', async () => {

@@ -252,6 +252,7 @@ describe('GET /users without credentials (spectators)', () => {
 
   it('is served when spectator access is enabled: no real addresses, no timezone, no profile data', async () => {
     await env.running.deps.db.realm.update({ where: { id: realmId }, data: { enableSpectatorAccess: true } });
+    await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
     try {
       const res = await env.raw('/users?include_custom_profile_fields=true&client_gravatar=false');
       expect(res.status).toBe(200);
@@ -265,6 +266,7 @@ describe('GET /users without credentials (spectators)', () => {
       expect.soft(idsWhere((m) => 'timezone' in m), 'users with a timezone for spectators').toEqual([]);
     } finally {
       await env.running.deps.db.realm.update({ where: { id: realmId }, data: { enableSpectatorAccess: false } });
+      await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
     }
     // And refused again once the option is off.
     expect((await env.raw('/users')).status).toBe(401);
@@ -562,6 +564,7 @@ describe('POST /users/{user_id}/reactivate', () => {
   it('reactivates a bot', async () => {
     const bot = await insertBot({ ownerId: env.users.hamlet.id });
     await env.running.deps.db.user.update({ where: { id: bot.id }, data: { isActive: false } });
+    await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
     const res = await env.client('iago').POST('/users/{user_id}/reactivate', { params: { path: { user_id: bot.id } } });
     expect(res.response.status).toBe(200);
     expect((await readUser(env, bot.id, 'iago')).is_active).toBe(true);

@@ -11,10 +11,12 @@ export async function withRealm<T>(env: TestServer, realmId: number, data: Recor
   const db = env.running.deps.db;
   const before = await db.realm.findUniqueOrThrow({ where: { id: realmId } });
   await db.realm.update({ where: { id: realmId }, data });
+  await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
   try {
     return await body();
   } finally {
     const restore = Object.fromEntries(Object.keys(data).map((k) => [k, (before as any)[k]]));
     await db.realm.update({ where: { id: realmId }, data: restore });
+    await env.running.deps.listener.barrier();
   }
 }
