@@ -19,7 +19,7 @@ export function encodeParams(operation: WireOperation | undefined, values: Recor
   const out = new URLSearchParams();
   for (const [name, value] of Object.entries(values)) {
     if (value === undefined) continue;
-    const declaredJson = operation?.params[name]?.json;
+    const declaredJson = operation && Object.hasOwn(operation.params, name) ? operation.params[name]!.json : undefined;
     const json = declaredJson ?? typeof value !== 'string';
     out.append(name, json ? JSON.stringify(value) : String(value));
   }
