@@ -28,13 +28,28 @@ export default tseslint.config(
     ignores: ['apps/server/src/data/**', 'apps/server/src/main.ts', 'apps/server/src/manage.ts', 'apps/server/src/server.ts'],
     rules: restrict([NO_PRISMA]),
   },
-  // Handlers stay thin: no Express, no Prisma, no envelope building.
+  // Handlers stay thin: they map parameters to a read model (queries/) or an action (actions/). No
+  // Express, no envelope building, no data layer and no permission checks of their own: permissions are
+  // checked by the action (on the rows it locks) or by the read model, so every caller (a handler, a
+  // background job, /register) gets the same checks.
   {
     files: ['apps/server/src/handlers/**/*.ts'],
     rules: restrict([
       NO_PRISMA,
       { group: ['express'], message: 'Handlers get a HandlerContext; they do not touch Express.' },
       { group: ['../http/respond.ts'], message: 'Handlers return data; the envelope is built in http/respond.ts.' },
+      { group: ['../data/*', '../data/**'], message: 'Handlers do not read the data layer: use a read model in queries/ or an action in actions/.' },
+      { group: ['../access/*', '../access/**'], message: 'Permission checks run in the action (on locked rows) or the read model, not in handlers.' },
+    ]),
+  },
+  // Read models (queries/) are shared by handlers and /register: they read and check access, never write
+  // through actions, and never depend on HTTP.
+  {
+    files: ['apps/server/src/queries/**/*.ts'],
+    rules: restrict([
+      NO_PRISMA,
+      { group: ['express', '../http/*'], message: 'Read models do not depend on HTTP.' },
+      { group: ['../actions/*', '../actions/**'], message: 'Read models do not call actions; actions may use read models.' },
     ]),
   },
   // Domain actions and permission checks never read the request, nor touch Prisma.

@@ -1,13 +1,18 @@
 // Permission questions about user groups, answered from group-setting values.
 import type { Db } from '../data/db.ts';
 import type { Realm, UserGroup } from '../data/models.ts';
-import { findGroupById } from '../data/user-groups.repo.ts';
+import { findGroupById, lockGroup } from '../data/user-groups.repo.ts';
 import { JsonableError, insufficientPermission } from '../errors.ts';
 import { holds, type PermissionSubject } from './group-settings.ts';
 import { isGuest } from './roles.ts';
 
-/** A named group of the organization (system groups included); anonymous setting groups are not addressable. */
-export async function accessUserGroup(db: Db, realm: Realm, groupId: number): Promise<UserGroup> {
+/**
+ * A named group of the organization (system groups included); anonymous setting groups are not
+ * addressable. With `lock`, the row is locked first (inside the caller's transaction) and read as
+ * committed once the lock is granted, so the checks that follow see the state the change applies to.
+ */
+export async function accessUserGroup(db: Db, realm: Realm, groupId: number, options: { lock: boolean } = { lock: false }): Promise<UserGroup> {
+  if (options.lock) await lockGroup(db, groupId);
   const group = await findGroupById(db, realm.id, groupId);
   if (!group || group.name === null) throw new JsonableError('Invalid user group');
   return group;

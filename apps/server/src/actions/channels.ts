@@ -8,16 +8,14 @@ import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import {
   channelHasNamedTopics,
-  channelIdsWithMessagesSince,
   clearModerationRequestChannel,
   createChannel,
   defaultChannelIds,
   findChannelFolder,
   findChannelsByNames,
-  firstMessageIds,
   updateChannel,
 } from '../data/channels.repo.ts';
-import { subscriberCounts, subscriberIds } from '../data/subscriptions.repo.ts';
+import { subscriberIds } from '../data/subscriptions.repo.ts';
 import { systemGroupIds } from '../data/system-groups.repo.ts';
 import type { StoredEvent } from '../data/events.repo.ts';
 import { sorted } from '../lib/ids.ts';
@@ -36,8 +34,9 @@ import {
   type RealmAudience,
 } from '../access/channels.ts';
 import { lockGroupsShared } from '../data/user-groups.repo.ts';
+import { formatGroupSettingValues } from '../queries/group-settings.ts';
+import { presentChannels } from '../queries/channels.ts';
 import {
-  formatGroupSettingValues,
   releaseGroupSettingValue,
   resolveGroupSettingUpdate,
   storeDefaultGroupSettingValue,
@@ -48,49 +47,14 @@ import {
 import {
   CHANNEL_GROUP_SETTINGS,
   checkChannelName,
-  formatChannel,
   normalizeDescription,
   parseMessageRetentionDays,
   renderDescription,
   stripChannelName,
   streamPostPolicy,
-  type ChannelDisplayData,
   type ChannelGroupSettingName,
   type TopicsPolicy,
 } from '../lib/channel-format.ts';
-
-/** Events of these actions always name their recipients. */
-
-/** Zulip's Stream.LAST_ACTIVITY_DAYS_BEFORE_FOR_ACTIVE. */
-const RECENT_ACTIVITY_DAYS = 180;
-
-// ---------------------------------------------------------------------------------------------
-// Presenting channels (read-only; shared by handlers and by events)
-
-/** Everything formatChannel needs beyond the rows, for many channels in a few queries. */
-export async function loadChannelDisplayData(db: Db, realmId: number, channels: Channel[]): Promise<ChannelDisplayData> {
-  const ids = channels.map((c) => c.id);
-  const since = new Date(Date.now() - RECENT_ACTIVITY_DAYS * 86_400_000);
-  const subscriberCount = await subscriberCounts(db, ids);
-  const firstMessageId = await firstMessageIds(db, ids);
-  const withRecentMessages = await channelIdsWithMessagesSince(db, ids, since);
-  const groupValues = await formatGroupSettingValues(db, realmId, channels.flatMap((c) => CHANNEL_GROUP_SETTINGS.map((s) => c[s.column])));
-  const system = await systemGroupIds(db, realmId);
-  // Zulip marks channels inactive after 180 days without messages; new channels start active.
-  const recentlyActive = new Set(channels.filter((c) => withRecentMessages.has(c.id) || c.createdAt >= since).map((c) => c.id));
-  return {
-    subscriberCount,
-    firstMessageId,
-    recentlyActive,
-    groupValues,
-    systemGroupNames: new Map(Object.entries(system).map(([name, id]) => [id, name])),
-  };
-}
-
-export async function presentChannels(db: Db, realmId: number, channels: Channel[], options: { includeDefault?: boolean } = {}) {
-  const data = await loadChannelDisplayData(db, realmId, channels);
-  return channels.map((c) => formatChannel(c, data, options));
-}
 
 // ---------------------------------------------------------------------------------------------
 // Events shared by the channel and subscription actions

@@ -1,26 +1,18 @@
 // Group-setting values: validation, Zulip's normalisation, storage (named group id, or an anonymous
-// group owned by the setting), compare-and-swap updates, and formatting for responses and events.
+// group owned by the setting) and compare-and-swap updates. Formatting for responses and events is the
+// read model's (queries/group-settings.ts).
+import type { Schema } from '@parley/api-types';
 import type { Db } from '../data/db.ts';
-import {
-  addMembers,
-  addSubgroups,
-  createGroup,
-  deleteGroup,
-  findGroupById,
-  findGroupsByIds,
-  lockGroupsShared,
-  membershipOfGroups,
-} from '../data/user-groups.repo.ts';
+import { addMembers, addSubgroups, createGroup, deleteGroup, findGroupById, findGroupsByIds, lockGroupsShared, membershipOfGroups } from '../data/user-groups.repo.ts';
 import { findUsersByIds } from '../data/users.repo.ts';
 import { systemGroupIds } from '../data/system-groups.repo.ts';
 import { JsonableError } from '../errors.ts';
 import type { GroupSettingDefinition } from '../lib/group-settings.ts';
 
-export type GroupSettingValue = number | { direct_members: number[]; direct_subgroups: number[] };
-export interface GroupSettingUpdate {
-  new: GroupSettingValue;
-  old?: GroupSettingValue;
-}
+/** A setting's value as the API carries it: a named group's id, or direct members and subgroups. */
+export type GroupSettingValue = Schema<'GroupSettingValue'>;
+/** A compare-and-swap change of a setting: `{new, old?}`. */
+export type GroupSettingUpdate = Schema<'GroupSettingUpdate'>;
 
 /** Canonical form: a named group, or an anonymous set of members and subgroups (sorted, unique). */
 type Canonical = { kind: 'named'; id: number } | { kind: 'anonymous'; members: number[]; subgroups: number[] };
@@ -35,6 +27,8 @@ function canonicalize(value: GroupSettingValue, nobodyId: number): Canonical {
   if (members.length === 0 && subgroups.length === 0) return { kind: 'named', id: nobodyId };
   return { kind: 'anonymous', members, subgroups };
 }
+
+const isOneOf = (names: readonly string[], name: string) => names.includes(name);
 
 const sameCanonical = (a: Canonical, b: Canonical) => JSON.stringify(a) === JSON.stringify(b);
 
@@ -61,7 +55,7 @@ async function validateValue(db: Db, realmId: number, setting: GroupSettingDefin
   await lockGroupsShared(db, canonical.kind === 'named' ? [canonical.id] : canonical.subgroups);
   const checkSystemGroup = (id: number) => {
     const name = systemNameById.get(id);
-    if (name && (setting.disallowedSystemGroups as readonly string[]).includes(name)) {
+    if (name && isOneOf(setting.disallowedSystemGroups, name)) {
       throw new JsonableError(`'${setting.name}' setting cannot be set to '${name}' group.`);
     }
   };
@@ -75,7 +69,7 @@ async function validateValue(db: Db, realmId: number, setting: GroupSettingDefin
     if (setting.requireSystemGroup && !group.isSystemGroup) {
       throw new JsonableError(`'${setting.name}' must be a system user group.`, { code: 'SYSTEM_GROUP_REQUIRED' });
     }
-    if (setting.allowedSystemGroups && group.isSystemGroup && !setting.allowedSystemGroups.includes(group.name as never)) {
+    if (setting.allowedSystemGroups && group.isSystemGroup && !isOneOf(setting.allowedSystemGroups, group.name)) {
       throw new JsonableError(`'${setting.name}' setting cannot be set to '${group.name}' group.`);
     }
     return canonical;
@@ -144,18 +138,4 @@ export async function resolveGroupSettingUpdate(
 export async function releaseGroupSettingValue(db: Db, realmId: number, groupId: number): Promise<void> {
   const group = await findGroupById(db, realmId, groupId);
   if (group && group.name === null) await deleteGroup(db, groupId);
-}
-
-/** Formats stored setting groups for responses and events, in one batch. */
-export async function formatGroupSettingValues(db: Db, realmId: number, groupIds: number[]): Promise<Map<number, GroupSettingValue>> {
-  const unique = [...new Set(groupIds)];
-  const groups = await findGroupsByIds(db, realmId, unique);
-  const anonymous = groups.filter((g) => g.name === null).map((g) => g.id);
-  const membership = await membershipOfGroups(db, anonymous);
-  const out = new Map<number, GroupSettingValue>();
-  for (const id of unique) {
-    const m = membership.get(id);
-    out.set(id, m ? { direct_members: m.members, direct_subgroups: m.subgroups } : id);
-  }
-  return out;
 }

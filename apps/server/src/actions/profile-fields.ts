@@ -1,12 +1,15 @@
 // Custom profile fields of the organization. Creation runs in one transaction under the realm lock,
-// so the name check, the summary limit and the field order hold under concurrency.
+// so the caller's role (role changes take the same lock), the name check, the summary limit and the
+// field order hold under concurrency.
 import type { AppDeps } from '../deps.ts';
 import { inTransaction, isUniqueViolation } from '../data/db.ts';
-import type { Realm } from '../data/models.ts';
+import type { Realm, User } from '../data/models.ts';
 import { createProfileField, findProfileFieldByName, listProfileFields } from '../data/profile-fields.repo.ts';
 import { lockRealm } from '../data/users.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { FIELD_TYPES, FieldType, formatProfileField } from '../lib/profile-fields.ts';
+import { requireAdmin } from '../access/roles.ts';
+import { reloadActor } from '../access/users.ts';
 
 export interface NewProfileField {
   name: string;
@@ -24,7 +27,8 @@ const EXTERNAL_ACCOUNT_DEFAULTS: Record<string, { name: string; hint: string }> 
   twitter: { name: 'Twitter username', hint: 'Enter your Twitter username' },
 };
 
-export async function doCreateCustomProfileField(deps: AppDeps, realm: Realm, input: NewProfileField): Promise<number> {
+/** The field's label, hint and configuration, checked as Zulip does (no database access). */
+function validateField(input: NewProfileField): { name: string; hint: string; fieldData: Record<string, unknown> } {
   const externalDefault = input.fieldType === FieldType.EXTERNAL_ACCOUNT ? EXTERNAL_ACCOUNT_DEFAULTS[String(input.fieldData?.subtype)] : undefined;
   const name = input.name.trim() || externalDefault?.name || '';
   if (!name) throw new JsonableError('Label cannot be blank.');
@@ -46,8 +50,15 @@ export async function doCreateCustomProfileField(deps: AppDeps, realm: Realm, in
   } else if (input.fieldType === FieldType.EXTERNAL_ACCOUNT) {
     fieldData = input.fieldData ?? {};
   }
+  return { name, hint, fieldData };
+}
+
+/** POST /realm/profile_fields: administrators; the checks in Zulip's order. */
+export async function doCreateCustomProfileField(deps: AppDeps, realm: Realm, actor: User, input: NewProfileField): Promise<number> {
   return inTransaction(deps.db, async (tx, afterCommit) => {
     await lockRealm(tx, realm.id);
+    requireAdmin(await reloadActor(tx, realm, actor));
+    const { name, hint, fieldData } = validateField(input);
     if (await findProfileFieldByName(tx, realm.id, name)) throw new JsonableError('A field with that label already exists.');
     const existing = await listProfileFields(tx, realm.id);
     if (input.displayInProfileSummary && existing.filter((f) => f.displayInProfileSummary).length >= 2) {

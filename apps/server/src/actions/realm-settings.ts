@@ -1,19 +1,26 @@
 // Organization settings, including the organization-level group settings (compare-and-swap under a
-// lock on the realm row).
+// lock on the realm row). The caller's role is checked after the lock, on their row as committed: role
+// changes take the same lock, so a concurrent demotion is either seen or waits for this change.
+import type { SuccessData } from '@parley/api-types';
 import type { AppDeps } from '../deps.ts';
 import { inTransaction } from '../data/db.ts';
-import type { Realm } from '../data/models.ts';
+import type { Realm, User } from '../data/models.ts';
 import { lockRealm } from '../data/users.repo.ts';
 import { findRealmById } from '../data/realms.repo.ts';
 import { updateRealm } from '../data/realms-admin.repo.ts';
-import { settingsOf } from '../lib/group-settings.ts';
-import { formatGroupSettingValues, releaseGroupSettingValue, resolveGroupSettingUpdate, type GroupSettingUpdate, type GroupSettingValue } from './group-settings.ts';
+import { settingsOf, type GroupSettingName } from '../lib/group-settings.ts';
+import { requireAdmin, requireOwner } from '../access/roles.ts';
+import { reloadActor } from '../access/users.ts';
+import { formatGroupSettingValues } from '../queries/group-settings.ts';
+import { releaseGroupSettingValue, resolveGroupSettingUpdate, type GroupSettingUpdate, type GroupSettingValue } from './group-settings.ts';
+
+type RealmFlag = 'enableSpectatorAccess' | 'emailChangesDisabled' | 'nameChangesDisabled' | 'inviteRequired';
 
 export interface RealmUpdate {
   name?: string;
   description?: string;
-  flags: Partial<Record<'enableSpectatorAccess' | 'emailChangesDisabled' | 'nameChangesDisabled' | 'inviteRequired', boolean>>;
-  settings: Record<string, GroupSettingUpdate | undefined>;
+  flags: Partial<Record<RealmFlag, boolean>>;
+  settings: { [K in GroupSettingName<'realm'>]?: GroupSettingUpdate };
 }
 
 const FLAG_NAMES = {
@@ -21,15 +28,28 @@ const FLAG_NAMES = {
   emailChangesDisabled: 'email_changes_disabled',
   nameChangesDisabled: 'name_changes_disabled',
   inviteRequired: 'invite_required',
-} as const;
+} as const satisfies Record<RealmFlag, string>;
 
-/** Returns the changed settings as Zulip echoes them (strings as "updated"). */
-export async function doUpdateRealm(deps: AppDeps, realm: Realm, update: RealmUpdate): Promise<Record<string, unknown>> {
+/** Settings only organization owners may change (as in Zulip). */
+const OWNER_ONLY_FLAGS: readonly RealmFlag[] = ['inviteRequired'];
+const OWNER_ONLY_SETTINGS: readonly GroupSettingName<'realm'>[] = ['can_create_groups', 'can_invite_users_group', 'can_manage_all_groups'];
+
+/** The changed settings as Zulip echoes them (strings as "updated"). */
+export type RealmUpdateResult = SuccessData<'update-realm'>;
+
+/** PATCH /realm: administrators; some settings owners only. */
+export async function doUpdateRealm(deps: AppDeps, realm: Realm, actor: User, update: RealmUpdate): Promise<RealmUpdateResult> {
   return inTransaction(deps.db, async (tx, afterCommit) => {
     await lockRealm(tx, realm.id);
+    const caller = await reloadActor(tx, realm, actor);
+    requireAdmin(caller);
+    const ownerOnly =
+      OWNER_ONLY_FLAGS.some((flag) => update.flags[flag] !== undefined) || OWNER_ONLY_SETTINGS.some((name) => update.settings[name] !== undefined);
+    if (ownerOnly) requireOwner(caller);
+
     const current = (await findRealmById(tx, realm.id))!;
     const data: Record<string, unknown> = {};
-    const changed: Record<string, unknown> = {};
+    const changed: RealmUpdateResult = {};
     const events: Record<string, unknown>[] = [];
     if (update.name !== undefined && update.name !== current.name) {
       data.name = update.name;
@@ -41,7 +61,7 @@ export async function doUpdateRealm(deps: AppDeps, realm: Realm, update: RealmUp
       changed.description = 'updated';
       events.push({ type: 'realm', op: 'update', property: 'description', value: update.description });
     }
-    for (const [field, name] of Object.entries(FLAG_NAMES) as [keyof typeof FLAG_NAMES, string][]) {
+    for (const [field, name] of Object.entries(FLAG_NAMES) as [RealmFlag, (typeof FLAG_NAMES)[RealmFlag]][]) {
       const value = update.flags[field];
       if (value === undefined || value === current[field]) continue;
       data[field] = value;
@@ -49,11 +69,11 @@ export async function doUpdateRealm(deps: AppDeps, realm: Realm, update: RealmUp
       events.push({ type: 'realm', op: 'update', property: name, value });
     }
     const released: number[] = [];
-    const groupData: Record<string, GroupSettingValue> = {};
+    const groupData: { [K in GroupSettingName<'realm'>]?: GroupSettingValue } = {};
     for (const setting of settingsOf('realm')) {
       const change = update.settings[setting.name];
       if (!change) continue;
-      const currentGroup = (current as unknown as Record<string, number>)[setting.column]!;
+      const currentGroup = current[setting.column]!;
       const next = await resolveGroupSettingUpdate(tx, realm.id, setting, currentGroup, change);
       if (next === null) continue;
       data[setting.column] = next;

@@ -4,6 +4,7 @@
 // add/remove for the users concerned, peer_add/peer_remove for everyone else who can see the channel,
 // stream create/delete for users who start or stop seeing it) are stored in the transaction and
 // announced after commit.
+import type { SuccessData } from '@parley/api-types';
 import type { AppDeps } from '../deps.ts';
 import { inTransaction, type Db } from '../data/db.ts';
 import type { Channel, Realm, Subscription, User } from '../data/models.ts';
@@ -34,9 +35,10 @@ import {
   loadRealmAudience,
   metadataAccessUserIds,
 } from '../access/channels.ts';
-import { isAdmin } from '../access/roles.ts';
-import { defaultStreamsEvent, insertChannel, loadChannelDisplayData, streamCreateEvent, streamDeleteEvent, type NewChannel } from './channels.ts';
+import { isAdmin, isGuest } from '../access/roles.ts';
+import { defaultStreamsEvent, insertChannel, streamCreateEvent, streamDeleteEvent, type NewChannel } from './channels.ts';
 import type { GroupSettingValue } from './group-settings.ts';
+import { loadChannelDisplayData } from '../queries/channels.ts';
 import {
   checkChannelName,
   checkColor,
@@ -49,9 +51,6 @@ import {
   type ChannelGroupSettingName,
   type TopicsPolicy,
 } from '../lib/channel-format.ts';
-
-/** Events of these actions always name their recipients. */
-
 
 /**
  * Principals: user ids or e-mail addresses (as shown in users' `email` field, case-insensitively).
@@ -111,14 +110,12 @@ export interface SubscribeRequest {
   sendNewSubscriptionMessages: boolean;
 }
 
-export interface SubscribeResult {
-  subscribed: Record<string, string[]>;
-  already_subscribed: Record<string, string[]>;
-  unauthorized?: string[];
-  new_subscription_messages_sent?: boolean;
-}
+/** What POST /users/me/subscriptions answers (the spec's success fields). */
+export type SubscribeResult = SuccessData<'subscribe'>;
 
 export async function doSubscribe(deps: AppDeps, realm: Realm, actor: User, request: SubscribeRequest): Promise<SubscribeResult> {
+  // Zulip's require_non_guest_user (bots may subscribe), before anything else is looked at.
+  if (isGuest(actor)) throw new JsonableError('Not allowed for guest users');
   // Two requests creating the same channel at once: the loser's transaction hits the unique index on
   // lower(name); running it again finds the channel and subscribes to it.
   for (let attempt = 1; ; attempt++) {
@@ -195,7 +192,7 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
     const users = others ? await resolvePrincipals(tx, realm, principals) : [actor];
 
     const channels = [...authorized, ...created];
-    const outcome = await addSubscriptions(tx, realm, channels, users, colors, new Set(created.map((c) => c.id)));
+    const outcome = await addSubscriptions(tx, realm, channels, users, colors);
     events.push(...outcome.events);
     if (events.length) {
       await deps.events.enqueue(tx, realm.id, events);
@@ -204,8 +201,9 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
 
     const result: SubscribeResult = { subscribed: outcome.subscribed, already_subscribed: outcome.alreadySubscribed };
     if (!request.authorizationErrorsFatal) result.unauthorized = unauthorized.map((c) => c.name);
-    // Parley does not send notification-bot messages yet: report false whenever Zulip would have sent one.
-    if (request.sendNewSubscriptionMessages) result.new_subscription_messages_sent = !outcome.notificationsDue(actor.id);
+    // Zulip includes the field exactly when the request asked for the messages, and reports whether it
+    // sent them. Parley sends no notification-bot messages yet, so it never claims to have.
+    if (request.sendNewSubscriptionMessages) result.new_subscription_messages_sent = false;
     return result;
   });
 }
@@ -214,7 +212,7 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
  * Zulip's bulk_add_subscriptions: activates existing rows or inserts new ones (with the requested
  * color or a palette color the user does not use yet) and builds the events.
  */
-async function addSubscriptions(tx: Db, realm: Realm, channels: Channel[], users: User[], colors: Map<string, string>, createdIds: Set<number>) {
+async function addSubscriptions(tx: Db, realm: Realm, channels: Channel[], users: User[], colors: Map<string, string>) {
   const channelIds = channels.map((c) => c.id);
   const userIds = users.map((u) => u.id);
   const rows = await subscriptionRows(tx, userIds, channelIds);
@@ -273,13 +271,7 @@ async function addSubscriptions(tx: Db, realm: Realm, channels: Channel[], users
       if (peers.length) events.push({ userIds: peers, payload: { type: 'subscription', op: 'peer_add', stream_ids: [channel.id], user_ids: altered } });
     }
   }
-  return {
-    subscribed,
-    alreadySubscribed,
-    events,
-    /** Would Zulip's notification bot have told someone else about being subscribed? */
-    notificationsDue: (actorId: number) => added.some((a) => a.user.id !== actorId && !a.user.isBot && !createdIds.has(a.channel.id)),
-  };
+  return { subscribed, alreadySubscribed, events };
 }
 
 /** A new user joins the organization's default channels (Zulip's do_create_user); returns the events. */
@@ -287,7 +279,7 @@ export async function subscribeToDefaultChannels(tx: Db, realm: Realm, user: Use
   const channels = (await findChannelsByIds(tx, realm.id, await defaultChannelIds(tx, realm.id))).filter((c) => !c.isArchived);
   if (channels.length === 0) return [];
   await lockChannels(tx, channels.map((c) => c.id));
-  return (await addSubscriptions(tx, realm, channels, [user], new Map(), new Set())).events;
+  return (await addSubscriptions(tx, realm, channels, [user], new Map())).events;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // Domain actions on user groups. Each runs in one transaction, locking the group row first so that
-// concurrent edits of one group serialise (no lost updates, no deadlocks surfacing to clients), and
-// stores its user_group events for delivery after commit.
+// concurrent edits of one group serialise (no lost updates, no deadlocks surfacing to clients); the
+// caller's permissions are checked on the group as read under that lock. Events (user_group) are
+// stored in the transaction for delivery after commit.
 import type { AppDeps } from '../deps.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
 import type { Realm, User, UserGroup } from '../data/models.ts';
@@ -10,13 +11,10 @@ import {
   createGroup,
   directMemberIds,
   directSubgroupIds,
-  findGroupById,
   findGroupsByIds,
   findNamedGroupByName,
-  lockGroup,
   lockGroupsShared,
   lockSubgroupGraph,
-  membershipOfGroups,
   recursiveSubgroupIds,
   removeMembers,
   removeSubgroups,
@@ -26,10 +24,21 @@ import {
 import { findUsersByIds } from '../data/users.repo.ts';
 import { findGroupUsage } from '../data/group-usage.repo.ts';
 import { JsonableError } from '../errors.ts';
-import { settingsOf } from '../lib/group-settings.ts';
-import { unixSeconds } from '../lib/timestamps.ts';
+import { settingsOf, type GroupSettingName } from '../lib/group-settings.ts';
 import {
-  formatGroupSettingValues,
+  accessUserGroup,
+  checkCanAddMembers,
+  checkCanAddSubgroups,
+  checkCanCreateGroups,
+  checkCanManageGroup,
+  checkCanRemoveMembers,
+  checkCanRemoveSubgroups,
+} from '../access/user-groups.ts';
+import { loadPermissionSubject } from '../access/group-settings.ts';
+import { requireMemberOrAdmin } from '../access/roles.ts';
+import { formatGroupSettingValues } from '../queries/group-settings.ts';
+import { formatUserGroups } from '../queries/user-groups.ts';
+import {
   releaseGroupSettingValue,
   resolveGroupSettingUpdate,
   storeDefaultGroupSettingValue,
@@ -71,11 +80,14 @@ export interface NewUserGroup {
   description: string;
   members: number[];
   subgroups: number[];
-  settings: Record<string, GroupSettingValue | undefined>;
+  settings: { [K in GroupSettingName<'user_group'>]?: GroupSettingValue };
 }
 
+/** POST /user_groups/create: members and administrators holding the organization's can_create_groups. */
 export async function doCreateUserGroup(deps: AppDeps, realm: Realm, creator: User, input: NewUserGroup): Promise<number> {
+  requireMemberOrAdmin(creator);
   return inTransaction(deps.db, async (tx, afterCommit) => {
+    checkCanCreateGroups(await loadPermissionSubject(tx, creator), realm);
     const name = await validateGroupName(tx, realm.id, input.name);
     await checkActiveUsers(tx, realm.id, input.members);
     // Same locks as deactivation, so a subgroup cannot be deactivated while it joins the new group.
@@ -109,13 +121,17 @@ export interface UserGroupUpdate {
   name?: string;
   description?: string;
   deactivated?: boolean;
-  settings: Record<string, GroupSettingUpdate | undefined>;
+  settings: { [K in GroupSettingName<'user_group'>]?: GroupSettingUpdate };
 }
 
-export async function doUpdateUserGroup(deps: AppDeps, realm: Realm, groupId: number, update: UserGroupUpdate): Promise<void> {
+/** PATCH /user_groups/{id}: Zulip's checks in Zulip's order, the permission on the locked group. */
+export async function doUpdateUserGroup(deps: AppDeps, realm: Realm, actor: User, groupId: number, update: UserGroupUpdate): Promise<void> {
+  requireMemberOrAdmin(actor);
+  const nothing = update.name === undefined && update.description === undefined && update.deactivated === undefined && Object.values(update.settings).every((v) => v === undefined);
+  if (nothing) throw new JsonableError('No new data supplied');
   await inTransaction(deps.db, async (tx, afterCommit) => {
-    await lockGroup(tx, groupId);
-    const group = (await findGroupById(tx, realm.id, groupId))!;
+    const group = await accessUserGroup(tx, realm, groupId, { lock: true });
+    checkCanManageGroup(await loadPermissionSubject(tx, actor), realm, group);
     const data: Record<string, unknown> = {};
     const eventData: Record<string, unknown> = {};
     if (update.name !== undefined) {
@@ -130,7 +146,7 @@ export async function doUpdateUserGroup(deps: AppDeps, realm: Realm, groupId: nu
     for (const setting of GROUP_SETTINGS) {
       const change = update.settings[setting.name];
       if (!change) continue;
-      const current = (group as unknown as Record<string, number>)[setting.column]!;
+      const current = group[setting.column]!;
       const next = await resolveGroupSettingUpdate(tx, realm.id, setting, current, change);
       if (next === null) continue;
       data[setting.column] = next;
@@ -162,11 +178,32 @@ export interface MembershipChange {
   deleteSubgroups: number[];
 }
 
-/** All parts in one transaction: any error rolls every part back. */
-export async function doUpdateUserGroupMembership(deps: AppDeps, realm: Realm, groupId: number, change: MembershipChange): Promise<void> {
+/** POST /user_groups/{id}/members: users and subgroups, added and removed in one go. */
+export async function doUpdateUserGroupMembers(deps: AppDeps, realm: Realm, actor: User, groupId: number, change: MembershipChange): Promise<void> {
+  requireMemberOrAdmin(actor);
+  if (!change.add.length && !change.delete.length && !change.addSubgroups.length && !change.deleteSubgroups.length) {
+    throw new JsonableError('Nothing to do. Specify at least one of "add", "delete", "add_subgroups" or "delete_subgroups".');
+  }
+  await updateMembership(deps, realm, actor, groupId, change);
+}
+
+/** POST /user_groups/{id}/subgroups: subgroups added and removed. */
+export async function doUpdateUserGroupSubgroups(deps: AppDeps, realm: Realm, actor: User, groupId: number, change: { add: number[]; delete: number[] }): Promise<void> {
+  requireMemberOrAdmin(actor);
+  if (!change.add.length && !change.delete.length) throw new JsonableError('Nothing to do. Specify at least one of "add" or "delete".');
+  await updateMembership(deps, realm, actor, groupId, { add: [], delete: [], addSubgroups: change.add, deleteSubgroups: change.delete });
+}
+
+/** All parts in one transaction, checked on the locked group: any error rolls every part back. */
+async function updateMembership(deps: AppDeps, realm: Realm, actor: User, groupId: number, change: MembershipChange): Promise<void> {
   await inTransaction(deps.db, async (tx, afterCommit) => {
     if (change.addSubgroups.length || change.deleteSubgroups.length) await lockSubgroupGraph(tx, realm.id);
-    await lockGroup(tx, groupId);
+    const group = await accessUserGroup(tx, realm, groupId, { lock: true });
+    const subject = await loadPermissionSubject(tx, actor);
+    if (change.add.length) checkCanAddMembers(subject, realm, group, change.add);
+    if (change.delete.length) checkCanRemoveMembers(subject, realm, group, change.delete);
+    if (change.addSubgroups.length) checkCanAddSubgroups(subject, realm, group);
+    if (change.deleteSubgroups.length) checkCanRemoveSubgroups(subject, realm, group);
     const events: Record<string, unknown>[] = [];
     if (change.add.length || change.delete.length) {
       const current = new Set(await directMemberIds(tx, groupId, false));
@@ -206,12 +243,13 @@ export async function doUpdateUserGroupMembership(deps: AppDeps, realm: Realm, g
   });
 }
 
-export async function doDeactivateUserGroup(deps: AppDeps, realm: Realm, groupId: number): Promise<void> {
+/** POST /user_groups/{id}/deactivate: refused while the group is in use (Zulip's objections). */
+export async function doDeactivateUserGroup(deps: AppDeps, realm: Realm, actor: User, groupId: number): Promise<void> {
   await inTransaction(deps.db, async (tx, afterCommit) => {
     await lockSubgroupGraph(tx, realm.id);
-    await lockGroup(tx, groupId);
-    const group = (await findGroupById(tx, realm.id, groupId))!;
+    const group = await accessUserGroup(tx, realm, groupId, { lock: true });
     if (group.deactivated) throw new JsonableError('User group is deactivated.');
+    checkCanManageGroup(await loadPermissionSubject(tx, actor), realm, group);
     const objections: Record<string, unknown>[] = [];
     const supergroups = await activeSupergroupIds(tx, groupId);
     if (supergroups.length) objections.push({ type: 'subgroup', supergroup_ids: supergroups });
@@ -224,32 +262,5 @@ export async function doDeactivateUserGroup(deps: AppDeps, realm: Realm, groupId
     }
     await updateGroup(tx, groupId, { deactivated: true });
     await notifyRealm(tx, deps, realm.id, [{ type: 'user_group', op: 'update', group_id: groupId, data: { deactivated: true } }], afterCommit);
-  });
-}
-
-/** The UserGroup objects of the API, in one batch of queries. */
-export async function formatUserGroups(db: Db, realmId: number, groups: UserGroup[]) {
-  const ids = groups.map((g) => g.id);
-  const membership = await membershipOfGroups(db, ids);
-  const settingGroupIds = groups.flatMap((g) => GROUP_SETTINGS.map((s) => (g as unknown as Record<string, number>)[s.column]!));
-  const values = await formatGroupSettingValues(db, realmId, settingGroupIds);
-  return groups.map((g) => {
-    const row = g as unknown as Record<string, number>;
-    const settings = Object.fromEntries(GROUP_SETTINGS.map((s) => [s.name, values.get(row[s.column]!)!])) as Record<
-      'can_add_members_group' | 'can_join_group' | 'can_leave_group' | 'can_manage_group' | 'can_mention_group' | 'can_remove_members_group',
-      GroupSettingValue
-    >;
-    return {
-      id: g.id,
-      name: g.name!,
-      description: g.description,
-      members: membership.get(g.id)!.members,
-      direct_subgroup_ids: membership.get(g.id)!.subgroups,
-      is_system_group: g.isSystemGroup,
-      date_created: g.isSystemGroup ? null : unixSeconds(g.createdAt),
-      creator_id: g.creatorId,
-      deactivated: g.deactivated,
-      ...settings,
-    };
   });
 }

@@ -1,5 +1,5 @@
-// Domain actions on users. Each runs in one transaction and emits its events after commit; callers
-// (handlers) have already authorized the request through access/.
+// Domain actions on users. Each runs in one transaction, checks the caller's permissions itself (through
+// access/) on rows read under the locks it holds, and emits its events after commit.
 import type { AppDeps } from '../deps.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
@@ -18,14 +18,15 @@ import {
 import { syncSystemGroupMembership, systemGroupEvents } from '../data/system-groups.repo.ts';
 import { deleteProfileValue, findProfileFieldsByIds, upsertProfileValue } from '../data/profile-fields.repo.ts';
 import { activeUsersWithRole, deactivateBotsOwnedBy, emailVisibilityOf } from '../data/users-admin.repo.ts';
-import { JsonableError } from '../errors.ts';
+import { JsonableError, UnauthorizedError } from '../errors.ts';
 import { generateApiKey } from '../security/secrets.ts';
 import { hashPassword } from '../security/passwords.ts';
 import { normalizeProfileValue } from '../lib/profile-fields.ts';
-import { checkCanChangeRole, checkCanDeactivateUser, Role } from '../access/roles.ts';
+import { checkCanChangeRole, checkCanChangeUserEmail, checkCanDeactivateUser, requireAdmin, requireHuman, Role } from '../access/roles.ts';
+import { accessUserForAdministration, reloadActor } from '../access/users.ts';
 import { canSeeDeliveryEmail } from '../lib/user-format.ts';
 import { subscribeToDefaultChannels } from './subscriptions.ts';
-import { validateEmailAddress, validateFullName } from '../lib/validation.ts';
+import { checkPasswordStrength, isPlausibleEmail, validateEmailAddress, validateFullName } from '../lib/validation.ts';
 
 export interface NewUser {
   email: string;
@@ -44,6 +45,15 @@ export async function doCreateUser(deps: AppDeps, realm: Realm, input: NewUser):
     if (isUniqueViolation(error)) throw new JsonableError(`Email '${prepared.email}' already in use`);
     throw error;
   });
+}
+
+/** POST /users: an administrator creates a member with a password (Zulip's checks, in its order). */
+export async function checkCreateUser(deps: AppDeps, realm: Realm, actor: User, input: { email: string; fullName: string; password: string }): Promise<User> {
+  requireAdmin(actor);
+  if (!isPlausibleEmail(input.email)) throw new JsonableError('Bad name or username');
+  checkPasswordStrength(input.password);
+  const { user } = await doCreateUser(deps, realm, { ...input, role: Role.MEMBER });
+  return user;
 }
 
 export interface PreparedUser {
@@ -101,20 +111,23 @@ export interface UserUpdate {
 }
 
 /**
- * `actor` is the administrator making the change (null for the management CLI). Changes that touch the
- * organization's owners are serialised on the realm row, and the target is re-read under lock, so the
- * rules ("the only owner keeps the role", "only owners change owners") hold under concurrency.
+ * PATCH /users/{user_id}. `actor` is the caller (null for the management CLI, which is not checked).
+ * Role changes are serialised on the realm row, and the caller and the target are read again under
+ * that lock, so "the only owner keeps the role" and "only owners change owners" hold under concurrency.
+ * Checks in Zulip's order: access to the target, role and e-mail permissions, then the values.
  */
 export async function doUpdateUser(deps: AppDeps, realm: Realm, actor: User | null, targetId: number, update: UserUpdate): Promise<void> {
-  const fullName = update.fullName !== undefined && update.fullName.trim() !== '' ? validateFullName(update.fullName) : undefined;
-  const newEmail = update.newEmail !== undefined ? validateEmailAddress(update.newEmail) : undefined;
   await inTransaction(deps.db, async (tx, afterCommit) => {
     if (update.role !== undefined) await lockRealm(tx, realm.id);
-    const target = await lockUser(tx, realm.id, targetId);
+    const caller = actor && update.role !== undefined ? await reloadActor(tx, realm, actor) : actor;
+    const target = caller ? await accessUserForAdministration(tx, realm, caller, targetId, { lock: true }) : await lockUser(tx, realm.id, targetId);
     if (!target) throw new JsonableError('No such user');
+    if (caller && update.role !== undefined && update.role !== target.role) checkCanChangeRole(caller, target, update.role);
+    if (caller && update.newEmail !== undefined) checkCanChangeUserEmail(caller);
+    const fullName = update.fullName !== undefined && update.fullName.trim() !== '' ? validateFullName(update.fullName) : undefined;
+    const newEmail = update.newEmail !== undefined ? validateEmailAddress(update.newEmail) : undefined;
     const events: Array<Record<string, unknown>> = [];
     if (update.role !== undefined && update.role !== target.role) {
-      if (actor) checkCanChangeRole(actor, target, update.role);
       if (target.role === Role.OWNER && target.isActive && !target.isBot && (await countActiveHumanOwners(tx, realm.id)) <= 1) {
         throw new JsonableError('The owner permission cannot be removed from the only organization owner.');
       }
@@ -171,54 +184,83 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, actor: User | nu
       afterCommit(() => deps.events.announce(realm.id));
     }
   }).catch((error) => {
-    if (isUniqueViolation(error)) throw new JsonableError(`Email '${newEmail}' already in use`);
+    if (isUniqueViolation(error)) throw new JsonableError(`Email '${update.newEmail?.trim()}' already in use`);
     throw error;
   });
 }
 
 /**
- * Deactivation, by an administrator (`actor`, DELETE /users/{id}) or by the user themself (`self`). Bots the
- * user owns are deactivated too. Serialised on the realm row with role changes, so the organization
- * can never lose its last owner or user.
+ * DELETE /users/{user_id}: an administrator deactivates another user (bots go through the bot API).
+ * Serialised on the realm row with role changes and other deactivations; the caller and the target are
+ * read again under that lock, so "only owners deactivate owners" and "the organization keeps an owner"
+ * hold under concurrency.
  */
-export async function doDeactivateUser(deps: AppDeps, realm: Realm, actor: User, targetId: number, options: { self: boolean }): Promise<void> {
-  const { self } = options;
+export async function doDeactivateUser(deps: AppDeps, realm: Realm, actor: User, targetId: number): Promise<void> {
   await inTransaction(deps.db, async (tx, afterCommit) => {
     await lockRealm(tx, realm.id);
-    const target = await lockUser(tx, realm.id, targetId);
-    if (!target) throw new JsonableError('No such user');
-    if (self && (await countActiveUsers(tx, realm.id)) <= 1) {
+    const caller = await reloadActor(tx, realm, actor);
+    const target = await accessUserForAdministration(tx, realm, caller, targetId, { lock: true });
+    if (target.isBot) throw new JsonableError('No such user');
+    requireAdmin(caller);
+    checkCanDeactivateUser(caller, target);
+    if (!target.isActive) throw new JsonableError('User is deactivated');
+    // An administrator's attempt is a plain error; one's own has its own code (doDeactivateOwnUser).
+    if (await isOnlyHumanOwner(tx, realm, target)) throw new JsonableError('Cannot deactivate the only organization owner');
+    await deactivate(tx, deps, realm, target, afterCommit);
+  });
+}
+
+/**
+ * DELETE /users/me: a human deactivates their own account, unless they are the organization's only
+ * user or only owner (CANNOT_DEACTIVATE_LAST_USER). Serialised on the realm row like every
+ * deactivation and role change, with the account read again under that lock: of concurrent requests
+ * with one key, the first deactivates and the others find the account deactivated and get what any
+ * later request with that key gets, 401 `Account is deactivated`.
+ */
+export async function doDeactivateOwnUser(deps: AppDeps, realm: Realm, user: User): Promise<void> {
+  requireHuman(user);
+  await inTransaction(deps.db, async (tx, afterCommit) => {
+    await lockRealm(tx, realm.id);
+    const self = await lockUser(tx, realm.id, user.id);
+    if (!self || !self.isActive) throw new UnauthorizedError('Account is deactivated');
+    if ((await countActiveUsers(tx, realm.id)) <= 1) {
       throw new JsonableError('Cannot deactivate the only user.', {
         code: 'CANNOT_DEACTIVATE_LAST_USER',
         data: { is_last_owner: false, entity: 'user' },
       });
     }
-    if (!target.isActive) throw new JsonableError('User is deactivated');
-    if (!self) checkCanDeactivateUser(actor, target);
-    if (target.role === Role.OWNER && !target.isBot && (await countActiveHumanOwners(tx, realm.id)) <= 1) {
-      // Own deactivation has its own error code (seed op 20); an administrator's attempt is a plain error.
-      throw self
-        ? new JsonableError('Cannot deactivate the only organization owner.', {
-            code: 'CANNOT_DEACTIVATE_LAST_USER',
-            data: { is_last_owner: true, entity: 'organization owner' },
-          })
-        : new JsonableError('Cannot deactivate the only organization owner');
+    if (await isOnlyHumanOwner(tx, realm, self)) {
+      throw new JsonableError('Cannot deactivate the only organization owner.', {
+        code: 'CANNOT_DEACTIVATE_LAST_USER',
+        data: { is_last_owner: true, entity: 'organization owner' },
+      });
     }
-    await updateUser(tx, target.id, { isActive: false });
-    const bots = await deactivateBotsOwnedBy(tx, target.id);
-    await deps.events.enqueue(
-      tx,
-      realm.id,
-      [target.id, ...bots].map((userId) => ({ realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: userId, is_active: false } } })),
-    );
-    afterCommit(() => deps.events.announce(realm.id));
+    await deactivate(tx, deps, realm, self, afterCommit);
   });
 }
 
-export async function doReactivateUser(deps: AppDeps, realm: Realm, target: User): Promise<void> {
+/** Is `user` the organization's only active human owner? (Call with the realm row locked.) */
+async function isOnlyHumanOwner(tx: Db, realm: Realm, user: User): Promise<boolean> {
+  return user.role === Role.OWNER && !user.isBot && (await countActiveHumanOwners(tx, realm.id)) <= 1;
+}
+
+/** Deactivates the user and the bots they own, and stores the events. */
+async function deactivate(tx: Db, deps: AppDeps, realm: Realm, target: User, afterCommit: (fn: () => Promise<void>) => void): Promise<void> {
+  await updateUser(tx, target.id, { isActive: false });
+  const bots = await deactivateBotsOwnedBy(tx, target.id);
+  await deps.events.enqueue(
+    tx,
+    realm.id,
+    [target.id, ...bots].map((userId) => ({ realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: userId, is_active: false } } })),
+  );
+  afterCommit(() => deps.events.announce(realm.id));
+}
+
+/** POST /users/{user_id}/reactivate: checked on the target's locked row; already active is a no-op (as in Zulip). */
+export async function doReactivateUser(deps: AppDeps, realm: Realm, actor: User, targetId: number): Promise<void> {
   await inTransaction(deps.db, async (tx, afterCommit) => {
-    const current = await findUsersByIds(tx, realm.id, [target.id]);
-    if (current[0]?.isActive) return; // already active: nothing to do (Zulip has no error here)
+    const target = await accessUserForAdministration(tx, realm, actor, targetId, { lock: true });
+    if (target.isActive) return;
     await updateUser(tx, target.id, { isActive: true });
     await deps.events.enqueue(tx, realm.id, [
       { realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: target.id, is_active: true } } },

@@ -1,22 +1,5 @@
 import type { Handler } from '../http/handler.ts';
-import { JsonableError } from '../errors.ts';
-import { findUserByDeliveryEmail } from '../data/users.repo.ts';
-import { findRealmById } from '../data/realms.repo.ts';
-import { verifyPassword } from '../security/passwords.ts';
-import { getOrCreateApiKey } from '../actions/users.ts';
+import { doFetchApiKey } from '../actions/authentication.ts';
 
-export const fetchApiKey: Handler<'fetch-api-key'> = async ({ params, realm, deps }) => {
-  const username = params.username.trim();
-  if (!/^[^\s@]+@[^\s@]+$/.test(username)) throw new JsonableError('Enter a valid email address.');
-  const user = await findUserByDeliveryEmail(deps.db, realm.id, username);
-  // Verify even for unknown users, so that response time does not reveal which addresses exist.
-  const ok = await verifyPassword(params.password, user?.passwordHash ?? DUMMY_HASH);
-  if (!user || !ok) throw new JsonableError('Your username or password is incorrect', { status: 401, code: 'AUTHENTICATION_FAILED' });
-  if (!user.isActive) throw new JsonableError('Account is deactivated', { status: 401, code: 'USER_DEACTIVATED' });
-  const userRealm = await findRealmById(deps.db, user.realmId);
-  if (!userRealm || userRealm.deactivated) throw new JsonableError('This organization has been deactivated', { status: 401, code: 'REALM_DEACTIVATED' });
-  return { api_key: await getOrCreateApiKey(deps, user), email: user.deliveryEmail, user_id: user.id };
-};
-
-// Argon2id hash of a random string; makes the unknown-user path cost the same as a real check.
-const DUMMY_HASH = '$argon2id$v=19$m=19456,t=2,p=1$cGFybGV5ZHVtbXlzYWx0$3zQ8O4JfS0r7D5Vt9yY2a8cXlVqg9u4Wm1yq5bJd2kE';
+export const fetchApiKey: Handler<'fetch-api-key'> = async ({ params, realm, deps }) =>
+  doFetchApiKey(deps, realm, { username: params.username, password: params.password });

@@ -4,7 +4,7 @@ import type { Schema } from '@parley/api-types';
 import type { Channel, Subscription } from '../data/models.ts';
 import { JsonableError } from '../errors.ts';
 import { renderMarkdown } from './html.ts';
-import { settingsOf } from './group-settings.ts';
+import { settingsOf, type GroupSettingColumn, type GroupSettingName } from './group-settings.ts';
 import { unixSeconds } from './timestamps.ts';
 
 /** The limits /register announces (max_stream_name_length, max_stream_description_length). */
@@ -13,35 +13,15 @@ export const MAX_CHANNEL_DESCRIPTION_LENGTH = 1024;
 
 export type TopicsPolicy = Schema<'Channel'>['topics_policy'];
 export type SettingValue = Schema<'GroupSettingValue'>;
+/** The legacy posting policy of the Channel object (1 any member … 4 moderators). */
+export type StreamPostPolicy = Schema<'Channel'>['stream_post_policy'];
+
+/** The channel's group settings (names from the spec's Channel object, columns from the row). */
+export type ChannelGroupSettingName = GroupSettingName<'channel'>;
+export type ChannelGroupSettingColumn = GroupSettingColumn<'channel'>;
 
 /** The channel's group settings: API name → Prisma column, in the order of lib/group-settings.ts. */
-export const CHANNEL_GROUP_SETTINGS = settingsOf('channel').map((s) => ({
-  name: s.name as ChannelGroupSettingName,
-  column: s.column as ChannelGroupSettingColumn,
-  definition: s,
-}));
-export type ChannelGroupSettingName =
-  | 'can_add_subscribers_group'
-  | 'can_administer_channel_group'
-  | 'can_delete_any_message_group'
-  | 'can_delete_own_message_group'
-  | 'can_move_messages_out_of_channel_group'
-  | 'can_move_messages_within_channel_group'
-  | 'can_remove_subscribers_group'
-  | 'can_resolve_topics_group'
-  | 'can_send_message_group'
-  | 'can_subscribe_group';
-export type ChannelGroupSettingColumn =
-  | 'canAddSubscribersGroupId'
-  | 'canAdministerChannelGroupId'
-  | 'canDeleteAnyMessageGroupId'
-  | 'canDeleteOwnMessageGroupId'
-  | 'canMoveMessagesOutOfChannelGroupId'
-  | 'canMoveMessagesWithinChannelGroupId'
-  | 'canRemoveSubscribersGroupId'
-  | 'canResolveTopicsGroupId'
-  | 'canSendMessageGroupId'
-  | 'canSubscribeGroupId';
+export const CHANNEL_GROUP_SETTINGS = settingsOf('channel').map((s) => ({ name: s.name, column: s.column, definition: s }));
 
 /** Zulip's is_character_printable: control characters, lone surrogates and non-characters are not. */
 function isPrintable(char: string): boolean {
@@ -108,7 +88,7 @@ export function pickColors(used: Set<string>, count: number): string[] {
 }
 
 /** Legacy stream_post_policy derived from can_send_message_group (1 when not exactly a mapped system group). */
-export function streamPostPolicy(sendGroupName: string | null | undefined): 1 | 2 | 3 | 4 {
+export function streamPostPolicy(sendGroupName: string | null | undefined): StreamPostPolicy {
   switch (sendGroupName) {
     case 'role:administrators':
       return 2;

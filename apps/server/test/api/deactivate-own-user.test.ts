@@ -6,6 +6,7 @@ import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
 import { createUser, uniqueEmail, type Role } from '../helpers/people.ts';
 import { realmIdOf } from '../helpers/realm.ts';
+import { eventsSince, markEvents } from '../helpers/events.ts';
 
 const require = createRequire(import.meta.url);
 // zulip-js ships no type declarations.
@@ -46,8 +47,10 @@ async function leaveOnly(keep: number[]): Promise<() => Promise<void>> {
   const others = await env.running.deps.db.user.findMany({ where: { realmId, isActive: true, id: { notIn: keep } }, select: { id: true } });
   const ids = others.map((u) => u.id);
   await env.running.deps.db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: false } });
+  await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
   return async () => {
     await env.running.deps.db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: true } });
+    await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
   };
 }
 
@@ -67,6 +70,30 @@ async function makeDesdemonaOnlyOwner(): Promise<() => Promise<void>> {
       await env.client('desdemona').PATCH('/users/{user_id}', { params: { path: { user_id: id } }, body: { role: 100 } });
     }
   };
+}
+
+/** Deactivates (directly in the database) every other active human owner; returns a function that restores them. */
+async function leaveOnlyOwners(keep: number[]): Promise<() => Promise<void>> {
+  const others = await env.running.deps.db.user.findMany({ where: { realmId, isActive: true, isBot: false, role: 100, id: { notIn: keep } }, select: { id: true } });
+  const ids = others.map((u) => u.id);
+  await env.running.deps.db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: false } });
+  await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
+  return async () => {
+    await env.running.deps.db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: true } });
+    await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
+  };
+}
+
+interface RawResult {
+  status: number;
+  contentType: string | null;
+  body: any;
+}
+
+/** DELETE /users/me with `auth`, read as raw HTTP (status, Content-Type, parsed body). */
+async function deleteMe(auth: string): Promise<RawResult> {
+  const res = await fetch(`${env.url}/api/v1/users/me`, { method: 'DELETE', headers: { Authorization: auth } });
+  return { status: res.status, contentType: res.headers.get('content-type'), body: await res.json() };
 }
 
 function expectLastUserError(res: { status: number; body: any }, expected: { msg: string; entity: string; is_last_owner: boolean }) {
@@ -164,6 +191,7 @@ describe('DELETE /users/me', () => {
       expect(await isActive(env.users.desdemona.id)).toBe(true);
     } finally {
       await env.running.deps.db.user.update({ where: { id: bot.id }, data: { isActive: false } });
+      await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
       await restore();
     }
   });
@@ -207,6 +235,7 @@ describe('DELETE /users/me', () => {
     } finally {
       await restore();
       await env.running.deps.db.user.update({ where: { id: bot.id }, data: { isActive: false } });
+      await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
     }
     expect(await isActive(member.id)).toBe(false);
   });
@@ -231,3 +260,64 @@ describe('DELETE /users/me', () => {
     expect(res.headers.get('www-authenticate')).toBe('Basic realm="zulip"');
   });
 });
+
+describe('DELETE /users/me under concurrency', () => {
+  // Each round is a fresh account; several rounds make it likely that some requests were authenticated
+  // before the winner committed (the race the action must answer cleanly).
+  it.each([1, 2, 3])('eight concurrent requests with one key (round %i): exactly one 200, the others a JSON error with a code', async () => {
+    const member = await createAccount();
+    // Warm the path (authentication, validation) so that the eight requests overlap.
+    expect((await env.raw('/users/me', { headers: { Authorization: member.auth } })).status).toBe(200);
+    const mark = await markEvents(env);
+    const results = await Promise.all(Array.from({ length: 8 }, () => deleteMe(member.auth)));
+
+    for (const r of results) expect(r.contentType).toMatch(/^application\/json/);
+    const winners = results.filter((r) => r.status === 200);
+    expect(winners).toHaveLength(1);
+    expect(winners[0]!.body).toEqual({ result: 'success', msg: '' });
+    // The others were authenticated before or after the winner committed; either way they get what any
+    // later request with the key gets: 401 Account is deactivated.
+    for (const r of results.filter((x) => x.status !== 200)) {
+      expect(r.status).toBe(401);
+      expect(r.body).toEqual({ result: 'error', msg: 'Account is deactivated', code: 'UNAUTHORIZED' });
+    }
+    expect(await isActive(member.id)).toBe(false);
+    // Deactivated once: one is_active event for the account.
+    const deactivations = (await eventsSince(env, mark)).filter((e) => e.payload.type === 'realm_user' && e.payload.person?.user_id === member.id);
+    expect(deactivations.map((e) => e.payload.person)).toEqual([{ user_id: member.id, is_active: false }]);
+  });
+
+  it('keeps an owner when the only two owners leave at once: one succeeds, the other is the last owner', async () => {
+    const first = await createAccount(100);
+    const second = await createAccount(100);
+    const restore = await leaveOnlyOwners([first.id, second.id]);
+    try {
+      const requests = Array.from({ length: 8 }, (_, i) => deleteMe((i % 2 === 0 ? first : second).auth));
+      const results = await Promise.all(requests);
+      for (const r of results) {
+        expect(r.contentType).toMatch(/^application\/json/);
+        if (r.status !== 200) expect(typeof r.body.code).toBe('string');
+      }
+      expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+      const [firstActive, secondActive] = [await isActive(first.id), await isActive(second.id)];
+      expect([firstActive, secondActive].filter(Boolean)).toHaveLength(1);
+
+      // The leaver's other requests: 401; the remaining owner's: refused as the only owner.
+      const leaver = firstActive ? second : first;
+      results.forEach((r, i) => {
+        if (r.status === 200) return;
+        if ((i % 2 === 0 ? first : second) === leaver) {
+          expect(r.status).toBe(401);
+          expect(r.body.msg).toBe('Account is deactivated');
+        } else {
+          expectLastUserError(r, { msg: 'Cannot deactivate the only organization owner.', entity: 'organization owner', is_last_owner: true });
+        }
+      });
+      const owners = await env.running.deps.db.user.count({ where: { realmId, isActive: true, isBot: false, role: 100 } });
+      expect(owners).toBe(1);
+    } finally {
+      await restore();
+    }
+  });
+});
+

@@ -44,7 +44,9 @@ describe('POST /users/me/subscriptions: creating channels', () => {
     const name = fresh('Verona');
     const { data, response } = await subscribe('hamlet', { subscriptions: [{ name, description: 'Fair\nVerona' }] });
     expect(response.status).toBe(200);
-    expect(data).toEqual({ result: 'success', msg: '', subscribed: { [uid('hamlet')]: [name] }, already_subscribed: {}, new_subscription_messages_sent: true });
+    // Present because send_new_subscription_messages defaults to true; false because Parley sends no
+    // notification-bot messages (Zulip reports whether it sent them).
+    expect(data).toEqual({ result: 'success', msg: '', subscribed: { [uid('hamlet')]: [name] }, already_subscribed: {}, new_subscription_messages_sent: false });
 
     const channel = await db().channel.findFirstOrThrow({ where: { realmId, name } });
     expect(channel).toMatchObject({
@@ -279,6 +281,15 @@ describe('POST /users/me/subscriptions: subscribing others', () => {
     const add = events.find((e) => e.payload.op === 'add' && e.userIds.includes(uid('othello')))!;
     expect(add.userIds).toEqual([uid('othello')]);
     expect(add.payload.subscriptions[0].subscribers).toEqual([uid('hamlet'), uid('othello')]);
+  });
+
+  it('reports new_subscription_messages_sent only when the messages were asked for, and never as sent', async () => {
+    const name = fresh('notices');
+    await createChannel('hamlet', name);
+    const { data: asked } = await subscribe('hamlet', { subscriptions: [{ name }], principals: [uid('othello')], send_new_subscription_messages: true });
+    expect(asked).toEqual({ result: 'success', msg: '', subscribed: { [uid('othello')]: [name] }, already_subscribed: {}, new_subscription_messages_sent: false });
+    const { data: quiet } = await subscribe('hamlet', { subscriptions: [{ name }], principals: [uid('iago')], send_new_subscription_messages: false });
+    expect(quiet).toEqual({ result: 'success', msg: '', subscribed: { [uid('iago')]: [name] }, already_subscribed: {} });
   });
 
   it('refuses unknown and deactivated principals with 400 BAD_REQUEST', async () => {

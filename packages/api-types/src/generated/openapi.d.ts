@@ -188,7 +188,8 @@ export interface paths {
          *     without (`organization owner` or `user`).
          *
          *     On success the account's API key stops working: every later request with it is answered 401
-         *     `Account is deactivated`. Takes no parameters; anything sent is listed in
+         *     `Account is deactivated`. So are concurrent requests with the key that reach the deactivation after
+         *     another one has made it. Takes no parameters; anything sent is listed in
          *     `ignored_parameters_unsupported`.
          */
         delete: operations["deactivate-own-user"];
@@ -685,11 +686,12 @@ export interface paths {
          *     (both 400 `BAD_REQUEST`, since feature level 208). An e-mail principal is matched case-insensitively
          *     against the users' `email` field.
          *
-         *     Users subscribed by someone else receive a direct message from the notification bot about the
-         *     channels they were added to (not about channels created by this request), unless
-         *     `send_new_subscription_messages` is false or more than 100 users were subscribed. With `announce`,
-         *     creating channels posts a notice in the organization's new-channel announcements channel. Subscription
-         *     and channel-creation events are sent.
+         *     In Zulip, users subscribed by someone else receive a direct message from the notification bot about
+         *     the channels they were added to (not about channels created by this request), unless
+         *     `send_new_subscription_messages` is false or more than 100 users were subscribed, and with `announce`
+         *     creating channels posts a notice in the organization's new-channel announcements channel. This server
+         *     sends no notification-bot messages yet, so `new_subscription_messages_sent` is false whenever it is
+         *     present. Subscription and channel-creation events are sent.
          */
         post: operations["subscribe"];
         /**
@@ -4839,7 +4841,7 @@ export interface operations {
                      *           "Verona"
                      *         ]
                      *       },
-                     *       "new_subscription_messages_sent": true
+                     *       "new_subscription_messages_sent": false
                      *     }
                      */
                     "application/json": components["schemas"]["JsonSuccess"] & {
@@ -4873,8 +4875,8 @@ export interface operations {
                          */
                         unauthorized?: string[];
                         /**
-                         * @description Present only when `send_new_subscription_messages` was true; whether the notification-bot messages were in fact sent.
-                         * @example true
+                         * @description Present only when `send_new_subscription_messages` was true; whether the notification-bot messages were in fact sent (always false on this server, which sends none yet).
+                         * @example false
                          */
                         new_subscription_messages_sent?: boolean;
                     };

@@ -1,0 +1,57 @@
+// Read models of users: the User object of GET /users, GET /users/{id} and GET /users/me, formatted for
+// whoever asks (spectators included, where the organization allows them).
+import type { Schema } from '@parley/api-types';
+import type { Db } from '../data/db.ts';
+import type { Realm, User } from '../data/models.ts';
+import { listUsers } from '../data/users.repo.ts';
+import { emailVisibilityOf } from '../data/users-admin.repo.ts';
+import { profileValuesOfUsers } from '../data/profile-fields.repo.ts';
+import { accessUserById, checkSpectatorAccess } from '../access/users.ts';
+import { formatUser } from '../lib/user-format.ts';
+
+export interface UserFormatOptions {
+  clientGravatar: boolean;
+  includeProfile: boolean;
+}
+
+/** User objects as `viewer` (null: a spectator) may see them, in a few queries. */
+export async function formatUsers(db: Db, realm: Realm, viewer: User | null, users: User[], options: UserFormatOptions): Promise<Schema<'User'>[]> {
+  const ids = users.map((u) => u.id);
+  const visibility = await emailVisibilityOf(db, ids);
+  const valuesByUser = new Map<number, Awaited<ReturnType<typeof profileValuesOfUsers>>>();
+  if (options.includeProfile) {
+    for (const value of await profileValuesOfUsers(db, ids)) {
+      const list = valuesByUser.get(value.userId) ?? [];
+      list.push(value);
+      valuesByUser.set(value.userId, list);
+    }
+  }
+  return users.map((user) =>
+    formatUser(user, {
+      realm,
+      viewer,
+      clientGravatar: options.clientGravatar,
+      emailVisibility: visibility.get(user.id) ?? 1,
+      ...(options.includeProfile ? { profileValues: valuesByUser.get(user.id) ?? [] } : {}),
+    }),
+  );
+}
+
+/** GET /users: the organization's users (all, or the given ids); spectators only where allowed. */
+export async function listUsersForViewer(db: Db, realm: Realm, viewer: User | null, userIds: number[] | undefined, options: UserFormatOptions): Promise<Schema<'User'>[]> {
+  if (!viewer) checkSpectatorAccess(realm);
+  return formatUsers(db, realm, viewer, await listUsers(db, realm.id, userIds), options);
+}
+
+/** GET /users/{id}: one user of the organization, deactivated ones included. */
+export async function userById(db: Db, realm: Realm, viewer: User, userId: number, options: UserFormatOptions): Promise<Schema<'User'>> {
+  const target = await accessUserById(db, realm, userId, { allowDeactivated: true });
+  const [formatted] = await formatUsers(db, realm, viewer, [target], options);
+  return formatted!;
+}
+
+/** GET /users/me: the caller, with full avatar URL and custom profile fields. */
+export async function ownUser(db: Db, realm: Realm, user: User): Promise<Schema<'User'>> {
+  const [formatted] = await formatUsers(db, realm, user, [user], { clientGravatar: false, includeProfile: true });
+  return formatted!;
+}
