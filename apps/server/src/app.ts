@@ -4,7 +4,6 @@
 // Every failure on the way becomes Zulip's error envelope in http/error-handler.ts.
 import { existsSync, readFileSync } from 'node:fs';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import multer from 'multer';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { AppDeps } from './deps.ts';
 import { JsonableError, ResourceNotFoundError, UnauthorizedError } from './errors.ts';
@@ -19,6 +18,7 @@ import { buildValidationSpec, INTEGER_RANGE_FORMATS } from './http/validation-sp
 import { handlers } from './routes.ts';
 import { rateLimit } from './http/rate-limit.ts';
 import { admission } from './http/admission.ts';
+import { parseMultipart } from './http/multipart.ts';
 import { findFirstRealm } from './data/realms.repo.ts';
 import { pingDatabase } from './data/db.ts';
 import { checkSpectatorAccess } from './access/users.ts';
@@ -29,6 +29,8 @@ const API_PREFIX = '/api/v1';
 export function buildApp(deps: AppDeps) {
   const app = express();
   app.disable('x-powered-by');
+  // No ETag: hashing every body (a user list is megabytes) costs more than it saves; Zulip sends none.
+  app.set('etag', false);
   app.set('query parser', 'simple');
   if (deps.config.trustProxy) app.set('trust proxy', deps.config.trustProxy);
   app.use(requestLogging(deps.logger));
@@ -72,7 +74,6 @@ export function buildApp(deps: AppDeps) {
     ignoreUndocumented: false,
     formats: INTEGER_RANGE_FORMATS,
   });
-  const multipart = multer({ limits: { fieldSize: 2 * 1024 * 1024, files: 0 } }).none();
   // The raw bytes (inflated, size-limited by body-parser), decoded below with URLSearchParams: every
   // name is kept as sent, `__proto__` included, into an object without a prototype.
   const urlencodedBytes = express.raw({ type: () => true, limit: '5mb', inflate: true });
@@ -127,10 +128,7 @@ export function buildApp(deps: AppDeps) {
     if (type.startsWith('multipart/form-data')) {
       const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
       if (encoding !== 'identity' && encoding !== '') return next(new JsonableError('Unsupported Content-Encoding', { status: 415 }));
-      return multipart(req, res, (err?: unknown) => {
-        if (err) return next(new JsonableError('Malformed multipart body'));
-        next();
-      });
+      return parseMultipart(req, res, next);
     }
     if (type.startsWith('application/x-www-form-urlencoded')) return urlencoded(req, res, next);
     req.body = {};
@@ -211,7 +209,7 @@ export function buildApp(deps: AppDeps) {
       // A change is answered only once this process has heard every invalidation it caused, so the
       // caller's next request (on this process) never meets a cached identity the change outdated.
       if (state.operation.method !== 'get') await deps.listener.barrier();
-      sendSuccess(res, data, state.ignored);
+      sendSuccess(res, data, state.ignored, { validated: deps.config.validateResponses });
     } catch (error) {
       next(error);
     }

@@ -6,6 +6,7 @@ import type { Logger } from './http/logging.ts';
 import type { DatabaseListener } from './events/listener.ts';
 import type { CredentialCache } from './security/credential-cache.ts';
 import type { RateLimiter } from './data/rate-limits.repo.ts';
+import type { UserDirectory } from './queries/user-directory.ts';
 
 /** Everything the app needs, injected at start (no globals). */
 export interface AppDeps {
@@ -17,6 +18,8 @@ export interface AppDeps {
   listener: DatabaseListener;
   /** Authenticated identities cached in memory, invalidated through `listener`. */
   credentials: CredentialCache;
+  /** GET /users of whole organizations, serialised once per viewer role (queries/user-directory.ts). */
+  userDirectory: UserDirectory;
   /** Per user (or client address) request budget, shared across processes; null when disabled. */
   rateLimiter: RateLimiter | null;
   logger: Logger;

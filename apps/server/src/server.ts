@@ -16,6 +16,7 @@ import { createDatabaseListener } from './events/listener.ts';
 import { notifyThroughPool } from './data/events.repo.ts';
 import { createCredentialCache } from './security/credential-cache.ts';
 import { createRateLimiter } from './data/rate-limits.repo.ts';
+import { createUserDirectory } from './queries/user-directory.ts';
 import { createLogger } from './http/logging.ts';
 import { createApiKeyCipher, loadOrCreateSecret } from './security/secrets.ts';
 
@@ -51,6 +52,7 @@ export async function createDeps(config: Config, databaseUrl: string, options: {
     cipher: createApiKeyCipher(loadOrCreateSecret(config.secretKey, config.dataDir)),
     listener,
     credentials: createCredentialCache(listener),
+    userDirectory: createUserDirectory(listener),
     events: createEventBus(listener, logger),
     rateLimiter: config.rateLimit ? createRateLimiter(db, config.rateLimit, 'api', (error) => logger.error({ err: error }, 'rate-limit write failed')) : null,
     logger,

@@ -32,3 +32,7 @@ export const upsertProfileValue = (db: Db, userId: number, fieldId: number, valu
 
 export const deleteProfileValue = (db: Db, userId: number, fieldId: number) =>
   db.customProfileFieldValue.deleteMany({ where: { userId, fieldId } });
+
+/** Every custom profile field value of the organization's users, in one statement. */
+export const profileValuesOfRealm = (db: Db, realmId: number) =>
+  db.customProfileFieldValue.findMany({ where: { user: { realmId } }, orderBy: [{ userId: 'asc' }, { fieldId: 'asc' }] });

@@ -58,3 +58,20 @@ export const upsertApiKey = (db: Db, userId: number, lookupHash: string, ciphert
   });
 
 export const findApiKey = (db: Db, userId: number) => db.apiKey.findUnique({ where: { userId } });
+
+/** A user with their e-mail visibility setting, as the user directory formats it. */
+export type DirectoryUser = Awaited<ReturnType<typeof listUsers>>[number] & { emailVisibility: number };
+
+/**
+ * Every user of the organization with their e-mail visibility, in one statement whatever the
+ * organization's size (no list of ids to bind).
+ */
+export async function listDirectoryUsers(db: Db, realmId: number): Promise<DirectoryUser[]> {
+  const [users, settings] = await Promise.all([
+    db.user.findMany({ where: { realmId }, orderBy: { id: 'asc' } }),
+    db.$queryRaw<{ user_id: number; v: number }[]>`
+      SELECT s.user_id, s.email_address_visibility AS v FROM user_settings s JOIN "user" u ON u.id = s.user_id WHERE u.realm_id = ${realmId}`,
+  ]);
+  const visibility = new Map(settings.map((s) => [s.user_id, s.v]));
+  return users.map((u) => Object.assign(u, { emailVisibility: visibility.get(u.id) ?? 1 }));
+}

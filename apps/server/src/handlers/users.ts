@@ -1,14 +1,16 @@
 // User operations: thin handlers mapping decoded parameters to a read model (queries/users.ts) or to
 // an action, which checks permissions on the rows it locks.
+import type { SuccessData } from '@parley/api-types';
 import type { Handler } from '../http/handler.ts';
 import { listUsersForViewer, ownUser, userById } from '../queries/users.ts';
 import { checkCreateUser, doDeactivateOwnUser, doDeactivateUser, doReactivateUser, doUpdateUser } from '../actions/users.ts';
 
 export const getUsers: Handler<'get-users'> = async ({ params, realm, viewer, deps }) => ({
-  members: await listUsersForViewer(deps.db, realm, viewer, params.user_ids, {
+  // Either formatted users or the serialised directory (spliced into the envelope as text).
+  members: (await listUsersForViewer(deps, realm, viewer, params.user_ids, {
     clientGravatar: params.client_gravatar ?? true,
     includeProfile: params.include_custom_profile_fields ?? false,
-  }),
+  })) as SuccessData<'get-users'>['members'],
 });
 
 export const getUser: Handler<'get-user'> = async ({ params, path, realm, user, deps }) => ({

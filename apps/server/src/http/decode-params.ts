@@ -36,9 +36,15 @@ const lastValue = (value: unknown) => (Array.isArray(value) ? value[value.length
 const FLOAT_MARK = `\u0000float:${randomUUID()}:`;
 const NUMBER_TOKEN = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
+/** No parameter of the API nests this deep; deeper JSON is refused before it is parsed or walked. */
+export const MAX_JSON_DEPTH = 32;
+
+export class JsonTooDeepError extends Error {}
+
 /** JSON.parse that keeps integral float literals distinguishable from integers. */
 export function parseZulipJson(text: string): unknown {
   let marked = '';
+  let depth = 0;
   let changed = false;
   let copiedUpTo = 0;
   const floats: string[] = [];
@@ -49,6 +55,11 @@ export function parseZulipJson(text: string): unknown {
       while (j < text.length && text.charCodeAt(j) !== 34) j += text.charCodeAt(j) === 92 /* \ */ ? 2 : 1;
       i = j + 1;
       continue;
+    }
+    if (c === 91 /* [ */ || c === 123 /* { */) {
+      if (++depth > MAX_JSON_DEPTH) throw new JsonTooDeepError();
+    } else if (c === 93 /* ] */ || c === 125 /* } */) {
+      depth--;
     }
     if (c === 45 /* - */ || (c >= 48 && c <= 57)) {
       NUMBER_TOKEN.lastIndex = i;
@@ -112,7 +123,8 @@ export function decodeParams(
     }
     try {
       params[name] = parseZulipJson(value);
-    } catch {
+    } catch (error) {
+      if (error instanceof JsonTooDeepError) throw new JsonableError(`${name} is nested too deeply (limit: ${MAX_JSON_DEPTH} levels)`);
       throw new JsonableError(`${name} is not valid JSON`);
     }
   }
@@ -124,16 +136,23 @@ export function decodeParams(
 /**
  * PostgreSQL text cannot hold U+0000, so a NUL anywhere in a value (a plain string, a list element, an
  * object's key or field) is refused here, naming the parameter, before anything reaches the database.
+ * Iterative: a value's depth is bounded by parseZulipJson, but nothing here relies on the stack.
  */
 function rejectNulCharacters(value: unknown, path: string[]): void {
-  if (typeof value === 'string') {
-    if (value.includes('\u0000')) throw new JsonableError(`${formatParamPath(path)} contains a NUL character`);
-  } else if (Array.isArray(value)) {
-    value.forEach((item, i) => rejectNulCharacters(item, [...path, String(i)]));
-  } else if (value !== null && typeof value === 'object' && !(value instanceof FloatLiteral)) {
-    for (const [key, item] of Object.entries(value)) {
-      if (key.includes('\u0000')) throw new JsonableError(`${formatParamPath(path)} contains a NUL character`);
-      rejectNulCharacters(item, [...path, key]);
+  const stack: Array<[unknown, string[]]> = [[value, path]];
+  while (stack.length > 0) {
+    const [current, at] = stack.pop()!;
+    if (typeof current === 'string') {
+      if (current.includes('\u0000')) throw new JsonableError(`${formatParamPath(at)} contains a NUL character`);
+    } else if (Array.isArray(current)) {
+      for (let i = current.length - 1; i >= 0; i--) stack.push([current[i], [...at, String(i)]]);
+    } else if (current !== null && typeof current === 'object' && !(current instanceof FloatLiteral)) {
+      const entries = Object.entries(current);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, item] = entries[i]!;
+        if (key.includes('\u0000')) throw new JsonableError(`${formatParamPath(at)} contains a NUL character`);
+        stack.push([item, [...at, key]]);
+      }
     }
   }
 }

@@ -23,6 +23,9 @@ function deref(spec: Json, node: Json): Json {
   return current;
 }
 
+/** The longest list any request parameter may hold unless the spec says otherwise. */
+export const MAX_LIST_ITEMS = 10_000;
+
 /** Formats the projection puts on request integers; registered with the validator in app.ts. */
 export const INTEGER_RANGE_FORMATS = {
   /** Every integer the spec leaves unbounded: PostgreSQL's `integer`. */
@@ -53,6 +56,9 @@ function boundIntegers(spec: Json, node: Json, depth = 0): Json {
     }
   }
   const types = Array.isArray(copy.type) ? copy.type : [copy.type];
+  // Lists are bounded too, so that no request can ask for unbounded work (or more bind parameters
+  // than PostgreSQL takes).
+  if (types.includes('array') && copy.maxItems === undefined) copy.maxItems = MAX_LIST_ITEMS;
   if (types.includes('integer') && (copy.maximum === undefined || copy.minimum === undefined)) {
     copy.format = copy.format === 'int64' ? 'parley-int64' : 'parley-int32';
   }

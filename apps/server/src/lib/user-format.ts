@@ -33,14 +33,37 @@ export function canSeeDeliveryEmail(viewer: Pick<User, 'id' | 'role'> | null, ta
   }
 }
 
+/** md5 of normalised addresses, kept for the addresses seen recently (a list of users formats thousands). */
+const gravatarHashes = new Map<string, string>();
+function gravatarHash(email: string): string {
+  let hash = gravatarHashes.get(email);
+  if (hash === undefined) {
+    hash = createHash('md5').update(email.trim().toLowerCase()).digest('hex');
+    if (gravatarHashes.size >= 100_000) gravatarHashes.delete(gravatarHashes.keys().next().value!);
+    gravatarHashes.set(email, hash);
+  }
+  return hash;
+}
+
 export function gravatarUrl(email: string, version: number): string {
-  const hash = createHash('md5').update(email.trim().toLowerCase()).digest('hex');
-  return `https://secure.gravatar.com/avatar/${hash}?d=identicon&version=${version}`;
+  return `https://secure.gravatar.com/avatar/${gravatarHash(email)}?d=identicon&version=${version}`;
+}
+
+const hostnames = new Map<string, string>();
+/** The host name of an organization URL (parsed once per URL). */
+function hostnameOf(url: string): string {
+  let host = hostnames.get(url);
+  if (host === undefined) {
+    host = new URL(url).hostname;
+    if (hostnames.size > 1_000) hostnames.clear();
+    hostnames.set(url, host);
+  }
+  return host;
 }
 
 export function formatUser(user: User, options: FormatOptions): Schema<'User'> {
   const seesEmail = canSeeDeliveryEmail(options.viewer, user, options.emailVisibility);
-  const host = new URL(options.realm.url).hostname;
+  const host = hostnameOf(options.realm.url);
   const shownEmail = options.emailVisibility === 1 || user.isBot ? user.deliveryEmail : `user${user.id}@${host}`;
   const out: Schema<'User'> = {
     email: shownEmail,

@@ -8,6 +8,8 @@ import { emailVisibilityOf } from '../data/users-admin.repo.ts';
 import { profileValuesOfUsers } from '../data/profile-fields.repo.ts';
 import { accessUserById, checkSpectatorAccess } from '../access/users.ts';
 import { formatUser } from '../lib/user-format.ts';
+import type { RawJson } from '../lib/raw-json.ts';
+import type { UserDirectory } from './user-directory.ts';
 
 export interface UserFormatOptions {
   clientGravatar: boolean;
@@ -37,10 +39,21 @@ export async function formatUsers(db: Db, realm: Realm, viewer: User | null, use
   );
 }
 
-/** GET /users: the organization's users (all, or the given ids); spectators only where allowed. */
-export async function listUsersForViewer(db: Db, realm: Realm, viewer: User | null, userIds: number[] | undefined, options: UserFormatOptions): Promise<Schema<'User'>[]> {
+/**
+ * GET /users: the organization's users (all, or the given ids); spectators only where allowed. The
+ * whole list comes from the serialised user directory (queries/user-directory.ts); a list of ids is
+ * formatted on the spot.
+ */
+export async function listUsersForViewer(
+  deps: { db: Db; userDirectory: UserDirectory },
+  realm: Realm,
+  viewer: User | null,
+  userIds: number[] | undefined,
+  options: UserFormatOptions,
+): Promise<Schema<'User'>[] | RawJson> {
   if (!viewer) checkSpectatorAccess(realm);
-  return formatUsers(db, realm, viewer, await listUsers(db, realm.id, userIds), options);
+  if (userIds === undefined) return deps.userDirectory.membersJson(deps.db, realm, viewer, options);
+  return formatUsers(deps.db, realm, viewer, await listUsers(deps.db, realm.id, userIds), options);
 }
 
 /** GET /users/{id}: one user of the organization, deactivated ones included. */

@@ -65,9 +65,8 @@ export function createCredentialCache(listener: DatabaseListener, options: { max
     } else if (kind === 'realm') {
       for (const [hash, entry] of entries) if (entry.value.realm.id === id) forget(hash);
       if (realmForAnonymous?.realm.id === id) realmForAnonymous = null;
-    } else {
-      clear();
     }
+    // other kinds (profile values, directory) concern other caches
   });
 
   return {

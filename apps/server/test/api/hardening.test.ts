@@ -135,6 +135,44 @@ describe('integers are range-checked wherever they sit', () => {
   });
 });
 
+describe('sizes of JSON values', () => {
+  it('JSON nested deeper than 32 levels is refused before it is parsed (any parameter)', async () => {
+    const deep = `${'['.repeat(2_500)}${']'.repeat(2_500)}`;
+    expectJsonError(await env.raw(`/users?user_ids=${deep}`, { as: 'hamlet' }), 400, 'user_ids is nested too deeply (limit: 32 levels)', 'BAD_REQUEST');
+    const ok = `${'['.repeat(3)}1${']'.repeat(3)}`;
+    expectJsonError(await env.raw(`/users?user_ids=${ok}`, { as: 'hamlet' }), 400, 'user_ids[0] is not an integer', 'BAD_REQUEST');
+  });
+
+  it('a list of more than 10,000 items is refused, whatever the operation', async () => {
+    const ids = JSON.stringify(Array.from({ length: 40_000 }, (_, i) => i + 1));
+    const res = await env.raw(`/users/me/subscriptions`, { method: 'POST', body: new URLSearchParams({ subscriptions: '[{"name":"x"}]', principals: ids }).toString(), headers: form, as: 'iago' });
+    expectJsonError(res, 400, 'principals is too large', 'BAD_REQUEST');
+    const members = await env.raw('/user_groups/create', { method: 'POST', body: new URLSearchParams({ name: 'big', description: '', members: ids }).toString(), headers: form, as: 'iago' });
+    expectJsonError(members, 400, 'members is too large', 'BAD_REQUEST');
+  });
+});
+
+describe('multipart bodies', () => {
+  it('keep every name as sent: `name[]` is not `name`, and is reported as unknown', async () => {
+    const fd = new FormData();
+    fd.append('subscriptions[]', '[1]');
+    const res = await env.raw('/users/me/subscriptions', { method: 'POST', body: fd, as: 'hamlet' });
+    expectJsonError(res, 400, "Missing 'subscriptions' argument", 'REQUEST_VARIABLE_MISSING');
+    const fd2 = new FormData();
+    fd2.append('full_name', 'Cordelia');
+    fd2.append('odd[]', '1');
+    const patch = await env.raw(`/users/${env.users.cordelia.id}`, { method: 'PATCH', body: fd2, as: 'iago' });
+    expect(patch.status, JSON.stringify(patch.body)).toBe(200);
+    expect(patch.body.ignored_parameters_unsupported).toEqual(['odd[]']);
+  });
+
+  it('a file part is refused in the envelope', async () => {
+    const fd = new FormData();
+    fd.append('full_name', new Blob(['x']), 'name.txt');
+    expectJsonError(await env.raw(`/users/${env.users.cordelia.id}`, { method: 'PATCH', body: fd, as: 'iago' }), 400, 'File uploads are not accepted here', 'BAD_REQUEST');
+  });
+});
+
 describe('NUL characters', () => {
   it('in a plain string parameter: 400 naming it', async () => {
     expectJsonError(await env.raw('/get_stream_id?stream=a%00b', { as: 'hamlet' }), 400, 'stream contains a NUL character', 'BAD_REQUEST');
