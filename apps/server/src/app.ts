@@ -15,7 +15,7 @@ import { requestLogging } from './http/logging.ts';
 import { resolveOperation } from './http/operations.ts';
 import { sendError, sendSuccess } from './http/respond.ts';
 import { buildValidationSpec, INTEGER_RANGE_FORMATS } from './http/validation-spec.ts';
-import { handlers } from './routes.ts';
+import { handlerOf } from './routes.ts';
 import { rateLimit } from './http/rate-limit.ts';
 import { admission } from './http/admission.ts';
 import { parseMultipart } from './http/multipart.ts';
@@ -187,9 +187,7 @@ export function buildApp(deps: AppDeps) {
   // 8. Dispatch to the handler.
   api.use(async (_req: Request, res: Response, next: NextFunction) => {
     const state = res.locals.parley as RequestState;
-    const handler = (handlers as Record<string, ((ctx: HandlerContext<any>) => Promise<Record<string, unknown>>) | undefined>)[
-      state.operation.operationId
-    ];
+    const handler = handlerOf(state.operation.operationId);
     if (!handler) {
       return sendError(res, new JsonableError(`Parley does not serve ${state.operation.operationId} yet`, { status: 404, code: 'NOT_IMPLEMENTED' }));
     }

@@ -1,6 +1,6 @@
 // Channel and subscription operations: thin handlers mapping decoded parameters to a read model
 // (queries/channels.ts) or to an action, which checks permissions on the rows it locks.
-import type { Handler, HandlerTable } from '../http/handler.ts';
+import type { Handler } from '../http/handler.ts';
 import { channelById, channelIdByName, channelSubscriberIds, listChannelsForUser, subscriptionsOfUser } from '../queries/channels.ts';
 import { doArchiveChannel, doUpdateChannel } from '../actions/channels.ts';
 import { doSubscribe, doUnsubscribe } from '../actions/subscriptions.ts';
@@ -78,17 +78,4 @@ export const updateStream: Handler<'update-stream'> = async ({ params, path, rea
 export const archiveStream: Handler<'archive-stream'> = async ({ path, realm, user, deps }) => {
   await doArchiveChannel(deps, realm, user, path.stream_id);
   return {};
-};
-
-/** Channel and subscription operations. */
-export const channelHandlers: HandlerTable = {
-  'get-streams': getStreams,
-  'get-stream-by-id': getStreamById,
-  'get-stream-id': getStreamId,
-  'get-subscribers': getSubscribers,
-  'get-subscriptions': getSubscriptions,
-  subscribe,
-  unsubscribe,
-  'update-stream': updateStream,
-  'archive-stream': archiveStream,
 };

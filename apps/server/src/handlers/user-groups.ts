@@ -1,16 +1,16 @@
 // User-group operations: thin handlers mapping decoded parameters to a read model
 // (queries/user-groups.ts) or to an action, which checks permissions on the group it locks.
-import type { Handler, HandlerTable } from '../http/handler.ts';
+import type { Handler } from '../http/handler.ts';
 import { isUserGroupMember, listUserGroups, userGroupMemberIds, userGroupSubgroupIds } from '../queries/user-groups.ts';
 import { doCreateUserGroup, doDeactivateUserGroup, doUpdateUserGroup, doUpdateUserGroupMembers, doUpdateUserGroupSubgroups } from '../actions/user-groups.ts';
 import type { GroupSettingUpdate, GroupSettingValue } from '../actions/group-settings.ts';
 import { groupSettingParams } from '../lib/group-settings.ts';
 
-const getUserGroups: Handler<'get-user-groups'> = async ({ params, realm, user, deps }) => ({
+export const getUserGroups: Handler<'get-user-groups'> = async ({ params, realm, user, deps }) => ({
   user_groups: await listUserGroups(deps.db, realm, user, { includeDeactivated: params.include_deactivated_groups ?? false }),
 });
 
-const createUserGroup: Handler<'create-user-group'> = async ({ params, realm, user, deps }) => ({
+export const createUserGroup: Handler<'create-user-group'> = async ({ params, realm, user, deps }) => ({
   group_id: await doCreateUserGroup(deps, realm, user, {
     name: params.name,
     description: params.description,
@@ -20,7 +20,7 @@ const createUserGroup: Handler<'create-user-group'> = async ({ params, realm, us
   }),
 });
 
-const updateUserGroup: Handler<'update-user-group'> = async ({ params, path, realm, user, deps }) => {
+export const updateUserGroup: Handler<'update-user-group'> = async ({ params, path, realm, user, deps }) => {
   await doUpdateUserGroup(deps, realm, user, path.user_group_id, {
     ...(params.name !== undefined ? { name: params.name } : {}),
     ...(params.description !== undefined ? { description: params.description } : {}),
@@ -30,7 +30,7 @@ const updateUserGroup: Handler<'update-user-group'> = async ({ params, path, rea
   return {};
 };
 
-const updateUserGroupMembers: Handler<'update-user-group-members'> = async ({ params, path, realm, user, deps }) => {
+export const updateUserGroupMembers: Handler<'update-user-group-members'> = async ({ params, path, realm, user, deps }) => {
   await doUpdateUserGroupMembers(deps, realm, user, path.user_group_id, {
     add: params.add ?? [],
     delete: params.delete ?? [],
@@ -40,36 +40,24 @@ const updateUserGroupMembers: Handler<'update-user-group-members'> = async ({ pa
   return {};
 };
 
-const updateUserGroupSubgroups: Handler<'update-user-group-subgroups'> = async ({ params, path, realm, user, deps }) => {
+export const updateUserGroupSubgroups: Handler<'update-user-group-subgroups'> = async ({ params, path, realm, user, deps }) => {
   await doUpdateUserGroupSubgroups(deps, realm, user, path.user_group_id, { add: params.add ?? [], delete: params.delete ?? [] });
   return {};
 };
 
-const deactivateUserGroup: Handler<'deactivate-user-group'> = async ({ path, realm, user, deps }) => {
+export const deactivateUserGroup: Handler<'deactivate-user-group'> = async ({ path, realm, user, deps }) => {
   await doDeactivateUserGroup(deps, realm, user, path.user_group_id);
   return {};
 };
 
-const getUserGroupMembers: Handler<'get-user-group-members'> = async ({ params, path, realm, user, deps }) => ({
+export const getUserGroupMembers: Handler<'get-user-group-members'> = async ({ params, path, realm, user, deps }) => ({
   members: await userGroupMemberIds(deps.db, realm, user, path.user_group_id, { directOnly: params.direct_member_only ?? false }),
 });
 
-const getIsUserGroupMember: Handler<'get-is-user-group-member'> = async ({ params, path, realm, user, deps }) => ({
+export const getIsUserGroupMember: Handler<'get-is-user-group-member'> = async ({ params, path, realm, user, deps }) => ({
   is_user_group_member: await isUserGroupMember(deps.db, realm, user, path.user_group_id, path.user_id, { directOnly: params.direct_member_only ?? false }),
 });
 
-const getUserGroupSubgroups: Handler<'get-user-group-subgroups'> = async ({ params, path, realm, user, deps }) => ({
+export const getUserGroupSubgroups: Handler<'get-user-group-subgroups'> = async ({ params, path, realm, user, deps }) => ({
   subgroups: await userGroupSubgroupIds(deps.db, realm, user, path.user_group_id, { directOnly: params.direct_subgroup_only ?? false }),
 });
-
-export const userGroupHandlers: HandlerTable = {
-  'get-user-groups': getUserGroups,
-  'create-user-group': createUserGroup,
-  'update-user-group': updateUserGroup,
-  'update-user-group-members': updateUserGroupMembers,
-  'update-user-group-subgroups': updateUserGroupSubgroups,
-  'deactivate-user-group': deactivateUserGroup,
-  'get-user-group-members': getUserGroupMembers,
-  'get-is-user-group-member': getIsUserGroupMember,
-  'get-user-group-subgroups': getUserGroupSubgroups,
-};

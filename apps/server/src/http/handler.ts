@@ -14,4 +14,7 @@ export interface HandlerContext<K extends OperationName> {
 }
 
 export type Handler<K extends OperationName> = (ctx: HandlerContext<K>) => Promise<SuccessData<K>>;
-export type HandlerTable = { [K in OperationName]?: Handler<K> };
+/** Marks an operation of the spec that Parley does not serve yet (answered 404 NOT_IMPLEMENTED). */
+export const NOT_SERVED = Symbol('not served');
+/** Every operation of the spec, each with its handler or NOT_SERVED: a missing entry does not compile. */
+export type RouteTable = { [K in OperationName]: Handler<K> | typeof NOT_SERVED };
