@@ -22,7 +22,6 @@ import { parseMultipart } from './http/multipart.ts';
 import { findFirstRealm } from './data/realms.repo.ts';
 import { pingDatabase } from './data/db.ts';
 import { checkSpectatorAccess } from './access/users.ts';
-import type { HandlerContext } from './http/handler.ts';
 
 const API_PREFIX = '/api/v1';
 
