@@ -20,7 +20,7 @@ export const getUser: Handler<'get-user'> = async ({ params, path, realm, user, 
   }),
 });
 
-export const getOwnUser: Handler<'get-own-user'> = async ({ realm, user, deps }) => ownUser(deps.db, realm, user);
+export const getOwnUser: Handler<'get-own-user'> = async ({ realm, user, deps }) => ownUser(deps, realm, user);
 
 export const createUser: Handler<'create-user'> = async ({ params, realm, user, deps }) => {
   const created = await checkCreateUser(deps, realm, user, { email: params.email, fullName: params.full_name, password: params.password });

@@ -13,16 +13,26 @@ export function sendSuccess(res: Response, data: Record<string, unknown>, ignore
     res.status(200).json(body);
     return;
   }
-  const parts: string[] = [];
-  for (const [name, value] of Object.entries(body)) {
-    parts.push(`${JSON.stringify(name)}:${value instanceof RawJson ? value.text : JSON.stringify(value)}`);
-  }
-  const text = `{${parts.join(',')}}`;
   if (options.validated) {
-    res.status(200).json(JSON.parse(text));
+    res.status(200).json(JSON.parse(JSON.stringify(body)));
     return;
   }
-  res.status(200).type('application/json; charset=utf-8').send(text);
+  // Written chunk by chunk: cached bytes go out without being copied for this response.
+  const chunks: Array<string | Buffer> = [];
+  let first = true;
+  for (const [name, value] of Object.entries(body)) {
+    chunks.push(`${first ? '{' : ','}${JSON.stringify(name)}:`);
+    first = false;
+    if (value instanceof RawJson) chunks.push(...value.chunks);
+    else chunks.push(JSON.stringify(value));
+  }
+  chunks.push('}');
+  const buffers = chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c));
+  res.status(200);
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', String(buffers.reduce((n, b) => n + b.length, 0)));
+  for (const buffer of buffers) res.write(buffer);
+  res.end();
 }
 
 export function sendError(res: Response, error: JsonableError): void {

@@ -1,9 +1,16 @@
 /**
- * A value already serialised as JSON text (a cached list, say): the envelope splices the text in
- * instead of serialising it again. `toJSON` keeps it usable wherever a plain value is expected.
+ * A value already serialised as JSON (a cached list, say), held as chunks of text or bytes that the
+ * envelope writes out as they are, without serialising or copying them again. `text` and `toJSON`
+ * keep it usable wherever a string or a plain value is expected.
  */
 export class RawJson {
-  constructor(readonly text: string) {}
+  readonly chunks: ReadonlyArray<string | Buffer>;
+  constructor(...chunks: Array<string | Buffer>) {
+    this.chunks = chunks;
+  }
+  get text(): string {
+    return this.chunks.map((c) => (typeof c === 'string' ? c : c.toString('utf8'))).join('');
+  }
   toJSON(): unknown {
     return JSON.parse(this.text);
   }

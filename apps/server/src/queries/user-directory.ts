@@ -5,6 +5,7 @@
 // own row (they always see their own address), which is formatted per request and spliced in.
 // Concurrent requests share one build; a build that overlapped an invalidation is served once but
 // not kept.
+import type { Schema } from '@parley/api-types';
 import type { Realm, User } from '../data/models.ts';
 import type { Db } from '../data/db.ts';
 import { listDirectoryUsers, type DirectoryUser } from '../data/users.repo.ts';
@@ -24,8 +25,8 @@ interface Directory {
   ids: number[];
   users: DirectoryUser[];
   profile: Map<number, CustomProfileFieldValue[]> | null;
-  /** Every row serialised, joined with commas; `offsets[i]` is where row i starts. */
-  joined: string;
+  /** Every row serialised (UTF-8), joined with commas; row i is bytes offsets[i] .. offsets[i] + lengths[i]. */
+  joined: Buffer;
   offsets: number[];
   lengths: number[];
 }
@@ -33,6 +34,8 @@ interface Directory {
 export interface UserDirectory {
   /** The members array as JSON text, as `viewer` (null: spectator) sees it. */
   membersJson(db: Db, realm: Realm, viewer: User | null, options: DirectoryOptions): Promise<RawJson>;
+  /** GET /users/me: the caller as they see themselves, kept until they, their settings or profile change. */
+  ownUser(user: User, load: () => Promise<Schema<'User'>>): Promise<Schema<'User'>>;
 }
 
 export function createUserDirectory(listener: DatabaseListener): UserDirectory {
@@ -44,8 +47,20 @@ export function createUserDirectory(listener: DatabaseListener): UserDirectory {
     built.clear();
     building.clear();
   };
-  listener.onReset(drop);
-  listener.on(INVALIDATION_CHANNEL, drop);
+  const ownUsers = new Map<number, Schema<'User'>>();
+  let ownGeneration = 0;
+  listener.onReset(() => {
+    drop();
+    ownGeneration++;
+    ownUsers.clear();
+  });
+  listener.on(INVALIDATION_CHANNEL, (payload) => {
+    drop();
+    ownGeneration++;
+    const [kind, id] = payload.split(':');
+    if (kind === 'user' || kind === 'settings' || kind === 'profile') ownUsers.delete(Number(id));
+    else if (kind !== 'directory') ownUsers.clear(); // organization changes (its URL shapes addresses)
+  });
 
   async function build(db: Db, realm: Realm, viewer: User | null, options: DirectoryOptions): Promise<Directory> {
     const [users, values] = await Promise.all([
@@ -68,14 +83,26 @@ export function createUserDirectory(listener: DatabaseListener): UserDirectory {
     const lengths: number[] = [];
     let at = 0;
     for (const row of rows) {
+      const bytes = Buffer.byteLength(row);
       offsets.push(at);
-      lengths.push(row.length);
-      at += row.length + 1;
+      lengths.push(bytes);
+      at += bytes + 1;
     }
-    return { ids: users.map((u) => u.id), users, profile, joined: rows.join(','), offsets, lengths };
+    return { ids: users.map((u) => u.id), users, profile, joined: Buffer.from(rows.join(',')), offsets, lengths };
   }
 
   return {
+    async ownUser(user, load) {
+      const hit = ownUsers.get(user.id);
+      if (hit) return hit;
+      const startedAt = ownGeneration;
+      const value = await load();
+      if (ownGeneration === startedAt && listener.listening) {
+        if (ownUsers.size >= 50_000) ownUsers.delete(ownUsers.keys().next().value!);
+        ownUsers.set(user.id, value);
+      }
+      return value;
+    },
     async membersJson(db, realm, viewer, options) {
       const key = `${realm.id}|${viewer ? viewer.role : 'spectator'}|${options.clientGravatar}|${options.includeProfile}`;
       let directory = built.get(key);
@@ -96,11 +123,12 @@ export function createUserDirectory(listener: DatabaseListener): UserDirectory {
       }
       // The viewer's own row (and only it) differs from what others of the same role see.
       const i = viewer ? binarySearch(directory.ids, viewer.id) : -1;
-      if (i < 0) return new RawJson(`[${directory.joined}]`);
+      // Zero-copy views of the shared bytes around the viewer's own row.
+      if (i < 0) return new RawJson('[', directory.joined, ']');
       const own = JSON.stringify(format(realm, viewer, directory.users[i]!, directory.profile, options));
       const start = directory.offsets[i]!;
       const end = start + directory.lengths[i]!;
-      return new RawJson(`[${directory.joined.slice(0, start)}${own}${directory.joined.slice(end)}]`);
+      return new RawJson('[', directory.joined.subarray(0, start), own, directory.joined.subarray(end), ']');
     },
   };
 }

@@ -63,8 +63,10 @@ export async function userById(db: Db, realm: Realm, viewer: User, userId: numbe
   return formatted!;
 }
 
-/** GET /users/me: the caller, with full avatar URL and custom profile fields. */
-export async function ownUser(db: Db, realm: Realm, user: User): Promise<Schema<'User'>> {
-  const [formatted] = await formatUsers(db, realm, user, [user], { clientGravatar: false, includeProfile: true });
-  return formatted!;
+/** GET /users/me: the caller, with full avatar URL and custom profile fields (kept in memory until they change). */
+export async function ownUser(deps: { db: Db; userDirectory: UserDirectory }, realm: Realm, user: User): Promise<Schema<'User'>> {
+  return deps.userDirectory.ownUser(user, async () => {
+    const [formatted] = await formatUsers(deps.db, realm, user, [user], { clientGravatar: false, includeProfile: true });
+    return formatted!;
+  });
 }

@@ -318,7 +318,8 @@ describe('failures of the server itself', () => {
   it('an unexpected error is a 500 in the envelope with a code, and no trace or path', async () => {
     const broken = await brokenServer(() => new Error('boom in /work/main/apps/server/src/data/users.repo.ts:16:11'));
     try {
-      const res = await broken.get('/api/v1/users/me', { Authorization: basicAuth(env.users.hamlet.email, env.users.hamlet.apiKey) });
+      // A list of ids is always read from the database (the caller's credentials may come from memory).
+      const res = await broken.get(`/api/v1/users?user_ids=[${env.users.cordelia.id}]`, { Authorization: basicAuth(env.users.hamlet.email, env.users.hamlet.apiKey) });
       expectCleanError(res, 500);
       expect(res.body).toEqual({ result: 'error', msg: 'Internal server error', code: 'INTERNAL_SERVER_ERROR' });
       expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
@@ -330,7 +331,7 @@ describe('failures of the server itself', () => {
   it('a database that cannot give a connection in time is a 503 with Retry-After in the envelope', async () => {
     const broken = await brokenServer(() => Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), { code: 'P2028' }));
     try {
-      const res = await broken.get('/api/v1/users/me', { Authorization: basicAuth(env.users.hamlet.email, env.users.hamlet.apiKey) });
+      const res = await broken.get(`/api/v1/users?user_ids=[${env.users.cordelia.id}]`, { Authorization: basicAuth(env.users.hamlet.email, env.users.hamlet.apiKey) });
       expectCleanError(res, 503);
       expect(res.body).toMatchObject({ code: 'SERVER_OVERLOADED', 'retry-after': 1 });
       expect(res.headers.get('retry-after')).toBe('1');
