@@ -32,6 +32,8 @@ interface KeyState {
   shared: number;
   /** Accepted here and not written yet. */
   unwritten: number;
+  /** Accepted here and being written now (not in `shared` until the write answers). */
+  writingPoints: number;
   /** When the current window ends (ms since epoch). */
   resetAt: number;
   writing: boolean;
@@ -55,6 +57,7 @@ export function createRateLimiter(db: PrismaClient, rule: RateLimitRule, keyPref
       while (state.unwritten > 0) {
         const points = state.unwritten;
         state.unwritten = 0;
+        state.writingPoints = points;
         try {
           // penalty() adds points without refusing, and answers the shared total and the window's end.
           const res = await store.penalty(key, points);
@@ -63,6 +66,8 @@ export function createRateLimiter(db: PrismaClient, rule: RateLimitRule, keyPref
         } catch (error) {
           onError(error);
           state.shared += points; // keep counting locally; the next write catches up
+        } finally {
+          state.writingPoints = 0;
         }
       }
     } finally {
@@ -83,10 +88,10 @@ export function createRateLimiter(db: PrismaClient, rule: RateLimitRule, keyPref
       const now = Date.now();
       let state = states.get(key);
       if (!state || (state.resetAt <= now && !state.writing)) {
-        state = { shared: 0, unwritten: 0, resetAt: now + windowMs, writing: false };
+        state = { shared: 0, unwritten: 0, writingPoints: 0, resetAt: now + windowMs, writing: false };
         states.set(key, state);
       }
-      const used = state.shared + state.unwritten;
+      const used = state.shared + state.writingPoints + state.unwritten;
       const resetSeconds = Math.max((state.resetAt - now) / 1000, 0.001);
       if (used >= rule.points) return { allowed: false, limit: rule.points, remaining: 0, resetSeconds };
       state.unwritten++;

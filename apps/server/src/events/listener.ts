@@ -54,6 +54,14 @@ export function createDatabaseListener(
     },
   ]);
 
+  /** One query at a time on the listener connection (node-postgres no longer queues for us). */
+  let queue: Promise<unknown> = Promise.resolve();
+  const query = (c: pg.Client, text: string, values?: unknown[]) => {
+    const run = queue.then(() => c.query(text, values));
+    queue = run.catch(() => {});
+    return run;
+  };
+
   const reset = () => {
     for (const handler of resetHandlers) handler();
   };
@@ -77,7 +85,7 @@ export function createDatabaseListener(
     c.on('end', () => void lost(c));
     try {
       await c.connect();
-      for (const channel of handlers.keys()) await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      for (const channel of handlers.keys()) await query(c, `LISTEN ${pg.escapeIdentifier(channel)}`);
       if (closed) {
         await c.end().catch(() => {});
         return;
@@ -127,7 +135,7 @@ export function createDatabaseListener(
       const list = handlers.get(channel) ?? [];
       list.push(handler);
       handlers.set(channel, list);
-      if (client && list.length === 1) void client.query(`LISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+      if (client && list.length === 1) void query(client, `LISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
     },
     start,
     barrier(timeoutMs = 2_000) {
@@ -150,7 +158,7 @@ export function createDatabaseListener(
           sentBarriers.set(batch.token, batch.waiters);
           const c = client;
           if (!c) return batch.waiters.forEach((w) => w());
-          c.query('SELECT pg_notify($1, $2)', [BARRIER_CHANNEL, batch.token]).catch(() => {
+          query(c, 'SELECT pg_notify($1, $2)', [BARRIER_CHANNEL, batch.token]).catch(() => {
             sentBarriers.delete(batch.token);
             batch.waiters.forEach((w) => w());
           });
@@ -163,7 +171,7 @@ export function createDatabaseListener(
     async notify(channel, payload) {
       if (client && listening) {
         try {
-          await client.query('SELECT pg_notify($1, $2)', [channel, payload]);
+          await query(client, 'SELECT pg_notify($1, $2)', [channel, payload]);
           return;
         } catch {
           // fall through: the pool still works

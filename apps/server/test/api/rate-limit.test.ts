@@ -25,6 +25,12 @@ describe('rate limiting', () => {
     expect((await env.raw('/users/me', { as: 'othello' })).status).toBe(200);
   });
 
+  it('counts requests decided while earlier ones are still being written (concurrent burst)', async () => {
+    const statuses = (await Promise.all(Array.from({ length: 6 }, () => env.raw('/users/me', { as: 'hamlet' })))).map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(3);
+  });
+
   it('counts in the database, so every process sharing it sees the same budget', async () => {
     await env.running.deps.rateLimiter!.flush(); // written behind the requests
     const rows = await env.running.deps.db.rateLimiterFlexible.findMany({ where: { key: { startsWith: 'api:user:' } } });
