@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
+import type { OpenApiValidatorOpts as OpenApiValidatorOptions } from 'express-openapi-validator/dist/framework/types.js';
 import type { AppDeps } from './deps.ts';
 import { JsonableError, ResourceNotFoundError, UnauthorizedError } from './errors.ts';
 import { authenticate, parseBasicAuth } from './http/authenticate.ts';
@@ -55,7 +56,8 @@ export function buildApp(deps: AppDeps) {
 
   const { validationSpec, rules } = buildValidationSpec(JSON.parse(readFileSync(deps.specJsonPath, 'utf8')));
   const validator = OpenApiValidator.middleware({
-    apiSpec: validationSpec as any,
+    // The projection is built from the bundled spec at start (a JSON document, OpenAPI 3.1).
+    apiSpec: validationSpec as unknown as OpenApiValidatorOptions['apiSpec'],
     validateRequests: { coerceTypes: false, allowUnknownQueryParameters: true, removeAdditional: false },
     validateResponses: deps.config.validateResponses
       ? {

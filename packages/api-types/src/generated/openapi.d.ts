@@ -2242,6 +2242,54 @@ export interface components {
                 "application/json": components["schemas"]["JsonError"];
             };
         };
+        /**
+         * @description An unexpected failure of the server. The body is the usual error envelope with code
+         *     `INTERNAL_SERVER_ERROR`; the details are in the server's log under the response's `X-Request-Id`.
+         */
+        ServerError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "result": "error",
+                 *       "msg": "Internal server error",
+                 *       "code": "INTERNAL_SERVER_ERROR"
+                 *     }
+                 */
+                "application/json": components["schemas"]["JsonError"];
+            };
+        };
+        /**
+         * @description The server is overloaded: the request could not start in time (every process admits a bounded number
+         *     of requests at once and lets the rest wait briefly). Nothing was changed; retry after the number of
+         *     seconds in `retry-after` (also the `Retry-After` header).
+         */
+        Overloaded: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "result": "error",
+                 *       "msg": "The server is busy; retry later",
+                 *       "code": "SERVER_OVERLOADED",
+                 *       "retry-after": 5
+                 *     }
+                 */
+                "application/json": components["schemas"]["JsonError"] & {
+                    /**
+                     * @description Seconds to wait before retrying.
+                     * @example 5
+                     */
+                    "retry-after": number;
+                };
+            };
+        };
         /** @description Invalid request parameters or insufficient permission. */
         BadRequest: {
             headers: {
@@ -2392,6 +2440,8 @@ export interface operations {
                 };
             };
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-server-settings": {
@@ -2518,6 +2568,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "update-realm": {
@@ -2661,6 +2713,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-custom-profile-fields": {
@@ -2724,6 +2778,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "create-custom-profile-field": {
@@ -2807,6 +2863,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-users": {
@@ -2893,6 +2951,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "create-user": {
@@ -2956,6 +3016,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-own-user": {
@@ -3003,6 +3065,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "deactivate-own-user": {
@@ -3042,6 +3106,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-user": {
@@ -3113,6 +3179,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "deactivate-user": {
@@ -3149,6 +3217,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "update-user": {
@@ -3211,6 +3281,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "reactivate-user": {
@@ -3236,6 +3308,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "update-settings": {
@@ -3683,6 +3757,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-user-groups": {
@@ -3773,6 +3849,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "create-user-group": {
@@ -3858,6 +3936,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "update-user-group": {
@@ -3915,6 +3995,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-user-group-members": {
@@ -3965,6 +4047,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "update-user-group-members": {
@@ -4024,6 +4108,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-is-user-group-member": {
@@ -4075,6 +4161,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-user-group-subgroups": {
@@ -4124,6 +4212,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "update-user-group-subgroups": {
@@ -4169,6 +4259,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "deactivate-user-group": {
@@ -4197,6 +4289,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-streams": {
@@ -4289,6 +4383,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-stream-by-id": {
@@ -4366,6 +4462,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "archive-stream": {
@@ -4391,6 +4489,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "update-stream": {
@@ -4497,6 +4597,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-subscribers": {
@@ -4544,6 +4646,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-stream-id": {
@@ -4590,6 +4694,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-subscriptions": {
@@ -4690,6 +4796,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     subscribe: {
@@ -4892,6 +5000,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     unsubscribe: {
@@ -4959,6 +5069,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "set-typing-status": {
@@ -5019,6 +5131,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "mark-topic-as-read": {
@@ -5059,6 +5173,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "mark-all-as-read": {
@@ -5093,6 +5209,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-scheduled-messages": {
@@ -5147,6 +5265,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "create-scheduled-message": {
@@ -5235,6 +5355,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "delete-scheduled-message": {
@@ -5252,6 +5374,8 @@ export interface operations {
             200: components["responses"]["Success"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "update-scheduled-message": {
@@ -5318,6 +5442,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "get-drafts": {
@@ -5385,6 +5511,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "create-drafts": {
@@ -5449,6 +5577,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "delete-draft": {
@@ -5490,6 +5620,8 @@ export interface operations {
                     "application/json": components["schemas"]["JsonError"];
                 };
             };
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "edit-draft": {
@@ -5537,6 +5669,8 @@ export interface operations {
                     "application/json": components["schemas"]["JsonError"];
                 };
             };
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "send-invites": {
@@ -5633,6 +5767,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "add-apns-token": {
@@ -5673,6 +5809,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "remove-apns-token": {
@@ -5707,6 +5845,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
     "test-notify": {
@@ -5740,6 +5880,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
         };
     };
 }
