@@ -1,6 +1,6 @@
 // The Express application. Request path for /api/v1:
-//   resolve operation → parse body → authenticate → decode parameters (wire plan) → validate
-//   (express-openapi-validator on the spec) → thin handler → JSON envelope.
+//   resolve operation → admission → authenticate → rate limit → parse body → decode parameters (wire
+//   plan) → validate (express-openapi-validator on the spec) → thin handler → JSON envelope.
 // Every failure on the way becomes Zulip's error envelope in http/error-handler.ts.
 import { existsSync, readFileSync } from 'node:fs';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -117,26 +117,7 @@ export function buildApp(deps: AppDeps) {
   //    briefly, or get 503 with Retry-After.
   api.use(admission({ limit: deps.config.maxConcurrentRequests, queueTimeoutMs: deps.config.queueTimeoutMs }));
 
-  // 3. Body: urlencoded or multipart (an empty multipart body means "no parameters"); no content type → none.
-  //    A urlencoded body may be compressed (gzip, deflate, br); a body that does not match its encoding
-  //    is the client's error (400), as is an encoding we cannot read (415).
-  api.use((req: Request, res: Response, next: NextFunction) => {
-    const type = (req.headers['content-type'] ?? '').toLowerCase();
-    if (req.headers['content-length'] === '0' || !type) {
-      req.body = {};
-      return next();
-    }
-    if (type.startsWith('multipart/form-data')) {
-      const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-      if (encoding !== 'identity' && encoding !== '') return next(new JsonableError('Unsupported Content-Encoding', { status: 415 }));
-      return parseMultipart(req, res, next);
-    }
-    if (type.startsWith('application/x-www-form-urlencoded')) return urlencoded(req, res, next);
-    req.body = {};
-    next();
-  });
-
-  // 4. Authenticate (before parameters are looked at, as in Zulip).
+  // 3. Authenticate (before the body or any parameter is looked at, as in Zulip).
   api.use(async (req: Request, res: Response, next: NextFunction) => {
     const state = res.locals.parley as RequestState;
     try {
@@ -165,8 +146,27 @@ export function buildApp(deps: AppDeps) {
     }
   });
 
-  // 5. Rate limit, per user or client address (counters shared through the database).
+  // 4. Rate limit, per user or client address (counters shared through the database).
   api.use(rateLimit(deps.rateLimiter));
+
+  // 5. Body: urlencoded or multipart (an empty multipart body means "no parameters"); no content type → none.
+  //    A urlencoded body may be compressed (gzip, deflate, br); a body that does not match its encoding
+  //    is the client's error (400), as is an encoding we cannot read (415).
+  api.use((req: Request, res: Response, next: NextFunction) => {
+    const type = (req.headers['content-type'] ?? '').toLowerCase();
+    if (req.headers['content-length'] === '0' || !type) {
+      req.body = {};
+      return next();
+    }
+    if (type.startsWith('multipart/form-data')) {
+      const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+      if (encoding !== 'identity' && encoding !== '') return next(new JsonableError('Unsupported Content-Encoding', { status: 415 }));
+      return parseMultipart(req, res, next);
+    }
+    if (type.startsWith('application/x-www-form-urlencoded')) return urlencoded(req, res, next);
+    req.body = {};
+    next();
+  });
 
   // 6. Decode Zulip's wire format into typed values, driven by the wire plan.
   api.use((req: Request, res: Response, next: NextFunction) => {

@@ -227,6 +227,13 @@ describe('authentication comes before parameters', () => {
     expect(res.headers.get('www-authenticate')).toBe('Basic realm="zulip"');
   });
 
+  it('no credentials and a malformed body (bad encoding, broken multipart): 401, before the body is read', async () => {
+    const gz = await env.raw('/users/me/subscriptions', { method: 'POST', body: 'subscriptions=[]', headers: { ...form, 'Content-Encoding': 'gzip' } });
+    expectJsonError(gz, 401, 'Missing authorization header for basic auth', 'UNAUTHORIZED');
+    const mp = await env.raw('/users/me/subscriptions', { method: 'POST', body: '--x\r\nbroken', headers: { 'Content-Type': 'multipart/form-data; boundary=x' } });
+    expectJsonError(mp, 401, 'Missing authorization header for basic auth', 'UNAUTHORIZED');
+  });
+
   it('bad credentials and a malformed parameter: 401 too', async () => {
     const res = await env.raw('/users?user_ids=[1,', { headers: { Authorization: basicAuth(env.users.hamlet.email, 'x'.repeat(32)) } });
     expectJsonError(res, 401, 'Invalid API key', 'UNAUTHORIZED');
