@@ -74,6 +74,9 @@ export const routes: RouteTable = {
   'send-invites': NOT_SERVED,
   'set-typing-status': NOT_SERVED,
   'update-settings': NOT_SERVED,
+  'register-queue': NOT_SERVED,
+  'get-events': NOT_SERVED,
+  'delete-queue': NOT_SERVED,
 };
 
 /** The operations listed NOT_SERVED. */

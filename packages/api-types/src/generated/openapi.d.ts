@@ -936,6 +936,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/register": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register an event queue
+         * @description Creates an event queue for the calling client and answers, in the same response, the current
+         *     state of the data the client asked about (`fetch_event_types`, or every kind of state when
+         *     absent). Events that change that state from then on are delivered by `GET /events` on the
+         *     returned `queue_id`, starting after `last_event_id`; an event may describe a change the state
+         *     already includes, so clients apply events idempotently.
+         *
+         *     Which state keys appear depends on `fetch_event_types` (and `event_types`); `zulip_feature_level`,
+         *     `zulip_version` and `zulip_merge_base` are always present. A queue that is not polled for
+         *     `queue_lifespan_secs` (10 minutes by default) expires; polling it then fails with
+         *     `BAD_EVENT_QUEUE_ID` and the client registers again.
+         */
+        post: operations["register-queue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get events from an event queue
+         * @description Long-polls an event queue made by `POST /register`. Passing `last_event_id` acknowledges every
+         *     event up to it (the server may then discard them); the answer holds every event after it. When
+         *     there is none the request waits until one arrives, answering a `heartbeat` event after roughly 45
+         *     to 55 seconds of nothing, unless `dont_block` is true. Each event is an object with an integer `id` (its
+         *     position in the queue) and a `type`, most with an `op`; see `Event` for every shape.
+         *
+         *     An unknown or expired queue gives `BAD_EVENT_QUEUE_ID`; the client then registers a new queue.
+         */
+        get: operations["get-events"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an event queue
+         * @description Deletes an event queue made by `POST /register`, for clients that stop listening (for example on
+         *     logout), so that the server stops storing events for it.
+         */
+        delete: operations["delete-queue"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/users/me/apns_device_token": {
         parameters: {
             query?: never;
@@ -2221,6 +2281,1761 @@ export interface components {
              */
             timestamp?: number | null;
         };
+        /**
+         * @description Sent to every user who can access the new user when a user joins the organization (or becomes
+         *     accessible). `person` has the shape of a user in `GET /users`, always with `timezone`, with
+         *     `profile_data` for humans and `bot_type`/`bot_owner_id` for bots.
+         * @example {
+         *       "id": 5,
+         *       "type": "realm_user",
+         *       "op": "add",
+         *       "person": {
+         *         "email": "hamlet@parley.local",
+         *         "user_id": 10,
+         *         "avatar_version": 1,
+         *         "is_admin": false,
+         *         "is_owner": false,
+         *         "is_guest": false,
+         *         "role": 400,
+         *         "is_bot": false,
+         *         "full_name": "King Hamlet",
+         *         "timezone": "",
+         *         "is_active": true,
+         *         "date_joined": "2026-01-02T03:04:05.678000+00:00",
+         *         "delivery_email": "hamlet@parley.local",
+         *         "avatar_url": null,
+         *         "profile_data": {}
+         *       }
+         *     }
+         */
+        EventRealmUserAdd: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm_user`.
+             * @example realm_user
+             * @constant
+             */
+            type: "realm_user";
+            /**
+             * @description Always `add`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "add";
+            /** @description The user who was added. */
+            person: components["schemas"]["User"] & ({
+                /**
+                 * @description False for humans.
+                 * @example false
+                 * @constant
+                 */
+                is_bot?: false;
+            } | {
+                /**
+                 * @description True for bots.
+                 * @example true
+                 * @constant
+                 */
+                is_bot?: true;
+            });
+        };
+        /**
+         * @description Sent when a property of a user changes. `person` holds the user's ID and exactly one kind of
+         *     change (one of the shapes below); several changes at once are several events.
+         * @example {
+         *       "id": 5,
+         *       "type": "realm_user",
+         *       "op": "update",
+         *       "person": {
+         *         "user_id": 10,
+         *         "full_name": "Prince Hamlet"
+         *       }
+         *     }
+         */
+        EventRealmUserUpdate: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm_user`.
+             * @example realm_user
+             * @constant
+             */
+            type: "realm_user";
+            /**
+             * @description Always `update`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "update";
+            /** @description The user and what changed. */
+            person: {
+                /**
+                 * @description The user's ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /**
+                 * @description The new name.
+                 * @example Prince Hamlet
+                 */
+                full_name: string;
+            } | {
+                /**
+                 * @description The user's ID.
+                 * @example 10
+                 */
+                user_id: number;
+                role: components["schemas"]["Role"];
+            } | {
+                /**
+                 * @description The user's ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /**
+                 * @description Whether the account is now active.
+                 * @example false
+                 */
+                is_active: boolean;
+            } | {
+                /**
+                 * @description The user's ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /**
+                 * @description The real address, or null.
+                 * @example hamlet@example.com
+                 */
+                delivery_email: string | null;
+            } | {
+                /**
+                 * @description The user's ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /**
+                 * @description The new value of the user's `email`.
+                 * @example hamlet@example.com
+                 */
+                new_email: string;
+            } | {
+                /**
+                 * @description The user's ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /** @description The field and its new value. */
+                custom_profile_field: {
+                    /**
+                     * @description The field's ID.
+                     * @example 3
+                     */
+                    id: number;
+                    /**
+                     * @description The new value (JSON text for user-list fields); null when it was cleared.
+                     * @example Bartender
+                     */
+                    value: string | null;
+                    /**
+                     * @description The value rendered to HTML, for fields whose values are Markdown.
+                     * @example <p>Bartender</p>
+                     */
+                    rendered_value?: string | null;
+                };
+            } | {
+                /**
+                 * @description The user's ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /**
+                 * @description Where the avatar comes from (`G` gravatar, `U` uploaded).
+                 * @example U
+                 */
+                avatar_source: string;
+                /**
+                 * @description URL of the avatar.
+                 * @example /user_avatars/2/foo.png?version=3
+                 */
+                avatar_url: string | null;
+                /**
+                 * @description URL of the medium-size avatar.
+                 * @example /user_avatars/2/foo-medium.png?version=3
+                 */
+                avatar_url_medium: string | null;
+                /**
+                 * @description The avatar's version, incremented on each change.
+                 * @example 3
+                 */
+                avatar_version: number;
+            } | {
+                /**
+                 * @description The user's ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /**
+                 * @description The user's `email`.
+                 * @example hamlet@parley.local
+                 */
+                email: string;
+                /**
+                 * @description The new IANA time zone name; empty when unset.
+                 * @example Europe/Copenhagen
+                 */
+                timezone: string;
+            } | {
+                /**
+                 * @description The bot's user ID.
+                 * @example 30
+                 */
+                user_id: number;
+                /**
+                 * @description The new owner's user ID.
+                 * @example 10
+                 */
+                bot_owner_id: number;
+            } | {
+                /**
+                 * @description The user's ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /**
+                 * @description Whether the account is still an imported placeholder.
+                 * @example false
+                 */
+                is_imported_stub: boolean;
+            } | {
+                /**
+                 * @description The user's ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /**
+                 * @description When the user joined, in ISO 8601 format.
+                 * @example 2026-01-02T03:04:05.678000+00:00
+                 */
+                date_joined: string;
+            };
+        };
+        /**
+         * @description Sent when a user stops being accessible to the recipient (for example a guest who can no longer
+         *     see them). Deactivation is an `update` with `is_active`, not a `remove`.
+         * @example {
+         *       "id": 5,
+         *       "type": "realm_user",
+         *       "op": "remove",
+         *       "person": {
+         *         "user_id": 10,
+         *         "full_name": "Unknown user"
+         *       }
+         *     }
+         */
+        EventRealmUserRemove: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm_user`.
+             * @example realm_user
+             * @constant
+             */
+            type: "realm_user";
+            /**
+             * @description Always `remove`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "remove";
+            /** @description The user who became inaccessible. */
+            person: {
+                /**
+                 * @description The user's ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /**
+                 * @description A placeholder name for the inaccessible user.
+                 * @example Unknown user
+                 */
+                full_name: string;
+            };
+        };
+        /** @description A `realm_user` event (users joining, changing, becoming inaccessible), by `op`. */
+        EventRealmUser: components["schemas"]["EventRealmUserAdd"] | components["schemas"]["EventRealmUserUpdate"] | components["schemas"]["EventRealmUserRemove"];
+        /**
+         * @description Sent to every active user when a simple organization setting changes; `property` is the setting's
+         *     name as in `PATCH /realm` (without the `realm_` prefix of `/register`).
+         * @example {
+         *       "id": 5,
+         *       "type": "realm",
+         *       "op": "update",
+         *       "property": "name",
+         *       "value": "Acme"
+         *     }
+         */
+        EventRealmUpdate: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm`.
+             * @example realm
+             * @constant
+             */
+            type: "realm";
+            /**
+             * @description Always `update`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "update";
+            /**
+             * @description The setting that changed.
+             * @example name
+             */
+            property: string;
+            /**
+             * @description Its new value.
+             * @example Acme
+             */
+            value: boolean | number | string | null;
+        };
+        /**
+         * @description Sent to every active user when organization settings that travel together change, or settings
+         *     whose values are objects (group-setting values). `data` holds one of the shapes below; keys are
+         *     the settings' names without the `realm_` prefix of `/register`.
+         * @example {
+         *       "id": 5,
+         *       "type": "realm",
+         *       "op": "update_dict",
+         *       "property": "default",
+         *       "data": {
+         *         "can_invite_users_group": 11
+         *       }
+         *     }
+         */
+        EventRealmUpdateDict: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm`.
+             * @example realm
+             * @constant
+             */
+            type: "realm";
+            /**
+             * @description Always `update_dict`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "update_dict";
+            /**
+             * @description `default` for settings; `icon`, `logo` or `night_logo` for the organization's images.
+             * @example default
+             * @enum {string}
+             */
+            property: "default" | "icon" | "logo" | "night_logo";
+            /** @description The settings that changed and their new values. */
+            data: {
+                create_multiuse_invite_group?: components["schemas"]["GroupSettingValue"];
+                can_access_all_users_group?: components["schemas"]["GroupSettingValue"];
+                can_add_custom_emoji_group?: components["schemas"]["GroupSettingValue"];
+                can_add_subscribers_group?: components["schemas"]["GroupSettingValue"];
+                can_create_bots_group?: components["schemas"]["GroupSettingValue"];
+                can_create_groups?: components["schemas"]["GroupSettingValue"];
+                can_create_public_channel_group?: components["schemas"]["GroupSettingValue"];
+                can_create_private_channel_group?: components["schemas"]["GroupSettingValue"];
+                can_create_web_public_channel_group?: components["schemas"]["GroupSettingValue"];
+                can_create_write_only_bots_group?: components["schemas"]["GroupSettingValue"];
+                can_delete_any_message_group?: components["schemas"]["GroupSettingValue"];
+                can_delete_own_message_group?: components["schemas"]["GroupSettingValue"];
+                can_invite_users_group?: components["schemas"]["GroupSettingValue"];
+                can_manage_all_groups?: components["schemas"]["GroupSettingValue"];
+                can_manage_billing_group?: components["schemas"]["GroupSettingValue"];
+                can_mention_many_users_group?: components["schemas"]["GroupSettingValue"];
+                can_move_messages_between_channels_group?: components["schemas"]["GroupSettingValue"];
+                can_move_messages_between_topics_group?: components["schemas"]["GroupSettingValue"];
+                can_resolve_topics_group?: components["schemas"]["GroupSettingValue"];
+                can_set_delete_message_policy_group?: components["schemas"]["GroupSettingValue"];
+                can_set_topics_policy_group?: components["schemas"]["GroupSettingValue"];
+                can_summarize_topics_group?: components["schemas"]["GroupSettingValue"];
+                direct_message_initiator_group?: components["schemas"]["GroupSettingValue"];
+                direct_message_permission_group?: components["schemas"]["GroupSettingValue"];
+                workplace_users_group?: components["schemas"]["GroupSettingValue"];
+            } | {
+                /**
+                 * @description The new description (Markdown).
+                 * @example The Acme team.
+                 */
+                description: string;
+                /**
+                 * @description The description rendered to HTML.
+                 * @example <p>The Acme team.</p>
+                 */
+                rendered_description: string;
+            } | {
+                /**
+                 * @description The new value.
+                 * @example true
+                 */
+                allow_message_editing: boolean;
+            } | {
+                /**
+                 * @description The new limit in seconds; null for no limit.
+                 * @example 600
+                 */
+                message_content_edit_limit_seconds: number | null;
+            } | {
+                /**
+                 * @description The new policy.
+                 * @example disable_empty_topic
+                 */
+                topics_policy: string;
+                /**
+                 * @description Legacy form of the policy (true when the empty topic is disabled).
+                 * @example true
+                 */
+                mandatory_topics: boolean;
+            } | {
+                /** @description Per method name, whether it is enabled and available. */
+                authentication_methods: {
+                    [key: string]: {
+                        /**
+                         * @description Whether the method is enabled.
+                         * @example true
+                         */
+                        enabled: boolean;
+                        /**
+                         * @description Whether the organization's plan allows it.
+                         * @example true
+                         */
+                        available: boolean;
+                        /**
+                         * @description Why it is unavailable.
+                         * @example Requires an upgrade.
+                         */
+                        unavailable_reason?: string;
+                    };
+                };
+            } | {
+                /**
+                 * @description The plan.
+                 * @example 1
+                 */
+                plan_type: number;
+                /**
+                 * @description Upload quota in MiB; null for none.
+                 * @example null
+                 */
+                upload_quota_mib: number | null;
+                /**
+                 * @description Largest upload in MiB.
+                 * @example 25
+                 */
+                max_file_upload_size_mib: number;
+            } | {
+                /**
+                 * @description URL of the icon.
+                 * @example /user_avatars/2/realm/icon.png?version=2
+                 */
+                icon_url: string;
+                /**
+                 * @description Where the icon comes from (`G` gravatar, `U` uploaded).
+                 * @example U
+                 */
+                icon_source: string;
+            } | {
+                /**
+                 * @description URL of the logo.
+                 * @example /user_avatars/2/realm/logo.png?version=2
+                 */
+                logo_url: string;
+                /**
+                 * @description Where the logo comes from (`D` default, `U` uploaded).
+                 * @example U
+                 */
+                logo_source: string;
+            } | {
+                /**
+                 * @description URL of the logo.
+                 * @example /user_avatars/2/realm/night_logo.png?version=2
+                 */
+                night_logo_url: string;
+                /**
+                 * @description Where the logo comes from (`D` default, `U` uploaded).
+                 * @example U
+                 */
+                night_logo_source: string;
+            };
+        };
+        /**
+         * @description Sent to every active user when the organization is deactivated; clients stop polling.
+         * @example {
+         *       "id": 5,
+         *       "type": "realm",
+         *       "op": "deactivated",
+         *       "realm_id": 2
+         *     }
+         */
+        EventRealmDeactivated: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm`.
+             * @example realm
+             * @constant
+             */
+            type: "realm";
+            /**
+             * @description Always `deactivated`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "deactivated";
+            /**
+             * @description The organization's ID.
+             * @example 2
+             */
+            realm_id: number;
+        };
+        /** @description A `realm` event (organization settings), by `op`. */
+        EventRealm: components["schemas"]["EventRealmUpdate"] | components["schemas"]["EventRealmUpdateDict"] | components["schemas"]["EventRealmDeactivated"];
+        /**
+         * @description Sent to users who can see the group when a user group is created (or, for clients that do not receive deactivated groups, reactivated).
+         * @example {
+         *       "id": 5,
+         *       "type": "user_group",
+         *       "op": "add",
+         *       "group": {
+         *         "id": 19,
+         *         "name": "hamletcharacters",
+         *         "description": "Characters of Hamlet",
+         *         "members": [
+         *           10,
+         *           12
+         *         ],
+         *         "direct_subgroup_ids": [],
+         *         "is_system_group": false,
+         *         "date_created": 1767225600,
+         *         "creator_id": 10,
+         *         "deactivated": false,
+         *         "can_add_members_group": 19,
+         *         "can_join_group": 14,
+         *         "can_leave_group": 15,
+         *         "can_manage_group": {
+         *           "direct_members": [
+         *             10
+         *           ],
+         *           "direct_subgroups": []
+         *         },
+         *         "can_mention_group": 15,
+         *         "can_remove_members_group": 19
+         *       }
+         *     }
+         */
+        EventUserGroupAdd: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `user_group`.
+             * @example user_group
+             * @constant
+             */
+            type: "user_group";
+            /**
+             * @description Always `add`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "add";
+            group: components["schemas"]["UserGroup"];
+        };
+        /**
+         * @description Sent when a user group's name, description, settings or deactivation state change; `data` holds only what changed.
+         * @example {
+         *       "id": 5,
+         *       "type": "user_group",
+         *       "op": "update",
+         *       "group_id": 19,
+         *       "data": {
+         *         "name": "hamletfans"
+         *       }
+         *     }
+         */
+        EventUserGroupUpdate: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `user_group`.
+             * @example user_group
+             * @constant
+             */
+            type: "user_group";
+            /**
+             * @description Always `update`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "update";
+            /**
+             * @description The group's ID.
+             * @example 19
+             */
+            group_id: number;
+            /** @description The changed properties and their new values. */
+            data: {
+                /**
+                 * @description The new name.
+                 * @example hamletfans
+                 */
+                name?: string;
+                /**
+                 * @description The new description.
+                 * @example Fans of Hamlet
+                 */
+                description?: string;
+                can_add_members_group?: components["schemas"]["GroupSettingValue"];
+                can_join_group?: components["schemas"]["GroupSettingValue"];
+                can_leave_group?: components["schemas"]["GroupSettingValue"];
+                can_manage_group?: components["schemas"]["GroupSettingValue"];
+                can_mention_group?: components["schemas"]["GroupSettingValue"];
+                can_remove_members_group?: components["schemas"]["GroupSettingValue"];
+                /**
+                 * @description Whether the group is now deactivated.
+                 * @example true
+                 */
+                deactivated?: boolean;
+            };
+        };
+        /**
+         * @description Sent to users who can see the group when users were added to a user group (directly).
+         * @example {
+         *       "id": 5,
+         *       "type": "user_group",
+         *       "op": "add_members",
+         *       "group_id": 19,
+         *       "user_ids": [
+         *         12
+         *       ]
+         *     }
+         */
+        EventUserGroupAddMembers: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `user_group`.
+             * @example user_group
+             * @constant
+             */
+            type: "user_group";
+            /**
+             * @description Always `add_members`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "add_members";
+            /**
+             * @description The group's ID.
+             * @example 19
+             */
+            group_id: number;
+            /** @description The users added. */
+            user_ids: number[];
+        };
+        /**
+         * @description Sent to users who can see the group when users were removed from a user group.
+         * @example {
+         *       "id": 5,
+         *       "type": "user_group",
+         *       "op": "remove_members",
+         *       "group_id": 19,
+         *       "user_ids": [
+         *         12
+         *       ]
+         *     }
+         */
+        EventUserGroupRemoveMembers: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `user_group`.
+             * @example user_group
+             * @constant
+             */
+            type: "user_group";
+            /**
+             * @description Always `remove_members`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "remove_members";
+            /**
+             * @description The group's ID.
+             * @example 19
+             */
+            group_id: number;
+            /** @description The users removed. */
+            user_ids: number[];
+        };
+        /**
+         * @description Sent to users who can see the group when groups were added to a user group as direct subgroups.
+         * @example {
+         *       "id": 5,
+         *       "type": "user_group",
+         *       "op": "add_subgroups",
+         *       "group_id": 19,
+         *       "direct_subgroup_ids": [
+         *         12
+         *       ]
+         *     }
+         */
+        EventUserGroupAddSubgroups: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `user_group`.
+             * @example user_group
+             * @constant
+             */
+            type: "user_group";
+            /**
+             * @description Always `add_subgroups`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "add_subgroups";
+            /**
+             * @description The group's ID.
+             * @example 19
+             */
+            group_id: number;
+            /** @description The groups added. */
+            direct_subgroup_ids: number[];
+        };
+        /**
+         * @description Sent to users who can see the group when direct subgroups were removed from a user group.
+         * @example {
+         *       "id": 5,
+         *       "type": "user_group",
+         *       "op": "remove_subgroups",
+         *       "group_id": 19,
+         *       "direct_subgroup_ids": [
+         *         12
+         *       ]
+         *     }
+         */
+        EventUserGroupRemoveSubgroups: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `user_group`.
+             * @example user_group
+             * @constant
+             */
+            type: "user_group";
+            /**
+             * @description Always `remove_subgroups`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "remove_subgroups";
+            /**
+             * @description The group's ID.
+             * @example 19
+             */
+            group_id: number;
+            /** @description The groups removed. */
+            direct_subgroup_ids: number[];
+        };
+        /**
+         * @description Sent to clients that do not receive deactivated groups when a user group is deactivated (other clients get an `update` with `deactivated`).
+         * @example {
+         *       "id": 5,
+         *       "type": "user_group",
+         *       "op": "remove",
+         *       "group_id": 19
+         *     }
+         */
+        EventUserGroupRemove: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `user_group`.
+             * @example user_group
+             * @constant
+             */
+            type: "user_group";
+            /**
+             * @description Always `remove`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "remove";
+            /**
+             * @description The group's ID.
+             * @example 19
+             */
+            group_id: number;
+        };
+        /** @description A `user_group` event, by `op`. */
+        EventUserGroup: components["schemas"]["EventUserGroupAdd"] | components["schemas"]["EventUserGroupUpdate"] | components["schemas"]["EventUserGroupAddMembers"] | components["schemas"]["EventUserGroupRemoveMembers"] | components["schemas"]["EventUserGroupAddSubgroups"] | components["schemas"]["EventUserGroupRemoveSubgroups"] | components["schemas"]["EventUserGroupRemove"];
+        /**
+         * @description A channel as carried by `stream` `create` events; the fields of `GET /streams` except `is_default`.
+         * @example {
+         *       "stream_id": 7,
+         *       "name": "Denmark",
+         *       "description": "A Scandinavian country",
+         *       "rendered_description": "<p>A Scandinavian country</p>",
+         *       "date_created": 1767225600,
+         *       "creator_id": 10,
+         *       "invite_only": false,
+         *       "is_web_public": false,
+         *       "history_public_to_subscribers": true,
+         *       "first_message_id": null,
+         *       "folder_id": null,
+         *       "message_retention_days": null,
+         *       "is_archived": false,
+         *       "is_announcement_only": false,
+         *       "stream_post_policy": 1,
+         *       "topics_policy": "inherit",
+         *       "subscriber_count": 1,
+         *       "stream_weekly_traffic": null,
+         *       "is_recently_active": true,
+         *       "can_add_subscribers_group": 13,
+         *       "can_administer_channel_group": {
+         *         "direct_members": [
+         *           10
+         *         ],
+         *         "direct_subgroups": []
+         *       },
+         *       "can_delete_any_message_group": 11,
+         *       "can_delete_own_message_group": 14,
+         *       "can_move_messages_out_of_channel_group": 12,
+         *       "can_move_messages_within_channel_group": 12,
+         *       "can_remove_subscribers_group": 11,
+         *       "can_resolve_topics_group": 12,
+         *       "can_send_message_group": 14,
+         *       "can_subscribe_group": 12
+         *     }
+         */
+        EventStreamObject: components["schemas"]["Channel"] & {
+            is_default?: never;
+        };
+        /**
+         * @description Sent to users who can now see channels (new channels, channels they gained access to, and unarchived channels); each channel has the shape of `GET /streams` without `is_default`.
+         * @example {
+         *       "id": 5,
+         *       "type": "stream",
+         *       "op": "create",
+         *       "streams": [
+         *         {
+         *           "stream_id": 7,
+         *           "name": "Denmark",
+         *           "description": "A Scandinavian country",
+         *           "rendered_description": "<p>A Scandinavian country</p>",
+         *           "date_created": 1767225600,
+         *           "creator_id": 10,
+         *           "invite_only": false,
+         *           "is_web_public": false,
+         *           "history_public_to_subscribers": true,
+         *           "first_message_id": null,
+         *           "folder_id": null,
+         *           "message_retention_days": null,
+         *           "is_archived": false,
+         *           "is_announcement_only": false,
+         *           "stream_post_policy": 1,
+         *           "topics_policy": "inherit",
+         *           "subscriber_count": 1,
+         *           "stream_weekly_traffic": null,
+         *           "is_recently_active": true,
+         *           "can_add_subscribers_group": 13,
+         *           "can_administer_channel_group": {
+         *             "direct_members": [
+         *               10
+         *             ],
+         *             "direct_subgroups": []
+         *           },
+         *           "can_delete_any_message_group": 11,
+         *           "can_delete_own_message_group": 14,
+         *           "can_move_messages_out_of_channel_group": 12,
+         *           "can_move_messages_within_channel_group": 12,
+         *           "can_remove_subscribers_group": 11,
+         *           "can_resolve_topics_group": 12,
+         *           "can_send_message_group": 14,
+         *           "can_subscribe_group": 12
+         *         }
+         *       ]
+         *     }
+         */
+        EventStreamCreate: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `stream`.
+             * @example stream
+             * @constant
+             */
+            type: "stream";
+            /**
+             * @description Always `create`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "create";
+            /** @description The channels. */
+            streams: components["schemas"]["EventStreamObject"][];
+        };
+        /**
+         * @description Sent to users who can see a channel when one of its properties changes; one event per property.
+         * @example {
+         *       "id": 5,
+         *       "type": "stream",
+         *       "op": "update",
+         *       "stream_id": 7,
+         *       "name": "Denmark",
+         *       "property": "description",
+         *       "value": "A Scandinavian country",
+         *       "rendered_description": "<p>A Scandinavian country</p>"
+         *     }
+         */
+        EventStreamUpdate: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `stream`.
+             * @example stream
+             * @constant
+             */
+            type: "stream";
+            /**
+             * @description Always `update`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "update";
+            /**
+             * @description The channel's ID.
+             * @example 7
+             */
+            stream_id: number;
+            /**
+             * @description The channel's name (its old name for a rename).
+             * @example Denmark
+             */
+            name: string;
+            /**
+             * @description The property that changed, as named in `GET /streams`.
+             * @example description
+             */
+            property: string;
+            /** @description Its new value (a group-setting value for permission settings). */
+            value: (boolean | number | string | null) | components["schemas"]["AnonymousGroupSettingValue"];
+            /**
+             * @description Only when `property` is `description`, the new description rendered to HTML.
+             * @example <p>A Scandinavian country</p>
+             */
+            rendered_description?: string;
+            /**
+             * @description Only when `property` is `invite_only`, the channel's new history setting.
+             * @example true
+             */
+            history_public_to_subscribers?: boolean;
+            /**
+             * @description Only when `property` is `invite_only`, whether the channel is now web-public.
+             * @example false
+             */
+            is_web_public?: boolean;
+        };
+        /**
+         * @description Sent to users who can no longer see channels (archived, or access lost).
+         * @example {
+         *       "id": 5,
+         *       "type": "stream",
+         *       "op": "delete",
+         *       "streams": [
+         *         {
+         *           "stream_id": 7
+         *         }
+         *       ],
+         *       "stream_ids": [
+         *         7
+         *       ]
+         *     }
+         */
+        EventStreamDelete: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `stream`.
+             * @example stream
+             * @constant
+             */
+            type: "stream";
+            /**
+             * @description Always `delete`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "delete";
+            /**
+             * @deprecated
+             * @description Legacy form of `stream_ids`, kept for older clients.
+             */
+            streams: {
+                /**
+                 * @description The channel's ID.
+                 * @example 7
+                 */
+                stream_id: number;
+            }[];
+            /** @description The channels' IDs. */
+            stream_ids: number[];
+        };
+        /** @description A `stream` event (channels appearing, changing, disappearing), by `op`. */
+        EventStream: components["schemas"]["EventStreamCreate"] | components["schemas"]["EventStreamUpdate"] | components["schemas"]["EventStreamDelete"];
+        /**
+         * @description Sent to a user when they are subscribed to channels; each subscription has the shape of `GET /users/me/subscriptions` with the full `subscribers` list.
+         * @example {
+         *       "id": 5,
+         *       "type": "subscription",
+         *       "op": "add",
+         *       "subscriptions": [
+         *         {
+         *           "stream_id": 7,
+         *           "name": "Denmark",
+         *           "description": "A Scandinavian country",
+         *           "rendered_description": "<p>A Scandinavian country</p>",
+         *           "date_created": 1767225600,
+         *           "creator_id": 10,
+         *           "invite_only": false,
+         *           "is_web_public": false,
+         *           "history_public_to_subscribers": true,
+         *           "first_message_id": null,
+         *           "folder_id": null,
+         *           "message_retention_days": null,
+         *           "is_archived": false,
+         *           "is_announcement_only": false,
+         *           "stream_post_policy": 1,
+         *           "topics_policy": "inherit",
+         *           "subscriber_count": 1,
+         *           "stream_weekly_traffic": null,
+         *           "can_add_subscribers_group": 13,
+         *           "can_administer_channel_group": 11,
+         *           "can_delete_any_message_group": 11,
+         *           "can_delete_own_message_group": 14,
+         *           "can_move_messages_out_of_channel_group": 12,
+         *           "can_move_messages_within_channel_group": 12,
+         *           "can_remove_subscribers_group": 11,
+         *           "can_resolve_topics_group": 12,
+         *           "can_send_message_group": 14,
+         *           "can_subscribe_group": 12,
+         *           "color": "#76ce90",
+         *           "is_muted": false,
+         *           "in_home_view": true,
+         *           "pin_to_top": false,
+         *           "desktop_notifications": null,
+         *           "audible_notifications": null,
+         *           "push_notifications": null,
+         *           "email_notifications": null,
+         *           "wildcard_mentions_notify": null,
+         *           "subscribers": [
+         *             10
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        EventSubscriptionAdd: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `subscription`.
+             * @example subscription
+             * @constant
+             */
+            type: "subscription";
+            /**
+             * @description Always `add`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "add";
+            /** @description The new subscriptions. */
+            subscriptions: (components["schemas"]["Subscription"] & {
+                partial_subscribers?: never;
+            })[];
+        };
+        /**
+         * @description Sent to a user when they are unsubscribed from channels.
+         * @example {
+         *       "id": 5,
+         *       "type": "subscription",
+         *       "op": "remove",
+         *       "subscriptions": [
+         *         {
+         *           "name": "Denmark",
+         *           "stream_id": 7
+         *         }
+         *       ]
+         *     }
+         */
+        EventSubscriptionRemove: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `subscription`.
+             * @example subscription
+             * @constant
+             */
+            type: "subscription";
+            /**
+             * @description Always `remove`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "remove";
+            /** @description The channels the user left. */
+            subscriptions: {
+                /**
+                 * @description The channel's name.
+                 * @example Denmark
+                 */
+                name: string;
+                /**
+                 * @description The channel's ID.
+                 * @example 7
+                 */
+                stream_id: number;
+            }[];
+        };
+        /**
+         * @description Sent when other users were subscribed to channels (sent to the others who can see the subscribers). Every listed user's subscription to every listed channel changed.
+         * @example {
+         *       "id": 5,
+         *       "type": "subscription",
+         *       "op": "peer_add",
+         *       "stream_ids": [
+         *         7
+         *       ],
+         *       "user_ids": [
+         *         12
+         *       ]
+         *     }
+         */
+        EventSubscriptionPeerAdd: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `subscription`.
+             * @example subscription
+             * @constant
+             */
+            type: "subscription";
+            /**
+             * @description Always `peer_add`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "peer_add";
+            /** @description The channels. */
+            stream_ids: number[];
+            /** @description The users. */
+            user_ids: number[];
+        };
+        /**
+         * @description Sent when other users were unsubscribed from channels (sent to the others who can see the subscribers). Every listed user's subscription to every listed channel changed.
+         * @example {
+         *       "id": 5,
+         *       "type": "subscription",
+         *       "op": "peer_remove",
+         *       "stream_ids": [
+         *         7
+         *       ],
+         *       "user_ids": [
+         *         12
+         *       ]
+         *     }
+         */
+        EventSubscriptionPeerRemove: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `subscription`.
+             * @example subscription
+             * @constant
+             */
+            type: "subscription";
+            /**
+             * @description Always `peer_remove`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "peer_remove";
+            /** @description The channels. */
+            stream_ids: number[];
+            /** @description The users. */
+            user_ids: number[];
+        };
+        /**
+         * @description Sent to a user when one of their personal settings for a subscribed channel changes.
+         * @example {
+         *       "id": 5,
+         *       "type": "subscription",
+         *       "op": "update",
+         *       "stream_id": 7,
+         *       "property": "color",
+         *       "value": "#e79ab5"
+         *     }
+         */
+        EventSubscriptionUpdate: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `subscription`.
+             * @example subscription
+             * @constant
+             */
+            type: "subscription";
+            /**
+             * @description Always `update`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "update";
+            /**
+             * @description The channel's ID.
+             * @example 7
+             */
+            stream_id: number;
+            /**
+             * @description The setting, as named in `GET /users/me/subscriptions`.
+             * @example color
+             */
+            property: string;
+            /**
+             * @description Its new value.
+             * @example #e79ab5
+             */
+            value: boolean | number | string;
+        };
+        /** @description A `subscription` event, by `op`. */
+        EventSubscription: components["schemas"]["EventSubscriptionAdd"] | components["schemas"]["EventSubscriptionRemove"] | components["schemas"]["EventSubscriptionPeerAdd"] | components["schemas"]["EventSubscriptionPeerRemove"] | components["schemas"]["EventSubscriptionUpdate"];
+        /**
+         * @description Sent to every active user when the organization's custom profile fields change; carries the whole new list.
+         * @example {
+         *       "id": 5,
+         *       "type": "custom_profile_fields",
+         *       "fields": [
+         *         {
+         *           "id": 3,
+         *           "type": 1,
+         *           "name": "Job title",
+         *           "hint": "What do you do here?",
+         *           "field_data": "",
+         *           "order": 3,
+         *           "required": false,
+         *           "editable_by_user": true
+         *         }
+         *       ]
+         *     }
+         */
+        EventCustomProfileFields: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `custom_profile_fields`.
+             * @example custom_profile_fields
+             * @constant
+             */
+            type: "custom_profile_fields";
+            /** @description Every custom profile field of the organization, in order. */
+            fields: components["schemas"]["CustomProfileField"][];
+        };
+        /**
+         * @description Sent to users who are not guests when the organization's default channels change; carries the whole new list.
+         * @example {
+         *       "id": 5,
+         *       "type": "default_streams",
+         *       "default_streams": [
+         *         7,
+         *         8
+         *       ]
+         *     }
+         */
+        EventDefaultStreams: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `default_streams`.
+             * @example default_streams
+             * @constant
+             */
+            type: "default_streams";
+            /** @description IDs of the default channels. */
+            default_streams: number[];
+        };
+        /**
+         * @description Sent to the owner's clients when drafts are created.
+         * @example {
+         *       "id": 5,
+         *       "type": "drafts",
+         *       "op": "add",
+         *       "drafts": [
+         *         {
+         *           "id": 3,
+         *           "type": "stream",
+         *           "to": [
+         *             7
+         *           ],
+         *           "topic": "sync drafts",
+         *           "content": "Let's add backend support for syncing drafts.",
+         *           "timestamp": 1595479019
+         *         }
+         *       ]
+         *     }
+         */
+        EventDraftsAdd: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `drafts`.
+             * @example drafts
+             * @constant
+             */
+            type: "drafts";
+            /**
+             * @description Always `add`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "add";
+            /** @description The drafts that were created. */
+            drafts: components["schemas"]["Draft"][];
+        };
+        /**
+         * @description Sent to the owner's clients when a draft is edited.
+         * @example {
+         *       "id": 5,
+         *       "type": "drafts",
+         *       "op": "update",
+         *       "draft": {
+         *         "id": 3,
+         *         "type": "stream",
+         *         "to": [
+         *           7
+         *         ],
+         *         "topic": "sync drafts",
+         *         "content": "Let's add backend support for syncing drafts, and tests.",
+         *         "timestamp": 1595479200
+         *       }
+         *     }
+         */
+        EventDraftsUpdate: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `drafts`.
+             * @example drafts
+             * @constant
+             */
+            type: "drafts";
+            /**
+             * @description Always `update`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "update";
+            draft: components["schemas"]["Draft"];
+        };
+        /**
+         * @description Sent to the owner's clients when a draft is deleted.
+         * @example {
+         *       "id": 5,
+         *       "type": "drafts",
+         *       "op": "remove",
+         *       "draft_id": 3
+         *     }
+         */
+        EventDraftsRemove: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `drafts`.
+             * @example drafts
+             * @constant
+             */
+            type: "drafts";
+            /**
+             * @description Always `remove`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "remove";
+            /**
+             * @description ID of the deleted draft.
+             * @example 3
+             */
+            draft_id: number;
+        };
+        /** @description A `drafts` event, by `op`. */
+        EventDrafts: components["schemas"]["EventDraftsAdd"] | components["schemas"]["EventDraftsUpdate"] | components["schemas"]["EventDraftsRemove"];
+        /**
+         * @description Sent to the sender's clients when a message is scheduled.
+         * @example {
+         *       "id": 5,
+         *       "type": "scheduled_messages",
+         *       "op": "add",
+         *       "scheduled_messages": [
+         *         {
+         *           "scheduled_message_id": 42,
+         *           "type": "stream",
+         *           "to": 7,
+         *           "content": "Reminder to water the plants.",
+         *           "rendered_content": "<p>Reminder to water the plants.</p>",
+         *           "topic": "chores",
+         *           "scheduled_delivery_timestamp": 1767225600,
+         *           "failed": false
+         *         }
+         *       ]
+         *     }
+         */
+        EventScheduledMessagesAdd: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `scheduled_messages`.
+             * @example scheduled_messages
+             * @constant
+             */
+            type: "scheduled_messages";
+            /**
+             * @description Always `add`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "add";
+            /** @description The messages that were scheduled. */
+            scheduled_messages: components["schemas"]["ScheduledMessage"][];
+        };
+        /**
+         * @description Sent to the sender's clients when a scheduled message is edited.
+         * @example {
+         *       "id": 5,
+         *       "type": "scheduled_messages",
+         *       "op": "update",
+         *       "scheduled_message": {
+         *         "scheduled_message_id": 42,
+         *         "type": "private",
+         *         "to": [
+         *           9,
+         *           10
+         *         ],
+         *         "content": "Happy new year!",
+         *         "rendered_content": "<p>Happy new year!</p>",
+         *         "scheduled_delivery_timestamp": 1767229200,
+         *         "failed": false
+         *       }
+         *     }
+         */
+        EventScheduledMessagesUpdate: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `scheduled_messages`.
+             * @example scheduled_messages
+             * @constant
+             */
+            type: "scheduled_messages";
+            /**
+             * @description Always `update`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "update";
+            scheduled_message: components["schemas"]["ScheduledMessage"];
+        };
+        /**
+         * @description Sent to the sender's clients when a scheduled message is deleted or has been delivered.
+         * @example {
+         *       "id": 5,
+         *       "type": "scheduled_messages",
+         *       "op": "remove",
+         *       "scheduled_message_id": 42
+         *     }
+         */
+        EventScheduledMessagesRemove: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `scheduled_messages`.
+             * @example scheduled_messages
+             * @constant
+             */
+            type: "scheduled_messages";
+            /**
+             * @description Always `remove`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "remove";
+            /**
+             * @description ID of the scheduled message that was deleted or delivered.
+             * @example 42
+             */
+            scheduled_message_id: number;
+        };
+        /** @description A `scheduled_messages` event, by `op`. */
+        EventScheduledMessages: components["schemas"]["EventScheduledMessagesAdd"] | components["schemas"]["EventScheduledMessagesUpdate"] | components["schemas"]["EventScheduledMessagesRemove"];
+        /**
+         * @description Sent to the participants of a direct-message conversation (the sender included) who receive typing
+         *     notifications, when someone starts or stops composing a direct message.
+         * @example {
+         *       "id": 0,
+         *       "type": "typing",
+         *       "op": "start",
+         *       "message_type": "direct",
+         *       "sender": {
+         *         "user_id": 10,
+         *         "email": "hamlet@example.com"
+         *       },
+         *       "recipients": [
+         *         {
+         *           "user_id": 9,
+         *           "email": "othello@example.com"
+         *         },
+         *         {
+         *           "user_id": 10,
+         *           "email": "hamlet@example.com"
+         *         }
+         *       ]
+         *     }
+         */
+        EventTypingDirect: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 0
+             */
+            id: number;
+            /**
+             * @description Always `typing`.
+             * @example typing
+             * @constant
+             */
+            type: "typing";
+            /**
+             * @description Whether composing started or stopped.
+             * @example start
+             * @enum {string}
+             */
+            op: "start" | "stop";
+            /**
+             * @description Always `direct` for direct-message typing (`private` before feature level 174). (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            message_type: "direct";
+            /** @description The user who is typing. */
+            sender: {
+                /**
+                 * @description The sender's user ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /**
+                 * @description The sender's e-mail address as other users see it.
+                 * @example hamlet@example.com
+                 */
+                email: string;
+            };
+            /** @description Every participant of the conversation, the sender included. */
+            recipients: {
+                /**
+                 * @description The participant's user ID.
+                 * @example 9
+                 */
+                user_id: number;
+                /**
+                 * @description The participant's e-mail address as other users see it.
+                 * @example othello@example.com
+                 */
+                email: string;
+            }[];
+        };
+        /**
+         * @description Sent to the subscribers of a channel who receive typing notifications when someone starts or stops
+         *     composing a message in one of its topics. There is no `recipients` list.
+         * @example {
+         *       "id": 1,
+         *       "type": "typing",
+         *       "op": "start",
+         *       "message_type": "stream",
+         *       "sender": {
+         *         "user_id": 10,
+         *         "email": "hamlet@example.com"
+         *       },
+         *       "stream_id": 7,
+         *       "topic": "castle"
+         *     }
+         */
+        EventTypingStream: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 1
+             */
+            id: number;
+            /**
+             * @description Always `typing`.
+             * @example typing
+             * @constant
+             */
+            type: "typing";
+            /**
+             * @description Whether composing started or stopped.
+             * @example start
+             * @enum {string}
+             */
+            op: "start" | "stop";
+            /**
+             * @description Always `stream` for channel typing. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            message_type: "stream";
+            /** @description The user who is typing. */
+            sender: {
+                /**
+                 * @description The sender's user ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /**
+                 * @description The sender's e-mail address as other users see it.
+                 * @example hamlet@example.com
+                 */
+                email: string;
+            };
+            /**
+             * @description The channel being written to.
+             * @example 7
+             */
+            stream_id: number;
+            /**
+             * @description The topic being written to.
+             * @example castle
+             */
+            topic: string;
+        };
+        /** @description A `typing` event, by `message_type`. */
+        EventTyping: components["schemas"]["EventTypingDirect"] | components["schemas"]["EventTypingStream"];
+        /**
+         * @description Sent to users who can see the organization's invitations (administrators and the inviters) when
+         *     the set of pending invitations changes; clients refetch the list. It carries no other data.
+         * @example {
+         *       "id": 6,
+         *       "type": "invites_changed"
+         *     }
+         */
+        EventInvitesChanged: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 6
+             */
+            id: number;
+            /**
+             * @description Always `invites_changed`.
+             * @example invites_changed
+             * @constant
+             */
+            type: "invites_changed";
+        };
+        /**
+         * @description Answered to a long poll that found nothing to deliver for a while, so that clients and proxies
+         *     see the connection alive. Clients acknowledge it like any other event.
+         * @example {
+         *       "id": 5,
+         *       "type": "heartbeat"
+         *     }
+         */
+        EventHeartbeat: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `heartbeat`.
+             * @example heartbeat
+             * @constant
+             */
+            type: "heartbeat";
+        };
+        /**
+         * @description An event delivered by `GET /events`. Each group below is one `type` (its `type` is a constant), and
+         *     types with several shapes are discriminated by `op` (`typing` by `message_type`). The top level has
+         *     no `discriminator` object because its branches are themselves unions, which code generators do not
+         *     accept as discriminator targets.
+         */
+        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventTyping"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventHeartbeat"];
     };
     responses: {
         /** @description Too many requests; retry after the given number of seconds. */
@@ -2338,6 +4153,15 @@ export interface components {
                  *       "code": "BAD_REQUEST"
                  *     }
                  */
+                "application/json": components["schemas"]["JsonError"];
+            };
+        };
+        /** @description The queue does not exist (unknown, expired or deleted), or the request's parameters are invalid. */
+        BadEventQueueId: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["JsonError"];
             };
         };
@@ -5766,6 +7590,259 @@ export interface operations {
                     "application/json": components["schemas"]["JsonError"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "register-queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description Whether message content in events and state is rendered HTML (true) or the raw Markdown source (false).
+                     * @default false
+                     * @example true
+                     */
+                    apply_markdown?: boolean;
+                    /**
+                     * @description Whether the client computes gravatar URLs itself: when true, `avatar_url` is null for users
+                     *     whose avatar is their gravatar (and whose real address the client may see).
+                     * @default true
+                     * @example true
+                     */
+                    client_gravatar?: boolean;
+                    /**
+                     * @description Whether subscription and channel state lists subscribers: `true` for all of them, `"partial"`
+                     *     for a subset on large channels (`partial_subscribers`), `false` for none.
+                     * @default false
+                     * @example true
+                     */
+                    include_subscribers?: boolean | "partial";
+                    /**
+                     * @description Whether presence state and events are keyed by user ID in the compact format.
+                     * @default false
+                     * @example true
+                     */
+                    slim_presence?: boolean;
+                    /**
+                     * @description Leave out presence data older than this many days (feature level 288).
+                     * @example 365
+                     */
+                    presence_history_limit_days?: number;
+                    /**
+                     * @description Only events of these types are delivered to the queue; all types when absent.
+                     * @example [
+                     *       "message",
+                     *       "realm_user"
+                     *     ]
+                     */
+                    event_types?: string[];
+                    /**
+                     * @description The kinds of state to return; defaults to `event_types`, or every kind when both are absent.
+                     * @example [
+                     *       "realm_user",
+                     *       "subscription"
+                     *     ]
+                     */
+                    fetch_event_types?: string[];
+                    /**
+                     * @description Whether the queue receives messages of every public channel, not only subscribed ones.
+                     * @default false
+                     * @example false
+                     */
+                    all_public_streams?: boolean;
+                    /**
+                     * @description Features of the client that change the format of events and state, for example
+                     *     `notification_settings_null`, `bulk_message_deletion`, `user_avatar_url_field_optional`,
+                     *     `stream_typing_notifications`, `user_settings_object`, `include_deactivated_groups`,
+                     *     `empty_topic_name`; each true or false.
+                     * @example {
+                     *       "notification_settings_null": true,
+                     *       "bulk_message_deletion": true
+                     *     }
+                     */
+                    client_capabilities?: {
+                        [key: string]: boolean;
+                    };
+                    /**
+                     * @description Only message events matching this narrow are delivered, given as `[operator, operand]`
+                     *     pairs or as `{"operator": …, "operand": …}` objects.
+                     * @default []
+                     * @example [
+                     *       [
+                     *         "channel",
+                     *         "Denmark"
+                     *       ]
+                     *     ]
+                     */
+                    narrow?: (string[] | {
+                        /**
+                         * @description The operator.
+                         * @example channel
+                         */
+                        operator: string;
+                        /** @description The operand. */
+                        operand: string | number | number[];
+                        /**
+                         * @description Whether the term is negated.
+                         * @example false
+                         */
+                        negated?: boolean;
+                    })[];
+                    /**
+                     * @description How long the queue survives without being polled, in seconds; 0 (the default) means the
+                     *     server's default of 10 minutes. Capped at 7 days.
+                     * @default 0
+                     * @example 3600
+                     */
+                    queue_lifespan_secs?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The queue and the initial state. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "queue_id": "fb67bf8a-c031-47cc-84cf-ed80accacda8",
+                     *       "last_event_id": -1,
+                     *       "zulip_feature_level": 420,
+                     *       "zulip_version": "11.0-parley",
+                     *       "zulip_merge_base": "11.0"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & ({
+                        /**
+                         * @description The new queue's ID, to pass to `GET /events`; null only for spectators (no credentials, in organizations with public access), who get no queue.
+                         * @example fb67bf8a-c031-47cc-84cf-ed80accacda8
+                         */
+                        queue_id: string | null;
+                        /**
+                         * @description The ID of the last event before the state was read; poll with it as `last_event_id`.
+                         * @example -1
+                         */
+                        last_event_id: number;
+                        /**
+                         * @description The API feature level the server implements.
+                         * @example 420
+                         */
+                        zulip_feature_level: number;
+                        /**
+                         * @description The server's version.
+                         * @example 11.0-parley
+                         */
+                        zulip_version: string;
+                        /**
+                         * @description The upstream version the server's version is based on.
+                         * @example 11.0
+                         */
+                        zulip_merge_base: string;
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-events": {
+        parameters: {
+            query: {
+                /** @description The ID of the queue, from `POST /register`. */
+                queue_id: string;
+                /** @description The highest event ID the client has processed; events up to it are acknowledged. */
+                last_event_id?: number;
+                /** @description Whether to answer at once, with no events if there are none, instead of waiting. */
+                dont_block?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events after `last_event_id`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "queue_id": "fb67bf8a-c031-47cc-84cf-ed80accacda8",
+                     *       "events": [
+                     *         {
+                     *           "id": 0,
+                     *           "type": "user_group",
+                     *           "op": "add_members",
+                     *           "group_id": 19,
+                     *           "user_ids": [
+                     *             12
+                     *           ]
+                     *         },
+                     *         {
+                     *           "id": 1,
+                     *           "type": "heartbeat"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /** @description The events, in queue order (ascending `id`). */
+                        events: components["schemas"]["Event"][];
+                        /**
+                         * @description The queue's ID.
+                         * @example fb67bf8a-c031-47cc-84cf-ed80accacda8
+                         */
+                        queue_id?: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadEventQueueId"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "delete-queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The ID of the queue to delete.
+                     * @example fb67bf8a-c031-47cc-84cf-ed80accacda8
+                     */
+                    queue_id: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            400: components["responses"]["BadEventQueueId"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["Overloaded"];

@@ -255,6 +255,20 @@ export const wirePlan = {
     "auth": "required",
     "params": {}
   },
+  "delete-queue": {
+    "operationId": "delete-queue",
+    "method": "delete",
+    "path": "/events",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "queue_id": {
+        "json": false,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
   "delete-scheduled-message": {
     "operationId": "delete-scheduled-message",
     "method": "delete",
@@ -315,6 +329,30 @@ export const wirePlan = {
     "pathParams": [],
     "auth": "required",
     "params": {}
+  },
+  "get-events": {
+    "operationId": "get-events",
+    "method": "get",
+    "path": "/events",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "queue_id": {
+        "json": false,
+        "in": "query",
+        "required": true
+      },
+      "last_event_id": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "dont_block": {
+        "json": true,
+        "in": "query",
+        "required": false
+      }
+    }
   },
   "get-is-user-group-member": {
     "operationId": "get-is-user-group-member",
@@ -586,6 +624,70 @@ export const wirePlan = {
     ],
     "auth": "required",
     "params": {}
+  },
+  "register-queue": {
+    "operationId": "register-queue",
+    "method": "post",
+    "path": "/register",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "apply_markdown": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "client_gravatar": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "include_subscribers": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "slim_presence": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "presence_history_limit_days": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "event_types": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "fetch_event_types": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "all_public_streams": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "client_capabilities": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "narrow": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "queue_lifespan_secs": {
+        "json": true,
+        "in": "body",
+        "required": false
+      }
+    }
   },
   "remove-apns-token": {
     "operationId": "remove-apns-token",
