@@ -6,8 +6,7 @@ import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { createPrismaClient } from '@parley/db';
-import pg from 'pg';
-import { startEmbeddedPostgres } from '@parley/db/embedded';
+import { openParleyDatabase } from '@parley/db/embedded';
 import { applyMigrations } from '@parley/db/migrate';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
@@ -132,19 +131,11 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
 
 /**
  * The database to use: DATABASE_URL when set, otherwise the embedded PostgreSQL under
- * $PARLEY_DATA_DIR/postgres (its `parley` database created on first use). `stop` shuts the embedded
- * cluster down (a no-op for DATABASE_URL).
+ * $PARLEY_DATA_DIR/postgres (its `parley` database created on first use; refused, with what to do,
+ * when another process runs that cluster). `stop` shuts the embedded cluster down (a no-op for
+ * DATABASE_URL).
  */
 export async function openDatabase(config: Config, log: (line: string) => void = () => {}): Promise<{ url: string; stop(): Promise<void> }> {
   if (config.databaseUrl) return { url: config.databaseUrl, stop: async () => {} };
-  log(`starting embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')}`);
-  const embedded = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres') });
-  const admin = new pg.Client({ connectionString: embedded.adminUrl });
-  await admin.connect();
-  try {
-    if ((await admin.query(`SELECT 1 FROM pg_database WHERE datname = 'parley'`)).rowCount === 0) await admin.query('CREATE DATABASE parley');
-  } finally {
-    await admin.end();
-  }
-  return { url: embedded.urlFor('parley'), stop: () => embedded.stop() };
+  return openParleyDatabase({ dataDir: config.dataDir, log });
 }
