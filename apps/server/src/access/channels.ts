@@ -4,12 +4,12 @@
 // then set lookups, see access/group-settings.ts). Organization administrators may always administer.
 import type { Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
-import { activeUsersOfRealm, findChannelById, findChannelsByNames, lockChannel } from '../data/channels.repo.ts';
-import { subscribedChannelIds, subscriberIdsOfChannels } from '../data/subscriptions.repo.ts';
-import { recursiveMemberIds } from '../data/user-groups.repo.ts';
+import { findChannelById, findChannelsByNames, lockChannelForUser } from '../data/channels.repo.ts';
+import type { Audience } from '../data/events.repo.ts';
+import { subscribedChannelIds } from '../data/subscriptions.repo.ts';
 import { JsonableError, OrganizationOwnerRequiredError, insufficientPermission } from '../errors.ts';
 import { holds, loadPermissionSubject, type PermissionSubject } from './group-settings.ts';
-import { isAdmin, isGuest, isOwner } from './roles.ts';
+import { isAdmin, isGuest, isOwner, Role } from './roles.ts';
 
 export type { PermissionSubject };
 export const loadChannelViewer = loadPermissionSubject;
@@ -88,9 +88,15 @@ export async function accessChannelForAdministration(
   channelId: number,
   options: { lock: boolean },
 ): Promise<{ channel: Channel; subscribed: boolean }> {
-  const channel = options.lock ? await lockChannel(db, realm.id, channelId) : await findChannelById(db, realm.id, channelId);
-  if (!channel) throw invalidChannelId();
-  const subscribed = await isSubscribed(db, subject.user, channel.id);
+  let found: { channel: Channel; subscribed: boolean } | null;
+  if (options.lock) {
+    found = await lockChannelForUser(db, realm.id, channelId, subject.user.id);
+  } else {
+    const row = await findChannelById(db, realm.id, channelId);
+    found = row ? { channel: row, subscribed: await isSubscribed(db, subject.user, row.id) } : null;
+  }
+  if (!found) throw invalidChannelId();
+  const { channel, subscribed } = found;
   if (isChannelAdministrator(subject, channel)) return { channel, subscribed };
   if (hasContentAccess(subject, channel, subscribed)) throw new CannotAdministerChannelError();
   throw invalidChannelId();
@@ -263,51 +269,24 @@ export function canRemoveOwnBot(subject: PermissionSubject, channel: ChannelPerm
 export const directlyControls = (actor: User, target: Pick<User, 'id' | 'isBot' | 'botOwnerId'>) =>
   actor.id === target.id || (target.isBot && target.botOwnerId === actor.id);
 
-export interface RealmAudience {
-  all: number[];
-  nonGuests: Set<number>;
-  admins: Set<number>;
-}
-
-export async function loadRealmAudience(db: Db, realmId: number): Promise<RealmAudience> {
-  const users = await activeUsersOfRealm(db, realmId);
-  return {
-    all: users.map((u) => u.id),
-    nonGuests: new Set(users.filter((u) => !isGuest(u)).map((u) => u.id)),
-    admins: new Set(users.filter((u) => isAdmin(u)).map((u) => u.id)),
-  };
-}
-
 /**
- * Zulip's bulk_can_access_stream_metadata_user_ids: who can see each channel (the audience of its
- * events). Web-public: everyone; public: every non-guest plus subscribed guests; private: subscribers,
- * organization administrators and non-guest members of the groups granting metadata access.
+ * Zulip's bulk_can_access_stream_metadata_user_ids as an audience (resolved in SQL when an event is
+ * stored, see data/events.repo.ts): who can see the channel, hence receives its events. Web-public:
+ * every active user; public: every non-guest plus subscribed guests; private: subscribers,
+ * organization administrators and non-guest members of the groups granting metadata access (the same
+ * rules as hasMetadataAccess). Without `subscribers`, subscriptions are left out (who could see the
+ * channel without being subscribed).
  */
-export async function metadataAccessUserIds(db: Db, audience: RealmAudience, channels: Channel[]): Promise<Map<number, Set<number>>> {
-  const subscribers = await subscriberIdsOfChannels(db, channels.map((c) => c.id));
-  const groupMembers = new Map<number, number[]>();
-  const membersOf = async (groupId: number) => {
-    if (!groupMembers.has(groupId)) groupMembers.set(groupId, await recursiveMemberIds(db, groupId));
-    return groupMembers.get(groupId)!;
+export function channelAudience(channel: ChannelPermissionFields & { id: number }, options: { subscribers: boolean } = { subscribers: true }): Audience {
+  const subscribersOf = options.subscribers ? channel.id : undefined;
+  if (channel.isWebPublic) return { everyone: true };
+  if (!channel.inviteOnly) return { roleNotIn: [Role.GUEST], subscribersOf };
+  return {
+    subscribersOf,
+    roleIn: [Role.OWNER, Role.ADMINISTRATOR],
+    membersOf: { groupIds: [channel.canAdministerChannelGroupId, channel.canAddSubscribersGroupId, channel.canSubscribeGroupId], roleNotIn: [Role.GUEST] },
   };
-  const out = new Map<number, Set<number>>();
-  for (const channel of channels) {
-    const subs = subscribers.get(channel.id) ?? [];
-    if (channel.isWebPublic) {
-      out.set(channel.id, new Set(audience.all));
-    } else if (!channel.inviteOnly) {
-      out.set(channel.id, new Set([...audience.nonGuests, ...subs]));
-    } else {
-      const ids = new Set([...subs, ...audience.admins]);
-      for (const groupId of [channel.canAdministerChannelGroupId, channel.canAddSubscribersGroupId, channel.canSubscribeGroupId]) {
-        for (const id of await membersOf(groupId)) if (audience.nonGuests.has(id)) ids.add(id);
-      }
-      out.set(channel.id, ids);
-    }
-  }
-  return out;
 }
 
-export async function metadataAccessUserIdsOf(db: Db, audience: RealmAudience, channel: Channel): Promise<Set<number>> {
-  return (await metadataAccessUserIds(db, audience, [channel])).get(channel.id)!;
-}
+/** Every non-guest user (e.g. the audience of default_streams). */
+export const nonGuestAudience = (): Audience => ({ roleNotIn: [Role.GUEST] });

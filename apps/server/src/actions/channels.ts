@@ -14,24 +14,25 @@ import {
   findChannelFolder,
   findChannelsByNames,
   updateChannel,
+  updateChannelAlong,
+  type ChannelChanges,
 } from '../data/channels.repo.ts';
 import { subscriberIds } from '../data/subscriptions.repo.ts';
 import { systemGroupIds } from '../data/system-groups.repo.ts';
-import type { StoredEvent } from '../data/events.repo.ts';
+import { audienceUserIds, insertEventsSql, type Audience, type QueuedEvent } from '../data/events.repo.ts';
 import { sorted } from '../lib/ids.ts';
 import { JsonableError } from '../errors.ts';
 import {
   accessChannelForAdministration,
+  channelAudience,
   checkCanChangeDefaultChannels,
   checkCanChangeGroupSetting,
   checkCanChangePrivacy,
   checkCanChangeRetention,
   checkCanSetTopicsPolicy,
   loadChannelViewer,
-  loadRealmAudience,
-  metadataAccessUserIdsOf,
+  nonGuestAudience,
   type PermissionSubject,
-  type RealmAudience,
 } from '../access/channels.ts';
 import { lockGroupsShared } from '../data/user-groups.repo.ts';
 import { formatGroupSettingValues } from '../queries/group-settings.ts';
@@ -70,9 +71,8 @@ export const streamDeleteEvent = (channelIds: number[], forArchiving = false) =>
   for_archiving: forArchiving,
 });
 
-export async function defaultStreamsEvent(db: Db, realmId: number, audience: RealmAudience): Promise<StoredEvent> {
-  return { userIds: [...audience.nonGuests], payload: { type: 'default_streams', default_streams: await defaultChannelIds(db, realmId) } };
-}
+/** The organization's default channels (active ones, ascending ids), for every non-guest. */
+export const defaultStreamsEvent = (channelIds: number[]): QueuedEvent => ({ audience: nonGuestAudience(), payload: { type: 'default_streams', default_streams: channelIds } });
 
 
 /** The named groups a setting value refers to (the group, or an anonymous value's subgroups). */
@@ -101,7 +101,7 @@ export interface NewChannel {
  * stream-creation event for everyone who can see it. Anonymous group-setting values get one group per
  * channel, so that changing one channel's setting never affects another's.
  */
-export async function insertChannel(tx: Db, realm: Realm, creator: User, request: NewChannel, audience: RealmAudience): Promise<{ channel: Channel; events: StoredEvent[] }> {
+export async function insertChannel(tx: Db, realm: Realm, creator: User, request: NewChannel): Promise<{ channel: Channel; events: QueuedEvent[] }> {
   // Public channels always have public history (Zulip's get_default_value_for_history_public_to_subscribers).
   const history = request.inviteOnly ? (request.historyPublicToSubscribers ?? false) : true;
   if (request.isWebPublic && request.inviteOnly) throw new JsonableError('Invalid parameters');
@@ -141,8 +141,8 @@ export async function insertChannel(tx: Db, realm: Realm, creator: User, request
     canSubscribeGroupId: settings.canSubscribeGroupId!,
   });
   const [formatted] = await presentChannels(tx, realm.id, [channel]);
-  const viewers = await metadataAccessUserIdsOf(tx, audience, channel);
-  return { channel, events: [{ userIds: sorted(viewers), payload: streamCreateEvent([formatted]) }] };
+  // Who can see the new channel before anyone subscribes to it (subscribers get it with their subscription).
+  return { channel, events: [{ audience: channelAudience(channel, { subscribers: false }), payload: streamCreateEvent([formatted]) }] };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -169,11 +169,9 @@ export async function doUpdateChannel(deps: AppDeps, realm: Realm, actor: User, 
     const { channel, subscribed } = await accessChannelForAdministration(tx, realm, subject, channelId, { lock: true });
     const plan = await planChannelUpdate(tx, realm, subject, channel, subscribed, update);
     if (!plan) return;
-    const events = await applyChannelUpdate(tx, realm, channel, plan);
-    if (events.length) {
-      await deps.events.enqueue(tx, realm.id, events);
-      afterCommit(() => deps.events.announce(realm.id));
-    }
+    // The change and its events are stored in one statement (see applyChannelUpdate).
+    await applyChannelUpdate(tx, realm, channel, plan);
+    afterCommit(() => deps.events.announce(realm.id));
   });
 }
 
@@ -287,12 +285,21 @@ async function planChannelUpdate(
   return changed ? plan : null;
 }
 
-/** Writes the plan in one update and builds the events, in the order Zulip sends them. */
-async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: ChannelUpdatePlan): Promise<StoredEvent[]> {
-  const audience = await loadRealmAudience(tx, realm.id);
-  const before = await metadataAccessUserIdsOf(tx, audience, channel);
+/** Recipients of an event: an audience resolved when it is stored, or listed users. */
+type Recipients = { audience: Audience } | { userIds: number[] };
 
-  const data: Parameters<typeof updateChannel>[2] & Record<string, unknown> = {};
+/** Group settings that decide who can see a (private) channel (see hasMetadataAccess). */
+const ACCESS_SETTINGS: readonly ChannelGroupSettingName[] = ['can_administer_channel_group', 'can_add_subscribers_group', 'can_subscribe_group'];
+
+/**
+ * Builds the events of the plan, in the order Zulip sends them, then writes the channel row and stores
+ * the events in one statement, so that the locked row is held for as few round trips as possible.
+ * Everything the events say is read before the write (none of it depends on the row's new values but
+ * through `updated`, built here). Unless the plan changes who can see the channel, the events go to the
+ * channel's audience resolved in SQL (realm-wide when that is everyone), never listed through Node.
+ */
+async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: ChannelUpdatePlan): Promise<void> {
+  const data: ChannelChanges = {};
   if (plan.privacy) Object.assign(data, plan.privacy);
   if (plan.isDefault !== undefined) data.isDefault = plan.isDefault;
   if (plan.messageRetentionDays !== undefined) data.messageRetentionDays = plan.messageRetentionDays;
@@ -305,28 +312,32 @@ async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: 
   if (plan.name !== undefined) data.name = plan.name;
   if (plan.folderId !== undefined) data.folderId = plan.folderId;
   for (const s of plan.groupSettings) data[s.column] = s.groupId;
-  let updated: Channel;
-  try {
-    updated = await updateChannel(tx, channel.id, data);
-  } catch (error) {
-    // A concurrent rename or creation took the name between the check and the write.
-    if (plan.name !== undefined && isUniqueViolation(error)) throw new JsonableError('Channel name already in use.');
-    throw error;
-  }
-  for (const s of plan.groupSettings) {
-    const old = channel[s.column];
-    if (old !== s.groupId) await releaseGroupSettingValue(tx, realm.id, old);
+  const updated: Channel = { ...channel, ...data };
+
+  // Who sees the channel before and after: the same audience unless privacy or an access-granting
+  // setting changes; then both are read (subscriptions and group members do not change here).
+  let keep: Recipients;
+  let after: Recipients;
+  let gained: number[] = [];
+  let lost: number[] = [];
+  if (plan.privacy || plan.groupSettings.some((s) => ACCESS_SETTINGS.includes(s.name))) {
+    const beforeIds = await audienceUserIds(tx, realm.id, channelAudience(channel));
+    const afterIds = await audienceUserIds(tx, realm.id, channelAudience(updated));
+    const beforeSet = new Set(beforeIds);
+    const afterSet = new Set(afterIds);
+    keep = { userIds: afterIds.filter((id) => beforeSet.has(id)) };
+    gained = afterIds.filter((id) => !beforeSet.has(id));
+    lost = beforeIds.filter((id) => !afterSet.has(id));
+    after = { userIds: afterIds };
+  } else {
+    keep = { audience: channelAudience(channel) };
+    after = keep;
   }
 
-  const after = await metadataAccessUserIdsOf(tx, audience, updated);
-  const keep = sorted([...after].filter((id) => before.has(id)));
-  const gained = sorted([...after].filter((id) => !before.has(id)));
-  const lost = sorted([...before].filter((id) => !after.has(id)));
-
-  const events: StoredEvent[] = [];
+  const events: QueuedEvent[] = [];
   let name = channel.name;
   const update = (property: string, value: unknown, extra: Record<string, unknown> = {}) =>
-    events.push({ userIds: keep, payload: { type: 'stream', op: 'update', stream_id: channel.id, name, property, value, ...extra } });
+    events.push({ ...keep, payload: { type: 'stream', op: 'update', stream_id: channel.id, name, property, value, ...extra } });
 
   if (plan.privacy) {
     update('invite_only', plan.privacy.inviteOnly, {
@@ -334,7 +345,11 @@ async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: 
       is_web_public: plan.privacy.isWebPublic,
     });
   }
-  if (plan.isDefault !== undefined) events.push(await defaultStreamsEvent(tx, realm.id, audience));
+  if (plan.isDefault !== undefined) {
+    // The default channels once this change is written.
+    const others = (await defaultChannelIds(tx, realm.id)).filter((id) => id !== channel.id);
+    events.push(defaultStreamsEvent(updated.isDefault && !updated.isArchived ? sorted([...others, channel.id]) : others));
+  }
   if (plan.messageRetentionDays !== undefined) update('message_retention_days', plan.messageRetentionDays);
   if (plan.unarchive) update('is_archived', false);
   if (plan.topicsPolicy) update('topics_policy', plan.topicsPolicy);
@@ -363,7 +378,7 @@ async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: 
   // Users who can see the channel only now get it whole; users who no longer can see it lose it.
   if (plan.unarchive) {
     const [formatted] = await presentChannels(tx, realm.id, [updated]);
-    events.push({ userIds: sorted(after), payload: streamCreateEvent([formatted], true) });
+    events.push({ ...after, payload: streamCreateEvent([formatted], true) });
   } else if (gained.length) {
     const [formatted] = await presentChannels(tx, realm.id, [updated]);
     events.push({ userIds: gained, payload: streamCreateEvent([formatted]) });
@@ -373,7 +388,18 @@ async function applyChannelUpdate(tx: Db, realm: Realm, channel: Channel, plan: 
     if (subs.length) events.push({ userIds: gained, payload: { type: 'subscription', op: 'peer_add', stream_ids: [channel.id], user_ids: subs } });
   }
   if (lost.length) events.push({ userIds: lost, payload: streamDeleteEvent([channel.id]) });
-  return events.filter((e) => e.userIds.length > 0);
+
+  try {
+    await updateChannelAlong(tx, channel.id, data, insertEventsSql(realm.id, events.filter((e) => !('userIds' in e) || e.userIds.length > 0)));
+  } catch (error) {
+    // A concurrent rename or creation took the name between the check and the write.
+    if (plan.name !== undefined && isUniqueViolation(error)) throw new JsonableError('Channel name already in use.');
+    throw error;
+  }
+  for (const s of plan.groupSettings) {
+    const old = channel[s.column];
+    if (old !== s.groupId) await releaseGroupSettingValue(tx, realm.id, old);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -389,17 +415,17 @@ export async function doArchiveChannel(deps: AppDeps, realm: Realm, actor: User,
     const subject = await loadChannelViewer(tx, actor);
     const { channel } = await accessChannelForAdministration(tx, realm, subject, channelId, { lock: true });
     if (channel.isArchived) throw new JsonableError('Channel is already deactivated');
-    const audience = await loadRealmAudience(tx, realm.id);
-    const affected = sorted(await metadataAccessUserIdsOf(tx, audience, channel));
     await updateChannel(tx, channel.id, { isArchived: true, isDefault: false });
-    const events: StoredEvent[] = [];
-    if (channel.isDefault) events.push(await defaultStreamsEvent(tx, realm.id, audience));
+    const events: QueuedEvent[] = [];
+    if (channel.isDefault) events.push(defaultStreamsEvent(await defaultChannelIds(tx, realm.id)));
     if (await clearModerationRequestChannel(tx, realm.id, channel.id)) {
-      events.push({ userIds: audience.all, payload: { type: 'realm', op: 'update_dict', property: 'default', data: { moderation_request_channel_id: -1 } } });
+      events.push({ realmWide: true, payload: { type: 'realm', op: 'update_dict', property: 'default', data: { moderation_request_channel_id: -1 } } });
     }
-    events.push({ userIds: affected, payload: { type: 'stream', op: 'update', stream_id: channel.id, name: channel.name, property: 'is_archived', value: true } });
-    events.push({ userIds: affected, payload: streamDeleteEvent([channel.id], true) });
-    await deps.events.enqueue(tx, realm.id, events.filter((e) => e.userIds.length > 0));
+    // Who could see it (archiving does not change that); one audience for both events.
+    const affected = { audience: channelAudience(channel) };
+    events.push({ ...affected, payload: { type: 'stream', op: 'update', stream_id: channel.id, name: channel.name, property: 'is_archived', value: true } });
+    events.push({ ...affected, payload: streamDeleteEvent([channel.id], true) });
+    await deps.events.enqueue(tx, realm.id, events);
     afterCommit(() => deps.events.announce(realm.id));
   });
 }

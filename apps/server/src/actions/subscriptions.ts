@@ -1,6 +1,8 @@
 // Domain actions on subscriptions: subscribing (creating missing channels) and unsubscribing, for the
-// caller or for other users. One transaction each; the channels concerned are locked in id order, so
-// concurrent requests on the same channels serialise and report exact results. Events (subscription
+// caller or for other users. One transaction each; the channels concerned are share-locked in id order
+// (changes of a channel itself, which lock it FOR UPDATE, wait; subscription changes of different users
+// run concurrently), and subscription rows change through conditional writes that report what they
+// changed, so concurrent requests still report exact results. Events (subscription
 // add/remove for the users concerned, peer_add/peer_remove for everyone else who can see the channel,
 // stream create/delete for users who start or stop seeing it) are stored in the transaction and
 // announced after commit.
@@ -8,22 +10,21 @@ import type { SuccessData } from '@parley/api-types';
 import type { AppDeps } from '../deps.ts';
 import { inTransaction, type Db } from '../data/db.ts';
 import type { Channel, Realm, Subscription, User } from '../data/models.ts';
-import { defaultChannelIds, findChannelFolder, findChannelsByIds, findChannelsByNames, lockChannels } from '../data/channels.repo.ts';
+import { defaultChannelIds, findChannelFolder, shareLockChannels, shareLockChannelsByNames } from '../data/channels.repo.ts';
 import { isUniqueViolation } from '../data/db.ts';
 import {
+  activateSubscriptions,
+  deactivateSubscriptions,
   findUsersByPrincipalIds,
   findUsersByPrincipalEmails,
-  insertSubscriptions,
-  setSubscriptionsActive,
-  subscribedChannelIds,
-  subscriberIdsOfChannels,
   subscriptionRows,
   usedColorsOfUsers,
 } from '../data/subscriptions.repo.ts';
-import type { StoredEvent } from '../data/events.repo.ts';
+import { audienceUserIds, type QueuedEvent } from '../data/events.repo.ts';
 import { sorted } from '../lib/ids.ts';
 import { JsonableError } from '../errors.ts';
 import {
+  channelAudience,
   ChannelDoesNotExistError,
   checkCanCreateChannel,
   checkCanSetTopicsPolicy,
@@ -32,13 +33,12 @@ import {
   hasContentAccess,
   hasMetadataAccess,
   loadChannelViewer,
-  loadRealmAudience,
-  metadataAccessUserIds,
+  type PermissionSubject,
 } from '../access/channels.ts';
 import { isAdmin, isGuest } from '../access/roles.ts';
 import { defaultStreamsEvent, insertChannel, streamCreateEvent, streamDeleteEvent, type NewChannel } from './channels.ts';
 import type { GroupSettingValue } from './group-settings.ts';
-import { loadChannelDisplayData } from '../queries/channels.ts';
+import { channelDisplayData, channelFactsRequest } from '../queries/channels.ts';
 import {
   checkChannelName,
   checkColor,
@@ -83,14 +83,32 @@ function checkNames(names: string[]): string[] {
   return out;
 }
 
-const byName = (channels: Channel[]) => new Map(channels.map((c) => [c.name.toLowerCase(), c]));
-
-/** Locks the channels (in id order) and reads them again, keeping the request's order. */
-async function lockAndReload(tx: Db, realm: Realm, channels: Channel[]): Promise<Channel[]> {
-  await lockChannels(tx, channels.map((c) => c.id));
-  const fresh = new Map((await findChannelsByIds(tx, realm.id, channels.map((c) => c.id))).map((c) => [c.id, c]));
-  return channels.map((c) => fresh.get(c.id)!);
+/**
+ * The caller's permission subject, read on first use: most requests (a member on public channels)
+ * never need the caller's group memberships.
+ */
+function lazySubject(tx: Db, actor: User): () => Promise<PermissionSubject> {
+  let subject: Promise<PermissionSubject> | undefined;
+  return () => (subject ??= loadChannelViewer(tx, actor));
 }
+
+/**
+ * The named channels that exist, share-locked (one statement), in the request's order, with the
+ * caller's subscription rows on them and the colors the caller uses (null: not read).
+ */
+async function lockNamedChannels(tx: Db, realm: Realm, actor: User, names: string[]) {
+  const { channels, usedColors } = await shareLockChannelsByNames(tx, realm.id, names, actor.id);
+  const byName = new Map(channels.map((c) => [c.channel.name.toLowerCase(), c]));
+  const found = names.map((n) => byName.get(n.toLowerCase())).filter((c) => c !== undefined);
+  return {
+    channels: found.map((c) => c.channel),
+    missing: names.filter((n) => !byName.has(n.toLowerCase())),
+    callerRows: new Map(found.filter((c) => c.subscription !== null).map((c) => [c.channel.id, c.subscription!])),
+    usedColors: channels.length ? usedColors : null,
+  };
+}
+
+const pairKey = (userId: number, channelId: number) => `${userId}:${channelId}`;
 
 // ---------------------------------------------------------------------------------------------
 // POST /users/me/subscriptions
@@ -129,7 +147,7 @@ export async function doSubscribe(deps: AppDeps, realm: Realm, actor: User, requ
 
 async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: SubscribeRequest): Promise<SubscribeResult> {
   return inTransaction(deps.db, async (tx, afterCommit) => {
-    const subject = await loadChannelViewer(tx, actor);
+    const subject = lazySubject(tx, actor);
 
     // Request-wide values, checked in Zulip's order before any channel is looked at.
     if (request.folderId !== undefined && !(await findChannelFolder(tx, realm.id, request.folderId))) {
@@ -138,26 +156,22 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
     const colors = new Map<string, string>();
     for (const c of request.channels) if (c.color !== undefined) colors.set(stripChannelName(c.name).toLowerCase(), checkColor(c.color));
     const retention = parseMessageRetentionDays(request.messageRetentionDays);
-    if (request.topicsPolicy !== undefined) checkCanSetTopicsPolicy(subject, realm, request.topicsPolicy);
+    if (request.topicsPolicy !== undefined) checkCanSetTopicsPolicy(await subject(), realm, request.topicsPolicy);
     const descriptions = new Map(
       request.channels.filter((c) => c.description !== undefined).map((c) => [stripChannelName(c.name).toLowerCase(), normalizeDescription(c.description!)]),
     );
 
     const names = checkNames(request.channels.map((c) => c.name));
-    const found = byName(await findChannelsByNames(tx, realm.id, names));
-    const missing = names.filter((n) => !found.has(n.toLowerCase()));
+    const { channels: existing, missing, callerRows, usedColors } = await lockNamedChannels(tx, realm, actor, names);
     if (missing.length) {
-      checkCanCreateChannel(subject, realm, {
+      checkCanCreateChannel(await subject(), realm, {
         inviteOnly: request.inviteOnly,
         isWebPublic: request.isWebPublic,
         isDefault: request.isDefault,
         messageRetentionDays: retention,
       });
     }
-
-    const existing = await lockAndReload(tx, realm, names.map((n) => found.get(n.toLowerCase())).filter((c): c is Channel => c !== undefined));
-    const audience = await loadRealmAudience(tx, realm.id);
-    const events: StoredEvent[] = [];
+    const events: QueuedEvent[] = [];
 
     const created: Channel[] = [];
     for (const name of missing) {
@@ -173,26 +187,33 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
         isDefault: request.isDefault,
         groupSettings: request.groupSettings,
       };
-      const result = await insertChannel(tx, realm, actor, newChannel, audience);
+      const result = await insertChannel(tx, realm, actor, newChannel);
       created.push(result.channel);
       events.push(...result.events);
     }
-    if (request.isDefault && created.length) events.push(await defaultStreamsEvent(tx, realm.id, audience));
+    if (request.isDefault && created.length) events.push(defaultStreamsEvent(await defaultChannelIds(tx, realm.id)));
 
     // Existing channels: the caller needs content access (or is skipped with authorization_errors_fatal=false).
-    const callerSubscribed = await subscribedChannelIds(tx, actor.id, existing.map((c) => c.id));
-    const authorized = existing.filter((c) => hasContentAccess(subject, c, callerSubscribed.has(c.id)));
-    const unauthorized = existing.filter((c) => !authorized.includes(c));
+    // Public and web-public channels, and subscribed ones, need no group memberships to decide.
+    const callerSubscribed = (c: Channel) => callerRows.get(c.id)?.active === true;
+    const authorized: Channel[] = [];
+    const unauthorized: Channel[] = [];
+    for (const c of existing) {
+      const known = c.isWebPublic || !c.inviteOnly || callerSubscribed(c);
+      (hasContentAccess(known ? { user: actor, groups: new Set() } : await subject(), c, callerSubscribed(c)) ? authorized : unauthorized).push(c);
+    }
     if (unauthorized.length && request.authorizationErrorsFatal) throw new JsonableError(`Unable to access channel (${unauthorized[0]!.name}).`);
 
     // An e-mail principal naming the caller counts as the caller (Zulip treats every e-mail as "others").
     const principals = request.principals ?? [];
     const others = principals.some((p) => (typeof p === 'number' ? p !== actor.id : p.trim().toLowerCase() !== actor.email.toLowerCase()));
-    if (others) checkCanSubscribeOthers(subject, realm, authorized);
+    if (others) checkCanSubscribeOthers(await subject(), realm, authorized);
     const users = others ? await resolvePrincipals(tx, realm, principals) : [actor];
 
     const channels = [...authorized, ...created];
-    const outcome = await addSubscriptions(tx, realm, channels, users, colors);
+    // The caller's own rows and colors came with the lock (a channel created here has no rows yet).
+    const known = !others && usedColors ? { rows: new Map([...callerRows].map(([channelId, row]) => [pairKey(actor.id, channelId), row])), usedColors: new Map([[actor.id, usedColors]]) } : undefined;
+    const outcome = await addSubscriptions(tx, realm, channels, users, colors, known);
     events.push(...outcome.events);
     if (events.length) {
       await deps.events.enqueue(tx, realm.id, events);
@@ -210,75 +231,101 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
 
 /**
  * Zulip's bulk_add_subscriptions: activates existing rows or inserts new ones (with the requested
- * color or a palette color the user does not use yet) and builds the events.
+ * color or a palette color the user does not use yet) and builds the events. The channels are
+ * share-locked by the caller; `known` gives rows and colors already read (else they are read here).
  */
-async function addSubscriptions(tx: Db, realm: Realm, channels: Channel[], users: User[], colors: Map<string, string>) {
+async function addSubscriptions(
+  tx: Db,
+  realm: Realm,
+  channels: Channel[],
+  users: User[],
+  colors: Map<string, string>,
+  known?: { rows: Map<string, Subscription>; usedColors: Map<number, Set<string>> },
+) {
   const channelIds = channels.map((c) => c.id);
   const userIds = users.map((u) => u.id);
-  const rows = await subscriptionRows(tx, userIds, channelIds);
-  const rowOf = new Map(rows.map((r) => [`${r.userId}:${r.channelId}`, r]));
-  const audience = await loadRealmAudience(tx, realm.id);
-  const before = await metadataAccessUserIds(tx, audience, channels);
-  const usedColors = await usedColorsOfUsers(tx, userIds);
+  const rowOf = known?.rows ?? new Map((await subscriptionRows(tx, userIds, channelIds)).map((r) => [pairKey(r.userId, r.channelId), r]));
+  const usedColors = known?.usedColors ?? (await usedColorsOfUsers(tx, userIds));
 
-  const subscribed: Record<string, string[]> = {};
-  const alreadySubscribed: Record<string, string[]> = {};
-  const toInsert: Array<{ userId: number; channelId: number; color: string }> = [];
-  const toActivate: Array<{ userId: number; channelId: number }> = [];
-  const added: Array<{ user: User; channel: Channel }> = [];
+  // What to write: a row for each pair without one, reactivation of inactive rows.
+  const wanted: Array<{ userId: number; channelId: number; color: string }> = [];
   for (const user of users) {
     const fresh: Channel[] = [];
     for (const channel of channels) {
-      const row = rowOf.get(`${user.id}:${channel.id}`);
-      if (row?.active) {
-        (alreadySubscribed[String(user.id)] ??= []).push(channel.name);
-      } else {
-        (subscribed[String(user.id)] ??= []).push(channel.name);
-        added.push({ user, channel });
-        if (row) toActivate.push({ userId: user.id, channelId: channel.id });
-        else fresh.push(channel);
-      }
+      const row = rowOf.get(pairKey(user.id, channel.id));
+      if (row?.active) continue;
+      if (row) wanted.push({ userId: user.id, channelId: channel.id, color: row.color });
+      else fresh.push(channel);
     }
     const palette = pickColors(usedColors.get(user.id) ?? new Set(), fresh.length);
-    fresh.forEach((channel, i) => toInsert.push({ userId: user.id, channelId: channel.id, color: colors.get(channel.name.toLowerCase()) ?? palette[i]! }));
+    fresh.forEach((channel, i) => wanted.push({ userId: user.id, channelId: channel.id, color: colors.get(channel.name.toLowerCase()) ?? palette[i]! }));
   }
-  await insertSubscriptions(tx, toInsert);
-  await setSubscriptionsActive(tx, toActivate, true);
+  // Only what this statement changed counts as subscribed: a pair subscribed concurrently is "already".
+  // The same statement reads what the events show of the channels written to.
+  const candidates = channels.filter((c) => wanted.some((w) => w.channelId === c.id));
+  const activation = await activateSubscriptions(tx, realm.id, wanted, channelFactsRequest(candidates, { withSubscribers: true }));
+  const changed = new Map(activation.rows.map((r) => [pairKey(r.userId, r.channelId), r]));
 
-  const events: StoredEvent[] = [];
+  const subscribed: Record<string, string[]> = {};
+  const alreadySubscribed: Record<string, string[]> = {};
+  const added: Array<{ user: User; channel: Channel }> = [];
+  for (const user of users) {
+    for (const channel of channels) {
+      if (changed.has(pairKey(user.id, channel.id))) {
+        (subscribed[String(user.id)] ??= []).push(channel.name);
+        added.push({ user, channel });
+      } else {
+        (alreadySubscribed[String(user.id)] ??= []).push(channel.name);
+      }
+    }
+  }
+
+  const events: QueuedEvent[] = [];
   if (added.length) {
     const touched = channels.filter((c) => added.some((a) => a.channel.id === c.id));
-    const data = await loadChannelDisplayData(tx, realm.id, touched);
-    const after = await metadataAccessUserIds(tx, audience, touched);
-    const subscribers = await subscriberIdsOfChannels(tx, touched.map((c) => c.id));
-    const newRows = new Map((await subscriptionRows(tx, userIds, touched.map((c) => c.id))).map((r) => [`${r.userId}:${r.channelId}`, r]));
+    const data = await channelDisplayData(tx, realm.id, touched, activation.facts!);
     // Users who could not see a channel before get its creation event first.
     for (const channel of touched) {
-      const newcomers = sorted(added.filter((a) => a.channel.id === channel.id && !before.get(channel.id)!.has(a.user.id)).map((a) => a.user.id));
+      const joined = added.filter((a) => a.channel.id === channel.id).map((a) => a.user);
+      const newcomers = await usersWhoCouldNotSee(tx, realm, channel, joined);
       if (newcomers.length) events.push({ userIds: newcomers, payload: streamCreateEvent([formatChannel(channel, data)]) });
     }
     for (const user of users) {
       const mine = added.filter((a) => a.user.id === user.id);
       if (!mine.length) continue;
       const subscriptions = mine.map(({ channel }) =>
-        formatSubscription(channel, newRows.get(`${user.id}:${channel.id}`) as Subscription, data, { subscribers: subscribers.get(channel.id) ?? [] }),
+        formatSubscription(channel, changed.get(pairKey(user.id, channel.id))!, data, { subscribers: data.subscribers?.get(channel.id) ?? [] }),
       );
       events.push({ userIds: [user.id], payload: { type: 'subscription', op: 'add', subscriptions } });
     }
+    // Everyone else who can see the channel (now), resolved when the event is stored.
     for (const channel of touched) {
       const altered = sorted(added.filter((a) => a.channel.id === channel.id).map((a) => a.user.id));
-      const peers = sorted([...after.get(channel.id)!].filter((id) => !altered.includes(id)));
-      if (peers.length) events.push({ userIds: peers, payload: { type: 'subscription', op: 'peer_add', stream_ids: [channel.id], user_ids: altered } });
+      events.push({ audience: { ...channelAudience(channel), except: altered }, payload: { type: 'subscription', op: 'peer_add', stream_ids: [channel.id], user_ids: altered } });
     }
   }
   return { subscribed, alreadySubscribed, events };
 }
 
+/**
+ * Of users just subscribed to the channel, those who could not see it without the subscription
+ * (ascending ids): guests on public channels; on private ones, whoever is neither an organization
+ * administrator nor a non-guest member of a group granting metadata access (one statement).
+ */
+async function usersWhoCouldNotSee(tx: Db, realm: Realm, channel: Channel, users: User[]): Promise<number[]> {
+  if (channel.isWebPublic) return [];
+  if (!channel.inviteOnly) return sorted(users.filter((u) => isGuest(u)).map((u) => u.id));
+  const ids = users.map((u) => u.id);
+  const seeing = new Set(await audienceUserIds(tx, realm.id, { ...channelAudience(channel, { subscribers: false }), only: ids }));
+  return sorted(ids.filter((id) => !seeing.has(id)));
+}
+
 /** A new user joins the organization's default channels (Zulip's do_create_user); returns the events. */
-export async function subscribeToDefaultChannels(tx: Db, realm: Realm, user: User): Promise<StoredEvent[]> {
-  const channels = (await findChannelsByIds(tx, realm.id, await defaultChannelIds(tx, realm.id))).filter((c) => !c.isArchived);
+export async function subscribeToDefaultChannels(tx: Db, realm: Realm, user: User): Promise<QueuedEvent[]> {
+  const ids = await defaultChannelIds(tx, realm.id);
+  if (ids.length === 0) return [];
+  const channels = (await shareLockChannels(tx, realm.id, ids)).filter((c) => c.isDefault && !c.isArchived);
   if (channels.length === 0) return [];
-  await lockChannels(tx, channels.map((c) => c.id));
   return (await addSubscriptions(tx, realm, channels, [user], new Map())).events;
 }
 
@@ -292,26 +339,28 @@ export async function doUnsubscribe(
   request: { names: string[]; principals?: number[] | string[] },
 ): Promise<{ removed: string[]; not_removed: string[] }> {
   return inTransaction(deps.db, async (tx, afterCommit) => {
-    const subject = await loadChannelViewer(tx, actor);
+    const subject = lazySubject(tx, actor);
     const principals = request.principals ?? [];
     const users = principals.length ? await resolvePrincipals(tx, realm, principals) : [actor];
 
     const names = checkNames(request.names);
-    const found = byName(await findChannelsByNames(tx, realm.id, names));
-    const channels = await lockAndReload(tx, realm, names.map((n) => found.get(n.toLowerCase())).filter((c): c is Channel => c !== undefined));
-    checkCanUnsubscribe(subject, users, channels, await subscribedChannelIds(tx, actor.id, channels.map((c) => c.id)));
+    const { channels, missing, callerRows } = await lockNamedChannels(tx, realm, actor, names);
+    const callerSubscribed = new Set([...callerRows.values()].filter((r) => r.active).map((r) => r.channelId));
+    // Removing only oneself needs no permission (nor the caller's groups).
+    checkCanUnsubscribe(users.every((u) => u.id === actor.id) ? { user: actor, groups: new Set() } : await subject(), users, channels, callerSubscribed);
     // The seed: an unknown channel is STREAM_DOES_NOT_EXIST with its name in `stream` (checked after
     // permissions, as Zulip does, so an unauthorized request learns nothing about names).
-    const missing = names.find((n) => !found.has(n.toLowerCase()));
-    if (missing !== undefined) throw new ChannelDoesNotExistError(missing);
+    if (missing.length) throw new ChannelDoesNotExistError(missing[0]!);
 
-    const rows = await subscriptionRows(tx, users.map((u) => u.id), channels.map((c) => c.id));
-    const active = new Set(rows.filter((r) => r.active).map((r) => `${r.userId}:${r.channelId}`));
+    // Only what this statement changed counts as removed (a concurrent removal already did the rest).
+    const changed = new Set(
+      (await deactivateSubscriptions(tx, users.flatMap((u) => channels.map((c) => ({ userId: u.id, channelId: c.id }))))).map((r) => pairKey(r.userId, r.channelId)),
+    );
     const removed: Array<{ user: User; channel: Channel }> = [];
     const result = { removed: [] as string[], not_removed: [] as string[] };
     for (const user of users) {
       for (const channel of channels) {
-        if (active.has(`${user.id}:${channel.id}`)) {
+        if (changed.has(pairKey(user.id, channel.id))) {
           removed.push({ user, channel });
           result.removed.push(channel.name);
         } else {
@@ -320,36 +369,34 @@ export async function doUnsubscribe(
       }
     }
     if (removed.length === 0) return result;
-    await setSubscriptionsActive(tx, removed.map((r) => ({ userId: r.user.id, channelId: r.channel.id })), false);
 
-    const events = await removalEvents(tx, realm, users, channels, removed);
+    const events = await removalEvents(tx, users, channels, removed);
     await deps.events.enqueue(tx, realm.id, events);
     afterCommit(() => deps.events.announce(realm.id));
     return result;
   });
 }
 
-async function removalEvents(tx: Db, realm: Realm, users: User[], channels: Channel[], removed: Array<{ user: User; channel: Channel }>): Promise<StoredEvent[]> {
-  const events: StoredEvent[] = [];
+async function removalEvents(tx: Db, users: User[], channels: Channel[], removed: Array<{ user: User; channel: Channel }>): Promise<QueuedEvent[]> {
+  const events: QueuedEvent[] = [];
   const touched = channels.filter((c) => removed.some((r) => r.channel.id === c.id));
-  const audience = await loadRealmAudience(tx, realm.id);
-  const after = await metadataAccessUserIds(tx, audience, touched);
   for (const user of users) {
     const mine = removed.filter((r) => r.user.id === user.id).map((r) => r.channel);
     if (!mine.length) continue;
     events.push({ userIds: [user.id], payload: { type: 'subscription', op: 'remove', subscriptions: mine.map((c) => ({ name: c.name, stream_id: c.id })) } });
-    // Channels the user can no longer see at all disappear from their client.
+    // Channels the user can no longer see at all disappear from their client. Only private channels
+    // need the user's groups to decide (public and web-public ones are decided by the role).
     if (!isAdmin(user)) {
-      const subject = await loadChannelViewer(tx, user);
+      const needsGroups = !isGuest(user) && mine.some((c) => c.inviteOnly && !c.isWebPublic);
+      const subject = needsGroups ? await loadChannelViewer(tx, user) : { user, groups: new Set<number>() };
       const gone = mine.filter((c) => !hasMetadataAccess(subject, c, false));
       if (gone.length) events.push({ userIds: [user.id], payload: streamDeleteEvent(gone.map((c) => c.id)) });
     }
   }
+  // Everyone else who can still see the channel, resolved when the event is stored.
   for (const channel of touched) {
     const altered = sorted(removed.filter((r) => r.channel.id === channel.id).map((r) => r.user.id));
-    const peers = sorted([...after.get(channel.id)!].filter((id) => !altered.includes(id)));
-    if (peers.length) events.push({ userIds: peers, payload: { type: 'subscription', op: 'peer_remove', stream_ids: [channel.id], user_ids: altered } });
+    events.push({ audience: { ...channelAudience(channel), except: altered }, payload: { type: 'subscription', op: 'peer_remove', stream_ids: [channel.id], user_ids: altered } });
   }
   return events;
 }
-

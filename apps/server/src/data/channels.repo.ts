@@ -1,33 +1,134 @@
-// Channels, channel folders and the per-channel facts responses need (first message, activity),
-// plus the organization's people as the audiences of channel events.
+// Channels, channel folders and the per-channel facts responses need (subscribers, first message,
+// activity, the groups of their settings), with the locks of channel changes and subscriptions.
 import type { Db } from './db.ts';
 import { Prisma } from './db.ts';
+import type { Channel, Subscription } from './models.ts';
 
 export const findChannelById = (db: Db, realmId: number, id: number) => db.channel.findFirst({ where: { id, realmId } });
 
 export const findChannelsByIds = (db: Db, realmId: number, ids: number[]) =>
   db.channel.findMany({ where: { realmId, id: { in: ids } }, orderBy: { id: 'asc' } });
 
-/** Channels whose lower(name) is one of lower(names) (uses the unique index on lower(name)). */
-export async function findChannelsByNames(db: Db, realmId: number, names: string[]) {
+/**
+ * The columns of a channel row under the model's field names, so that raw statements (which lock,
+ * join or write in one round trip) return the same objects as the client's queries.
+ */
+const CHANNEL_FIELDS = [
+  'id', 'realmId', 'name', 'description', 'renderedDescription', 'inviteOnly', 'isWebPublic', 'historyPublicToSubscribers',
+  'isDefault', 'isArchived', 'messageRetentionDays', 'topicsPolicy', 'folderId', 'createdAt', 'creatorId',
+  'canAddSubscribersGroupId', 'canAdministerChannelGroupId', 'canDeleteAnyMessageGroupId', 'canDeleteOwnMessageGroupId',
+  'canMoveMessagesOutOfChannelGroupId', 'canMoveMessagesWithinChannelGroupId', 'canRemoveSubscribersGroupId',
+  'canResolveTopicsGroupId', 'canSendMessageGroupId', 'canSubscribeGroupId',
+] as const satisfies ReadonlyArray<keyof Channel>;
+
+/** The column of a model field (the schema maps every field to its snake_case name). */
+export const channelColumn = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+const channelColumns = (alias: string) =>
+  Prisma.raw(CHANNEL_FIELDS.map((f) => `${alias}.${channelColumn(f)} AS "${f}"`).join(', '));
+
+/** Keeps only the model's fields of a raw row (a row may carry extra columns). */
+function channelOf(row: Record<string, unknown>): Channel {
+  const out: Record<string, unknown> = {};
+  for (const f of CHANNEL_FIELDS) out[f] = row[f];
+  return out as unknown as Channel;
+}
+
+/** Channels whose lower(name) is one of lower(names) (uses the unique index on lower(name)), by id. */
+export async function findChannelsByNames(db: Db, realmId: number, names: string[]): Promise<Channel[]> {
   if (names.length === 0) return [];
-  const rows = await db.$queryRaw<{ id: number }[]>`
-    SELECT id FROM channel
-    WHERE realm_id = ${realmId} AND lower(name) IN (SELECT lower(n) FROM unnest(${names}::text[]) AS n)`;
-  return findChannelsByIds(db, realmId, rows.map((r) => r.id));
+  const rows = await db.$queryRaw<Channel[]>`
+    SELECT ${channelColumns('c')} FROM channel c
+    WHERE c.realm_id = ${realmId} AND lower(c.name) IN (SELECT lower(n) FROM unnest(${names}::text[]) AS n)
+    ORDER BY c.id`;
+  return rows.map(channelOf);
 }
 
-/** The channel row locked for the rest of the transaction (serialises changes of one channel). */
-export async function lockChannel(db: Db, realmId: number, id: number) {
-  const rows = await db.$queryRaw<{ id: number }[]>`SELECT id FROM channel WHERE id = ${id} AND realm_id = ${realmId} FOR UPDATE`;
-  return rows.length ? findChannelById(db, realmId, id) : null;
+/**
+ * The channel row locked FOR UPDATE for the rest of the transaction (serialises changes of one
+ * channel, and excludes subscription changes, which share-lock it), with whether `userId` is actively
+ * subscribed to it: one statement.
+ */
+export async function lockChannelForUser(db: Db, realmId: number, id: number, userId: number): Promise<{ channel: Channel; subscribed: boolean } | null> {
+  const rows = await db.$queryRaw<Array<Channel & { subscribed: boolean }>>`
+    SELECT ${channelColumns('c')},
+      EXISTS (SELECT 1 FROM subscription s WHERE s.user_id = ${userId} AND s.channel_id = c.id AND s.active) AS subscribed
+    FROM channel c WHERE c.id = ${id} AND c.realm_id = ${realmId} FOR UPDATE OF c`;
+  const row = rows[0];
+  return row ? { channel: channelOf(row), subscribed: row.subscribed } : null;
 }
 
-/** Locks several channel rows, always in id order (no deadlocks between concurrent requests). */
-export async function lockChannels(db: Db, ids: number[]): Promise<void> {
-  if (ids.length === 0) return;
-  const sorted = [...new Set(ids)].sort((a, b) => a - b);
-  await db.$queryRaw`SELECT id FROM channel WHERE id IN (${Prisma.join(sorted)}) ORDER BY id FOR UPDATE`;
+/** A channel found by name and share-locked, with one user's row on it (null: none) and the user's colors. */
+export interface SharedChannel {
+  channel: Channel;
+  /** The user's subscription row on the channel, active or not; null when there is none. */
+  subscription: Subscription | null;
+}
+
+/**
+ * The channels named (case-insensitively), share-locked in id order, each with `userId`'s subscription
+ * row on it, and every color `userId` uses on any channel: one statement. A share lock lets subscription
+ * changes of one channel run concurrently (their rows are kept exact by the unique key of
+ * (user, channel)) while excluding changes of the channel itself (PATCH, archiving), which lock it
+ * FOR UPDATE.
+ */
+export async function shareLockChannelsByNames(db: Db, realmId: number, names: string[], userId: number): Promise<{ channels: SharedChannel[]; usedColors: Set<string> }> {
+  if (names.length === 0) return { channels: [], usedColors: new Set() };
+  const rows = await db.$queryRaw<Array<Record<string, unknown>>>`
+    SELECT ${channelColumns('c')}, to_jsonb(s) AS subscription,
+      ARRAY(SELECT DISTINCT o.color FROM subscription o WHERE o.user_id = ${userId}) AS used_colors
+    FROM channel c LEFT JOIN subscription s ON s.channel_id = c.id AND s.user_id = ${userId}
+    WHERE c.realm_id = ${realmId} AND lower(c.name) IN (SELECT lower(n) FROM unnest(${names}::text[]) AS n)
+    ORDER BY c.id FOR SHARE OF c`;
+  return {
+    channels: rows.map((r) => ({ channel: channelOf(r), subscription: r.subscription ? subscriptionOfJson(r.subscription as Record<string, unknown>) : null })),
+    usedColors: new Set((rows[0]?.used_colors as string[] | undefined) ?? []),
+  };
+}
+
+/** A subscription row from its to_jsonb form. */
+export function subscriptionOfJson(j: Record<string, unknown>): Subscription {
+  return {
+    userId: j.user_id as number,
+    channelId: j.channel_id as number,
+    active: j.active as boolean,
+    color: j.color as string,
+    isMuted: j.is_muted as boolean,
+    pinToTop: j.pin_to_top as boolean,
+    desktopNotifications: j.desktop_notifications as boolean | null,
+    audibleNotifications: j.audible_notifications as boolean | null,
+    pushNotifications: j.push_notifications as boolean | null,
+    emailNotifications: j.email_notifications as boolean | null,
+    wildcardMentionsNotify: j.wildcard_mentions_notify as boolean | null,
+  };
+}
+
+/** Share-locks several channel rows in id order and reads them (one statement; see shareLockChannelsByNames). */
+export async function shareLockChannels(db: Db, realmId: number, ids: number[]): Promise<Channel[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.$queryRaw<Channel[]>`
+    SELECT ${channelColumns('c')} FROM channel c WHERE c.realm_id = ${realmId} AND c.id = ANY(${[...new Set(ids)]}::int[]) ORDER BY c.id FOR SHARE OF c`;
+  return rows.map(channelOf);
+}
+
+/** Values of an update of a channel row, by model field. */
+export type ChannelChanges = Partial<Omit<Channel, 'id' | 'realmId' | 'createdAt'>>;
+
+/**
+ * Updates the channel and runs `alongside` (a data-modifying statement, e.g. storing the events of the
+ * change) in the same statement: one round trip while the channel row is locked.
+ */
+export async function updateChannelAlong(db: Db, id: number, changes: ChannelChanges, alongside: Prisma.Sql | null): Promise<void> {
+  const sets = Object.entries(changes)
+    .filter(([, v]) => v !== undefined)
+    .map(([field, value]) => Prisma.sql`${Prisma.raw(channelColumn(field))} = ${value}`);
+  if (sets.length === 0 && !alongside) return;
+  const update = sets.length ? Prisma.sql`UPDATE channel SET ${Prisma.join(sets, ', ')} WHERE id = ${id}` : Prisma.sql`SELECT 1`;
+  if (!alongside) {
+    await db.$executeRaw(update);
+    return;
+  }
+  await db.$executeRaw`WITH changed AS (${update}), stored AS (${alongside}) SELECT 1`;
 }
 
 export const createChannel = (db: Db, data: Prisma.ChannelUncheckedCreateInput) => db.channel.create({ data });
@@ -42,22 +143,86 @@ export async function defaultChannelIds(db: Db, realmId: number): Promise<number
   return rows.map((r) => r.id);
 }
 
+/** What responses show of channels beyond their rows (see channelDisplayFacts). */
+export interface ChannelFacts {
+  /** Active subscribers that are active users, by channel. */
+  subscriberCount: Map<number, number>;
+  /** Their ids ascending, when asked for. */
+  subscribers: Map<number, number[]>;
+  firstMessageId: Map<number, number>;
+  /** Channels with a message sent in the last `recentDays` days. */
+  withRecentMessages: Set<number>;
+  /** Groups of the organization among `groupIds`: anonymous ones with their direct members (active) and subgroups, named ones as null. */
+  groups: Map<number, { members: number[]; subgroups: number[] } | null>;
+}
+
+/** What channelDisplayFacts reads: channels, the groups their settings name, and how. */
+export interface ChannelFactsRequest {
+  channelIds: number[];
+  groupIds: number[];
+  recentDays: number;
+  withSubscribers: boolean;
+}
+
+type FactsRow = { kind: string; id: number; count: number | null; ids: number[] | null; first: number | null; recent: boolean | null; anonymous: boolean | null; subgroups: number[] | null };
+
+/**
+ * The query of channelDisplayFacts. `alsoSubscribed` names a relation of (user_id, channel_id) rows that
+ * the same statement made active (a data-modifying CTE): its statement snapshot does not show them, so
+ * they are added to the subscriber lists.
+ */
+export function channelFactsSql(realmId: number, request: ChannelFactsRequest, alsoSubscribed?: Prisma.Sql): Prisma.Sql {
+  const activeSubscribers = (select: Prisma.Sql, order: Prisma.Sql = Prisma.empty) =>
+    Prisma.sql`(SELECT ${select} FROM subscription s JOIN "user" u ON u.id = s.user_id WHERE s.channel_id = c.id AND s.active AND u.is_active ${order})`;
+  const subscriberIds = !request.withSubscribers
+    ? Prisma.sql`NULL::int[]`
+    : alsoSubscribed
+      ? Prisma.sql`ARRAY(SELECT s.user_id FROM subscription s JOIN "user" u ON u.id = s.user_id WHERE s.channel_id = c.id AND s.active AND u.is_active
+          UNION SELECT a.user_id FROM ${alsoSubscribed} a JOIN "user" u ON u.id = a.user_id WHERE a.channel_id = c.id AND u.is_active ORDER BY 1)`
+      : Prisma.sql`ARRAY${activeSubscribers(Prisma.sql`s.user_id`, Prisma.sql`ORDER BY s.user_id`)}`;
+  // Timestamps are stored in UTC without a zone.
+  return Prisma.sql`
+    SELECT 'c' AS kind, c.id, ${request.withSubscribers ? Prisma.sql`NULL::int` : activeSubscribers(Prisma.sql`count(*)::int`)} AS count, ${subscriberIds} AS ids,
+      (SELECT min(m.id) FROM message m WHERE m.channel_id = c.id) AS first,
+      EXISTS (SELECT 1 FROM message m WHERE m.channel_id = c.id AND m.date_sent >= (now() AT TIME ZONE 'UTC') - make_interval(days => ${request.recentDays}::int)) AS recent,
+      NULL::boolean AS anonymous, NULL::int[] AS subgroups
+    FROM unnest(${request.channelIds}::int[]) AS c(id)
+    UNION ALL
+    SELECT 'g', g.id, NULL,
+      CASE WHEN g.name IS NULL THEN ARRAY(SELECT m.user_id FROM user_group_member m JOIN "user" u ON u.id = m.user_id WHERE m.group_id = g.id AND u.is_active ORDER BY m.user_id) END,
+      NULL, NULL, g.name IS NULL,
+      CASE WHEN g.name IS NULL THEN ARRAY(SELECT sg.subgroup_id FROM user_group_subgroup sg WHERE sg.supergroup_id = g.id ORDER BY sg.subgroup_id) END
+    FROM user_group g WHERE g.realm_id = ${realmId} AND g.id = ANY(${[...new Set(request.groupIds)]}::int[])`;
+}
+
+/** The facts from the rows of channelFactsSql. */
+export function channelFactsOf(rows: FactsRow[]): ChannelFacts {
+  const facts: ChannelFacts = { subscriberCount: new Map(), subscribers: new Map(), firstMessageId: new Map(), withRecentMessages: new Set(), groups: new Map() };
+  for (const r of rows) {
+    if (r.kind === 'c') {
+      facts.subscriberCount.set(r.id, r.ids ? r.ids.length : (r.count ?? 0));
+      if (r.ids) facts.subscribers.set(r.id, r.ids);
+      if (r.first !== null) facts.firstMessageId.set(r.id, r.first);
+      if (r.recent) facts.withRecentMessages.add(r.id);
+    } else {
+      facts.groups.set(r.id, r.anonymous ? { members: r.ids ?? [], subgroups: r.subgroups ?? [] } : null);
+    }
+  }
+  return facts;
+}
+
+/**
+ * Subscriber counts (and lists), first message ids and recent activity of channels, and the groups
+ * their settings name: one statement.
+ */
+export async function channelDisplayFacts(db: Db, realmId: number, request: ChannelFactsRequest): Promise<ChannelFacts> {
+  if (request.channelIds.length === 0 && request.groupIds.length === 0) return channelFactsOf([]);
+  return channelFactsOf(await db.$queryRaw<FactsRow[]>(channelFactsSql(realmId, request)));
+}
+
 /** Is there a message in the channel outside the empty topic? */
 export async function channelHasNamedTopics(db: Db, channelId: number): Promise<boolean> {
   return (await db.message.findFirst({ where: { channelId, topic: { not: '' } }, select: { id: true } })) !== null;
-}
-
-export async function firstMessageIds(db: Db, channelIds: number[]): Promise<Map<number, number>> {
-  if (channelIds.length === 0) return new Map();
-  const rows = await db.message.groupBy({ by: ['channelId'], where: { channelId: { in: channelIds } }, _min: { id: true } });
-  return new Map(rows.filter((r) => r.channelId !== null && r._min.id !== null).map((r) => [r.channelId!, r._min.id!]));
-}
-
-/** Channels with a message sent since `since`. */
-export async function channelIdsWithMessagesSince(db: Db, channelIds: number[], since: Date): Promise<Set<number>> {
-  if (channelIds.length === 0) return new Set();
-  const rows = await db.message.groupBy({ by: ['channelId'], where: { channelId: { in: channelIds }, dateSent: { gte: since } } });
-  return new Set(rows.map((r) => r.channelId!).filter((id) => id !== null));
 }
 
 export const findChannelFolder = (db: Db, realmId: number, id: number) => db.channelFolder.findFirst({ where: { id, realmId } });
@@ -67,8 +232,3 @@ export async function clearModerationRequestChannel(db: Db, realmId: number, cha
   const { count } = await db.realm.updateMany({ where: { id: realmId, moderationRequestChannelId: channelId }, data: { moderationRequestChannelId: null } });
   return count > 0;
 }
-
-/** The organization's active users with what event audiences depend on (role, bot). */
-export const activeUsersOfRealm = (db: Db, realmId: number) =>
-  db.user.findMany({ where: { realmId, isActive: true }, select: { id: true, role: true, isBot: true, botOwnerId: true }, orderBy: { id: 'asc' } });
-

@@ -6,11 +6,128 @@ export interface StoredEvent {
   userIds: number[];
   payload: Record<string, unknown>;
 }
+
+/**
+ * Who receives an event, described rather than listed: resolved by PostgreSQL in the statement that
+ * stores the event, so that an audience of thousands never travels through Node. Every member is an
+ * active user of the organization; the audience is the union of the kinds given, then restricted to
+ * `only` and stripped of `except`. When it turns out to be every active user of the organization
+ * (and neither `only` nor `except` is given), the event is stored realm-wide (no id list).
+ */
+export interface Audience {
+  /** Every active user. */
+  everyone?: boolean;
+  /** Active users whose role is not one of these. */
+  roleNotIn?: number[];
+  /** Active users whose role is one of these. */
+  roleIn?: number[];
+  /** Active users actively subscribed to this channel. */
+  subscribersOf?: number;
+  /** Active users in these groups (directly or through subgroups) whose role is not one of `roleNotIn`. */
+  membersOf?: { groupIds: number[]; roleNotIn: number[] };
+  only?: number[];
+  except?: number[];
+}
+
+/** An event for an audience resolved when it is stored (see Audience). */
+export interface AudienceEvent {
+  audience: Audience;
+  payload: Record<string, unknown>;
+}
+
 /** …or for every active user of the organization at delivery time (`realmWide`). */
-export type QueuedEvent = StoredEvent | { realmWide: true; payload: Record<string, unknown> };
+export type QueuedEvent = StoredEvent | { realmWide: true; payload: Record<string, unknown> } | AudienceEvent;
+
+/** The condition on `u` (a row of "user" of the organization) of being in the audience, apart from only/except. */
+function audienceCondition(a: Audience): Prisma.Sql {
+  const terms: Prisma.Sql[] = [];
+  if (a.everyone) terms.push(Prisma.sql`TRUE`);
+  if (a.roleNotIn?.length) terms.push(Prisma.sql`u.role <> ALL(${a.roleNotIn}::int[])`);
+  if (a.roleIn?.length) terms.push(Prisma.sql`u.role = ANY(${a.roleIn}::int[])`);
+  if (a.subscribersOf !== undefined) {
+    terms.push(Prisma.sql`EXISTS (SELECT 1 FROM subscription s WHERE s.user_id = u.id AND s.channel_id = ${a.subscribersOf}::int AND s.active)`);
+  }
+  if (a.membersOf?.groupIds.length) {
+    terms.push(Prisma.sql`(u.role <> ALL(${a.membersOf.roleNotIn}::int[]) AND u.id IN (
+      SELECT m.user_id FROM user_group_member m WHERE m.group_id IN (
+        WITH RECURSIVE sub(id) AS (
+          SELECT unnest(${a.membersOf.groupIds}::int[])
+          UNION
+          SELECT s.subgroup_id FROM user_group_subgroup s JOIN sub ON s.supergroup_id = sub.id
+        )
+        SELECT id FROM sub)))`);
+  }
+  return terms.length ? Prisma.sql`(${Prisma.join(terms, ' OR ')})` : Prisma.sql`FALSE`;
+}
+
+/** The audience's members (ascending ids), as an SQL expression of type int[]. */
+function audienceIdsSql(realmId: number, a: Audience): Prisma.Sql {
+  const restrict = [
+    a.only ? Prisma.sql`AND u.id = ANY(${a.only}::int[])` : Prisma.empty,
+    a.except?.length ? Prisma.sql`AND u.id <> ALL(${a.except}::int[])` : Prisma.empty,
+  ];
+  return Prisma.sql`ARRAY(SELECT u.id FROM "user" u WHERE u.realm_id = ${realmId}::int AND u.is_active AND ${audienceCondition(a)} ${restrict[0]!} ${restrict[1]!} ORDER BY u.id)`;
+}
+
+/** The ids of an audience now (one statement). */
+export async function audienceUserIds(db: Db, realmId: number, audience: Audience): Promise<number[]> {
+  const [row] = await db.$queryRaw<{ ids: number[] }[]>`SELECT ${audienceIdsSql(realmId, audience)} AS ids`;
+  return row?.ids ?? [];
+}
+
+/**
+ * One SELECT per event (or run of consecutive events sharing an audience object) giving
+ * (ord, user_ids, realm_wide, payload); rows with no recipient are dropped by the caller's WHERE.
+ */
+function eventRowsSql(realmId: number, events: QueuedEvent[]): Prisma.Sql {
+  const parts: Prisma.Sql[] = [];
+  for (let i = 0; i < events.length; ) {
+    const e = events[i]!;
+    if ('audience' in e) {
+      // Consecutive events with the same audience resolve it once.
+      let j = i + 1;
+      while (j < events.length && 'audience' in events[j]! && (events[j] as AudienceEvent).audience === e.audience) j++;
+      const payloads = events.slice(i, j).map((x) => JSON.stringify(x.payload));
+      const a = e.audience;
+      const ids = audienceIdsSql(realmId, a);
+      const everyoneCheck = a.only !== undefined || a.except?.length
+        ? Prisma.sql`FALSE`
+        : Prisma.sql`NOT EXISTS (SELECT 1 FROM "user" u WHERE u.realm_id = ${realmId}::int AND u.is_active AND NOT ${audienceCondition(a)})`;
+      parts.push(Prisma.sql`
+        SELECT ${i}::int + p.n::int - 1 AS ord, CASE WHEN w.wide THEN '{}'::int[] ELSE ${ids} END AS user_ids, w.wide AS realm_wide, p.payload
+        FROM (SELECT ${everyoneCheck} AS wide) w, unnest(${payloads}::text[]) WITH ORDINALITY AS p(payload, n)`);
+      i = j;
+    } else {
+      const wide = 'realmWide' in e;
+      const ids = 'userIds' in e ? e.userIds : [];
+      parts.push(Prisma.sql`SELECT ${i}::int AS ord, ${ids}::int[] AS user_ids, ${wide}::boolean AS realm_wide, ${JSON.stringify(e.payload)}::text AS payload`);
+      i++;
+    }
+  }
+  return Prisma.join(parts, ' UNION ALL ');
+}
+
+/**
+ * The INSERT storing `events` in order (ids ascending in the order given), dropping events whose
+ * audience is empty; null when there is nothing to store. Usable alone or as a data-modifying CTE.
+ */
+export function insertEventsSql(realmId: number, events: QueuedEvent[]): Prisma.Sql | null {
+  if (events.length === 0) return null;
+  return Prisma.sql`
+    INSERT INTO event (realm_id, user_ids, realm_wide, payload)
+    SELECT ${realmId}::int, e.user_ids, e.realm_wide, e.payload::jsonb
+    -- OFFSET 0 keeps the filter below out of the union, so that each audience is resolved once.
+    FROM (SELECT * FROM (${eventRowsSql(realmId, events)}) rows OFFSET 0) e
+    WHERE e.realm_wide OR cardinality(e.user_ids) > 0
+    ORDER BY e.ord`;
+}
 
 export async function insertEvents(db: Db, realmId: number, events: QueuedEvent[]): Promise<void> {
   if (events.length === 0) return;
+  if (events.some((e) => 'audience' in e)) {
+    await db.$executeRaw(insertEventsSql(realmId, events)!);
+    return;
+  }
   await db.event.createMany({
     data: events.map((e) => ({
       realmId,

@@ -2,6 +2,8 @@
 // settings survive) and the subscriber queries. Subscribers are always active users.
 import type { Db } from './db.ts';
 import { Prisma } from './db.ts';
+import type { Subscription } from './models.ts';
+import { channelFactsOf, channelFactsSql, subscriptionOfJson, type ChannelFacts, type ChannelFactsRequest } from './channels.repo.ts';
 
 /** Of `channelIds`, the channels the user is actively subscribed to. */
 export async function subscribedChannelIds(db: Db, userId: number, channelIds?: number[]): Promise<Set<number>> {
@@ -16,15 +18,57 @@ export async function subscribedChannelIds(db: Db, userId: number, channelIds?: 
 export const subscriptionRows = (db: Db, userIds: number[], channelIds: number[]) =>
   db.subscription.findMany({ where: { userId: { in: userIds }, channelId: { in: channelIds } } });
 
-export async function insertSubscriptions(db: Db, rows: Array<{ userId: number; channelId: number; color: string }>): Promise<void> {
-  if (rows.length) await db.subscription.createMany({ data: rows.map((r) => ({ ...r, active: true })), skipDuplicates: true });
+/**
+ * Makes each (user, channel) pair an active subscription, in one statement, and returns the rows it
+ * changed: pairs with no row get one (with the pair's color), inactive rows are reactivated. A pair
+ * another transaction subscribed meanwhile is left alone and not returned (its insert meets the unique
+ * key and does nothing; its reactivation finds the row active), so the caller reports exactly the
+ * subscriptions it made even when the channel is only share-locked. With `facts`, the same statement
+ * also reads the channels' display facts, subscriber lists including the rows it changed.
+ */
+export async function activateSubscriptions(
+  db: Db,
+  realmId: number,
+  pairs: Array<{ userId: number; channelId: number; color: string }>,
+  facts?: ChannelFactsRequest,
+): Promise<{ rows: Subscription[]; facts: ChannelFacts | null }> {
+  if (pairs.length === 0) return { rows: [], facts: null };
+  // Rows are written in (user, channel) order, so that concurrent requests wait on each other's keys in
+  // one order (no deadlocks).
+  const ordered = [...pairs].sort((a, b) => a.userId - b.userId || a.channelId - b.channelId);
+  const users = ordered.map((p) => p.userId);
+  const channels = ordered.map((p) => p.channelId);
+  const colors = ordered.map((p) => p.color);
+  const factsRows = facts ? Prisma.sql`UNION ALL SELECT 'facts', to_jsonb(f) FROM (${channelFactsSql(realmId, facts, Prisma.sql`changed`)}) f` : Prisma.empty;
+  const out = await db.$queryRaw<Array<{ kind: string; data: Record<string, unknown> }>>`
+    WITH inserted AS (
+      INSERT INTO subscription (user_id, channel_id, color, active)
+      SELECT p.u, p.c, p.color, true FROM unnest(${users}::int[], ${channels}::int[], ${colors}::text[]) AS p(u, c, color)
+      ON CONFLICT (user_id, channel_id) DO NOTHING
+      RETURNING *
+    ), reactivated AS (
+      UPDATE subscription s SET active = true
+      FROM unnest(${users}::int[], ${channels}::int[]) AS p(u, c)
+      WHERE s.user_id = p.u AND s.channel_id = p.c AND NOT s.active
+      RETURNING s.*
+    ), changed AS (
+      SELECT * FROM inserted UNION ALL SELECT * FROM reactivated
+    )
+    SELECT 'row' AS kind, to_jsonb(changed) AS data FROM changed ${factsRows}`;
+  return {
+    rows: out.filter((r) => r.kind === 'row').map((r) => subscriptionOfJson(r.data)),
+    facts: facts ? channelFactsOf(out.filter((r) => r.kind === 'facts').map((r) => r.data as Parameters<typeof channelFactsOf>[0][number])) : null,
+  };
 }
 
-export async function setSubscriptionsActive(db: Db, pairs: Array<{ userId: number; channelId: number }>, active: boolean): Promise<void> {
-  if (pairs.length === 0) return;
-  await db.$executeRaw`
-    UPDATE subscription SET active = ${active}
-    WHERE (user_id, channel_id) IN (${Prisma.join(pairs.map((p) => Prisma.sql`(${p.userId}::int, ${p.channelId}::int)`))})`;
+/** Deactivates the active subscriptions among the pairs (one statement); returns the pairs it changed. */
+export async function deactivateSubscriptions(db: Db, pairs: Array<{ userId: number; channelId: number }>): Promise<Array<{ userId: number; channelId: number }>> {
+  if (pairs.length === 0) return [];
+  return db.$queryRaw<Array<{ userId: number; channelId: number }>>`
+    UPDATE subscription s SET active = false
+    FROM unnest(${pairs.map((p) => p.userId)}::int[], ${pairs.map((p) => p.channelId)}::int[]) AS p(u, c)
+    WHERE s.user_id = p.u AND s.channel_id = p.c AND s.active
+    RETURNING s.user_id AS "userId", s.channel_id AS "channelId"`;
 }
 
 /** Active subscribers (active users) of each channel, sorted by id. */
@@ -42,16 +86,6 @@ export async function subscriberIdsOfChannels(db: Db, channelIds: number[]): Pro
 
 export async function subscriberIds(db: Db, channelId: number): Promise<number[]> {
   return (await subscriberIdsOfChannels(db, [channelId])).get(channelId)!;
-}
-
-export async function subscriberCounts(db: Db, channelIds: number[]): Promise<Map<number, number>> {
-  if (channelIds.length === 0) return new Map();
-  const rows = await db.subscription.groupBy({
-    by: ['channelId'],
-    where: { channelId: { in: channelIds }, active: true, user: { isActive: true } },
-    _count: { _all: true },
-  });
-  return new Map(rows.map((r) => [r.channelId, r._count._all]));
 }
 
 /** Bot subscribers of each channel (for partial subscriber lists). */

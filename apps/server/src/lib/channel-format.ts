@@ -104,6 +104,8 @@ export function streamPostPolicy(sendGroupName: string | null | undefined): Stre
 /** Everything about a channel that is not on its row, gathered in batches by the caller. */
 export interface ChannelDisplayData {
   subscriberCount: Map<number, number>;
+  /** Subscriber ids by channel (ascending), when they were asked for. */
+  subscribers?: Map<number, number[]>;
   firstMessageId: Map<number, number>;
   recentlyActive: Set<number>;
   /** Group-setting values by group id (named groups as ids, anonymous ones as members/subgroups). */

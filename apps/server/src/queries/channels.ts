@@ -4,12 +4,11 @@
 import type { Schema } from '@parley/api-types';
 import type { Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
-import { channelIdsWithMessagesSince, firstMessageIds, listChannelsOfRealm } from '../data/channels.repo.ts';
+import { channelDisplayFacts, listChannelsOfRealm, type ChannelFacts, type ChannelFactsRequest } from '../data/channels.repo.ts';
 import {
   activeSubscriptionsOfUser,
   botSubscriberIdsOfChannels,
   subscribedChannelIds,
-  subscriberCounts,
   subscriberIds,
   subscriberIdsOfChannels,
 } from '../data/subscriptions.repo.ts';
@@ -17,7 +16,6 @@ import { systemGroupIds } from '../data/system-groups.repo.ts';
 import { accessChannelById, accessChannelByName, hasContentAccess, hasMetadataAccess, loadChannelViewer } from '../access/channels.ts';
 import { isGuest } from '../access/roles.ts';
 import { CHANNEL_GROUP_SETTINGS, formatChannel, formatSubscription, type ChannelDisplayData } from '../lib/channel-format.ts';
-import { formatGroupSettingValues } from './group-settings.ts';
 
 /** Zulip's Stream.LAST_ACTIVITY_DAYS_BEFORE_FOR_ACTIVE. */
 const RECENT_ACTIVITY_DAYS = 180;
@@ -27,20 +25,36 @@ const PARTIAL_SUBSCRIBERS_THRESHOLD = 250;
 
 const byChannelName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
-/** Everything formatChannel needs beyond the rows, for many channels in a few queries. */
-export async function loadChannelDisplayData(db: Db, realmId: number, channels: Channel[]): Promise<ChannelDisplayData> {
-  const ids = channels.map((c) => c.id);
+/** What loadChannelDisplayData reads for the channels (see channelDisplayFacts). */
+export function channelFactsRequest(channels: Channel[], options: { withSubscribers?: boolean } = {}): ChannelFactsRequest {
+  return {
+    channelIds: channels.map((c) => c.id),
+    groupIds: channels.flatMap((c) => CHANNEL_GROUP_SETTINGS.map((s) => c[s.column])),
+    recentDays: RECENT_ACTIVITY_DAYS,
+    withSubscribers: options.withSubscribers ?? false,
+  };
+}
+
+/**
+ * Everything formatChannel needs beyond the rows, for many channels in one statement (plus the system
+ * groups, cached per organization); with `withSubscribers`, each channel's subscriber ids too.
+ */
+export async function loadChannelDisplayData(db: Db, realmId: number, channels: Channel[], options: { withSubscribers?: boolean } = {}): Promise<ChannelDisplayData> {
+  return channelDisplayData(db, realmId, channels, await channelDisplayFacts(db, realmId, channelFactsRequest(channels, options)));
+}
+
+/** The display data of channels from facts already read (see channelFactsRequest). */
+export async function channelDisplayData(db: Db, realmId: number, channels: Channel[], facts: ChannelFacts): Promise<ChannelDisplayData> {
   const since = new Date(Date.now() - RECENT_ACTIVITY_DAYS * 86_400_000);
-  const subscriberCount = await subscriberCounts(db, ids);
-  const firstMessageId = await firstMessageIds(db, ids);
-  const withRecentMessages = await channelIdsWithMessagesSince(db, ids, since);
-  const groupValues = await formatGroupSettingValues(db, realmId, channels.flatMap((c) => CHANNEL_GROUP_SETTINGS.map((s) => c[s.column])));
+  const groupValues = new Map<number, Schema<'GroupSettingValue'>>();
+  for (const [id, value] of facts.groups) groupValues.set(id, value ? { direct_members: value.members, direct_subgroups: value.subgroups } : id);
   const system = await systemGroupIds(db, realmId);
   // Zulip marks channels inactive after 180 days without messages; new channels start active.
-  const recentlyActive = new Set(channels.filter((c) => withRecentMessages.has(c.id) || c.createdAt >= since).map((c) => c.id));
+  const recentlyActive = new Set(channels.filter((c) => facts.withRecentMessages.has(c.id) || c.createdAt >= since).map((c) => c.id));
   return {
-    subscriberCount,
-    firstMessageId,
+    subscriberCount: facts.subscriberCount,
+    subscribers: facts.subscribers,
+    firstMessageId: facts.firstMessageId,
     recentlyActive,
     groupValues,
     systemGroupNames: new Map(Object.entries(system).map(([name, id]) => [id, name])),

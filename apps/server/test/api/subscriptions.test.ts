@@ -264,6 +264,46 @@ describe('POST /users/me/subscriptions: creating channels', () => {
   });
 });
 
+describe('POST /users/me/subscriptions: concurrent requests on one channel', () => {
+  // Subscriptions only share-lock the channel: requests for different users run side by side, and the
+  // unique key of (user, channel) keeps the results exact when they concern the same user.
+  it('subscribes different users at once, each told once', async () => {
+    const name = fresh('crowd');
+    const id = await createChannel('iago', name);
+    const people: Person[] = ['hamlet', 'othello', 'cordelia', 'desdemona', 'shiva'];
+    const mark = await markEvents(env);
+    const results = await Promise.all(people.map((p) => subscribe(p, { subscriptions: [{ name }] })));
+    for (const [i, r] of results.entries()) expect(r.data, people[i]).toMatchObject({ subscribed: { [uid(people[i]!)]: [name] }, already_subscribed: {} });
+    expect(await activeSubscribers(env, id)).toEqual(ids(uid('iago'), ...people.map(uid)));
+    const adds = (await eventsSince(env, mark)).filter((e) => e.payload.op === 'add');
+    expect(ids(...adds.flatMap((e) => e.userIds))).toEqual(ids(...people.map(uid)));
+    expect(adds).toHaveLength(people.length);
+  });
+
+  it('subscribes one user once when the same request comes several times at once', async () => {
+    const name = fresh('twice');
+    const id = await createChannel('iago', name);
+    const mark = await markEvents(env);
+    const results = await Promise.all(Array.from({ length: 6 }, () => subscribe('hamlet', { subscriptions: [{ name }] })));
+    expect(results.map((r) => r.response.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(results.filter((r) => r.data!.subscribed[uid('hamlet')] !== undefined)).toHaveLength(1);
+    expect(results.filter((r) => r.data!.already_subscribed[uid('hamlet')] !== undefined)).toHaveLength(5);
+    expect(await activeSubscribers(env, id)).toEqual(ids(uid('iago'), uid('hamlet')));
+    const events = await eventsSince(env, mark);
+    expect(events.map((e) => `${e.payload.type}/${e.payload.op}`)).toEqual(['subscription/add', 'subscription/peer_add']);
+  });
+
+  it('resubscribes an unsubscribed user once under concurrent requests', async () => {
+    const name = fresh('again');
+    const id = await createChannel('iago', name);
+    await subscribe('othello', { subscriptions: [{ name }] });
+    await env.client('othello').DELETE('/users/me/subscriptions', { body: { subscriptions: [name] } as any });
+    const results = await Promise.all(Array.from({ length: 4 }, () => subscribe('othello', { subscriptions: [{ name }] })));
+    expect(results.filter((r) => r.data!.subscribed[uid('othello')] !== undefined)).toHaveLength(1);
+    expect(await activeSubscribers(env, id)).toEqual(ids(uid('iago'), uid('othello')));
+  });
+});
+
 describe('POST /users/me/subscriptions: subscribing others', () => {
   it('subscribes users given by id or e-mail, and reports per user', async () => {
     const name = fresh('Rome');
