@@ -51,27 +51,24 @@ export class OrganizationAdministratorRequiredError extends JsonableError {
   }
 }
 
-export class RateLimitedError extends JsonableError {
+/** An error the client should retry after some seconds (`retry-after` in the body and the header). */
+class RetryLaterError extends JsonableError {
+  constructor(msg: string, status: number, code: string, retryAfterSeconds: number) {
+    super(msg, { status, code, data: { 'retry-after': retryAfterSeconds }, headers: { 'Retry-After': String(Math.ceil(retryAfterSeconds)) } });
+  }
+}
+
+export class RateLimitedError extends RetryLaterError {
   constructor(retryAfterSeconds: number) {
-    super('API usage exceeded rate limit', {
-      status: 429,
-      code: 'RATE_LIMIT_HIT',
-      data: { 'retry-after': retryAfterSeconds },
-      headers: { 'Retry-After': String(Math.ceil(retryAfterSeconds)) },
-    });
+    super('API usage exceeded rate limit', 429, 'RATE_LIMIT_HIT', retryAfterSeconds);
+  }
+}
+
+/** 503: the server cannot take the request now (connections or transactions not available in time). */
+export class ServerOverloadedError extends RetryLaterError {
+  constructor(retryAfterSeconds: number) {
+    super('The server is busy; retry later', 503, 'SERVER_OVERLOADED', retryAfterSeconds);
   }
 }
 
 export const insufficientPermission = () => new JsonableError('Insufficient permission');
-
-/** 503: the server cannot take the request now (connections or transactions not available in time). */
-export class ServerOverloadedError extends JsonableError {
-  constructor(retryAfterSeconds: number) {
-    super('The server is busy; retry later', {
-      status: 503,
-      code: 'SERVER_OVERLOADED',
-      data: { 'retry-after': retryAfterSeconds },
-      headers: { 'Retry-After': String(Math.ceil(retryAfterSeconds)) },
-    });
-  }
-}
