@@ -120,8 +120,9 @@ export function checkResponse(req: FuzzRequest, res: FuzzResponse): Violation[] 
       if (body.result === 'error' && typeof body.code !== 'string') out.push({ kind: 'error without string code', detail: `code ${JSON.stringify(body.code)}` });
       const unknown = req.unknownNames.filter((n) => !n.endsWith('?'));
       if (body.result === 'error' && typeof body.msg === 'string') {
-        // A key of the same name inside a JSON object (`Argument "x" at param["x"] is unexpected`) may be refused.
-        const nested = (n: string) => new RegExp(`"${n.replace(/\W/g, '\\$&')}" at \\S*[[.]`).test(body.msg);
+        // A key of the same name inside a JSON object (`Argument "x" at param["x"] is unexpected`,
+        // `param["x"] is not a boolean`) is part of a value, not a parameter, and may be refused.
+        const nested = (n: string) => new RegExp(`"${n.replace(/\W/g, '\\$&')}" at \\S*[[.]`).test(body.msg) || body.msg.includes(`["${n}"]`);
         const mentions = (n: string) => (body.msg.includes(`"${n}"`) || body.msg.includes(`'${n}'`)) && !nested(n);
         const named = unknown.find(mentions);
         if (named) out.push({ kind: 'unknown parameter rejected instead of ignored', detail: named });
