@@ -42,17 +42,20 @@ async function isActive(userId: number): Promise<boolean> {
   return data.user.is_active;
 }
 
-/** Deactivates (directly in the database) every active account but `keep`, and returns a function that restores them. */
-async function leaveOnly(keep: number[]): Promise<() => Promise<void>> {
-  const others = await env.running.deps.db.user.findMany({ where: { realmId, isActive: true, id: { notIn: keep } }, select: { id: true } });
-  const ids = others.map((u) => u.id);
-  await env.running.deps.db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: false } });
-  await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
+/** Deactivates (directly in the database) the active accounts matching `where`; returns a function that restores them. */
+async function deactivateDirectly(where: Record<string, unknown>): Promise<() => Promise<void>> {
+  const { db, listener } = env.running.deps;
+  const ids = (await db.user.findMany({ where: { realmId, isActive: true, ...where }, select: { id: true } })).map((u) => u.id);
+  await db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: false } });
+  await listener.barrier(); // written behind Parley's back: let cached identities follow
   return async () => {
-    await env.running.deps.db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: true } });
-    await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
+    await db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: true } });
+    await listener.barrier();
   };
 }
+
+/** Deactivates (directly in the database) every active account but `keep`; returns a function that restores them. */
+const leaveOnly = (keep: number[]) => deactivateDirectly({ id: { notIn: keep } });
 
 /** Demotes (through the API, as desdemona) every other active human owner; returns a function that restores them. */
 async function makeDesdemonaOnlyOwner(): Promise<() => Promise<void>> {
@@ -73,16 +76,7 @@ async function makeDesdemonaOnlyOwner(): Promise<() => Promise<void>> {
 }
 
 /** Deactivates (directly in the database) every other active human owner; returns a function that restores them. */
-async function leaveOnlyOwners(keep: number[]): Promise<() => Promise<void>> {
-  const others = await env.running.deps.db.user.findMany({ where: { realmId, isActive: true, isBot: false, role: 100, id: { notIn: keep } }, select: { id: true } });
-  const ids = others.map((u) => u.id);
-  await env.running.deps.db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: false } });
-  await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
-  return async () => {
-    await env.running.deps.db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: true } });
-    await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
-  };
-}
+const leaveOnlyOwners = (keep: number[]) => deactivateDirectly({ isBot: false, role: 100, id: { notIn: keep } });
 
 interface RawResult {
   status: number;
