@@ -129,3 +129,33 @@ describe('credentials cached in each process take every change at once', () => {
     }
   });
 });
+
+describe('the user list cached in each process follows every change', () => {
+  const listOn = async (server: { url: string }, options: { include_custom_profile_fields?: boolean } = {}) =>
+    (await clientOn(server, 'hamlet').GET('/users', { params: { query: { client_gravatar: false, ...options } } })).data!.members;
+
+  it('names, new users, e-mail visibility and profile values changed on one process show on the other', async () => {
+    // Both processes have built their copy.
+    await listOn(env);
+    await listOn(second);
+    await listOn(second, { include_custom_profile_fields: true });
+
+    const renamed = `Cordelia ${Date.now()}`;
+    expect((await clientOn(env, 'iago').PATCH('/users/{user_id}', { params: { path: { user_id: env.users.cordelia.id } }, body: { full_name: renamed } })).response.status).toBe(200);
+    expect((await listOn(second)).find((m) => m.user_id === env.users.cordelia.id)?.full_name).toBe(renamed);
+
+    const email = `listed-${Date.now()}@parley.test`;
+    const created = await clientOn(env, 'iago').POST('/users', { body: { email, password: 'a-Long-enough-passw0rd!', full_name: 'Listed' } });
+    expect((await listOn(second)).some((m) => m.user_id === created.data!.user_id)).toBe(true);
+
+    // Settings and profile values written behind Parley's back (any writer) are followed too.
+    const { db } = env.running.deps;
+    await db.userSettings.update({ where: { userId: env.users.othello.id }, data: { emailAddressVisibility: 4 } });
+    const field = await db.customProfileField.create({ data: { realmId: (await db.realm.findFirstOrThrow()).id, name: `f${Date.now()}`, hint: '', fieldType: 1, order: 99 } });
+    await db.customProfileFieldValue.create({ data: { userId: env.users.othello.id, fieldId: field.id, value: 'Sailor', renderedValue: '<p>Sailor</p>' } });
+    await Promise.all([env.running.deps.listener.barrier(), second.deps.listener.barrier()]);
+    const othello = (await listOn(second, { include_custom_profile_fields: true })).find((m) => m.user_id === env.users.othello.id)!;
+    expect(othello.delivery_email).toBeNull();
+    expect(othello.profile_data?.[String(field.id)]).toEqual({ value: 'Sailor', rendered_value: '<p>Sailor</p>' });
+  });
+});
