@@ -23,6 +23,8 @@ import { parseMultipart } from './http/multipart.ts';
 import { findFirstRealm } from './data/realms.repo.ts';
 import { pingDatabase } from './data/db.ts';
 import { checkSpectatorAccess } from './access/users.ts';
+import { accountsRouter } from './http/accounts.ts';
+import { emailConfirmationRouter } from './http/email-confirmation.ts';
 
 const API_PREFIX = '/api/v1';
 
@@ -53,6 +55,7 @@ export function buildApp(deps: AppDeps) {
     if (!existsSync(deps.docsHtmlPath)) return sendError(res, new ResourceNotFoundError('API docs are not built; run `pnpm generate`'));
     res.type('html').sendFile(deps.docsHtmlPath);
   });
+  app.use(emailConfirmationRouter(deps)); // GET/POST /accounts/confirm_new_email (PATCH /settings email changes)
 
   const { validationSpec, rules } = buildValidationSpec(JSON.parse(readFileSync(deps.specJsonPath, 'utf8')));
   const validator = OpenApiValidator.middleware({
@@ -193,12 +196,19 @@ export function buildApp(deps: AppDeps) {
       return sendError(res, new JsonableError(`Parley does not serve ${state.operation.operationId} yet`, { status: 404, code: 'NOT_IMPLEMENTED' }));
     }
     try {
+      const aborted = new AbortController();
+      res.once('close', () => {
+        if (!res.writableFinished) aborted.abort();
+      });
       const ctx = {
         params: state.params,
         path: state.pathParams,
         realm: state.realm,
         viewer: state.user,
         deps,
+        signal: aborted.signal,
+        client: clientName(_req.headers['user-agent']),
+        detachFromAdmission: () => (res.locals['releaseAdmission'] as (() => void) | undefined)?.(),
         get user() {
           if (!state.user) throw new UnauthorizedError('Missing authorization header for basic auth');
           return state.user;
@@ -214,9 +224,17 @@ export function buildApp(deps: AppDeps) {
     }
   });
 
+  app.use(accountsRouter(deps));
   app.use(API_PREFIX, api);
   app.use((_req: Request, res: Response) => sendError(res, new JsonableError('Not Found', { status: 404 })));
   app.use(errorHandler(rules, deps.logger));
   app.use(finalErrorHandler(deps.logger));
   return app;
+}
+
+/** Zulip's client name: the User-Agent's leading product token ("ZulipMobile/27.1 …" → "ZulipMobile"). */
+export function clientName(userAgent: string | undefined): string {
+  if (!userAgent || !userAgent.trim()) return 'Unspecified';
+  const token = userAgent.trim().split('/')[0]!.split(' ')[0]!;
+  return token.slice(0, 30) || 'Unspecified';
 }

@@ -10,6 +10,11 @@ import { countRealms } from './data/realms.repo.ts';
 import { takeBootstrapLock } from './data/bootstrap.repo.ts';
 import { createRealmInTransaction } from './actions/realms.ts';
 import { insertUser, prepareNewUser } from './actions/users.ts';
+import { insertChannel } from './actions/channels.ts';
+import { subscribeToDefaultChannels } from './actions/subscriptions.ts';
+
+/** The channel a new organization starts with (default for new users; the owner is subscribed). */
+export const FIRST_CHANNEL_NAME = 'general';
 import { Role } from './access/roles.ts';
 
 export interface BootstrapResult {
@@ -27,7 +32,21 @@ export async function bootstrapIfEmpty(deps: AppDeps, env: NodeJS.ProcessEnv = p
     await takeBootstrapLock(tx);
     if ((await countRealms(tx)) > 0) return { created: false };
     const realm = await createRealmInTransaction(tx, { name: deps.config.realmName, url: deps.config.publicUrl });
-    const { apiKey } = await insertUser(tx, deps, realm, owner);
+    const { user, apiKey } = await insertUser(tx, deps, realm, owner);
+    // Zulip's first channel: a default channel everyone joins, so that a fresh server can carry a message.
+    const { events } = await insertChannel(tx, realm, user, {
+      name: FIRST_CHANNEL_NAME,
+      description: 'Everyone is added to this channel by default. Welcome! :octopus:',
+      inviteOnly: false,
+      isWebPublic: false,
+      historyPublicToSubscribers: undefined,
+      messageRetentionDays: null,
+      topicsPolicy: 'inherit',
+      folderId: null,
+      isDefault: true,
+      groupSettings: {},
+    });
+    await deps.events.enqueue(tx, realm.id, [...events, ...(await subscribeToDefaultChannels(tx, realm, user))]);
     return { created: true, ownerEmail: owner.email, ownerPassword: password, apiKey };
   });
 }

@@ -1,4 +1,5 @@
 // Configuration from the environment, read once at start.
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 
 export interface Config {
@@ -20,14 +21,26 @@ export interface Config {
   maxConcurrentRequests: number;
   /** How long a request may wait in line before it is answered 503 (PARLEY_QUEUE_TIMEOUT_MS). */
   queueTimeoutMs: number;
+  /** A parked GET /events answers a heartbeat after this long (plus up to 10 s of jitter); Zulip: 45 s. */
+  heartbeatMs: number;
+  /** Time budget of mark_all_as_read and friends before they answer complete: false (Zulip: about 50 s). */
+  markReadBudgetMs: number;
   /** pino level: trace, debug, info (default: one line per request), warn, error, fatal, silent. */
   logLevel: string;
   /** Express `trust proxy` (PARLEY_TRUST_PROXY), so rate limits see client addresses behind a load balancer. */
   trustProxy: string | false;
   /** Requests per window per user (or client address); null disables. PARLEY_RATE_LIMIT="200/60". */
   rateLimit: { points: number; durationSeconds: number } | null;
-  /** Whether a push provider (APNs credentials) is configured. */
+  /** Whether a push provider (APNs credentials) is configured: `apns` is set. */
   pushNotificationsEnabled: boolean;
+  /** APNs delivery (token auth, PARLEY_APNS_*); null keeps push notifications in the push outbox. */
+  apns: ApnsConfig | null;
+  /** A client polling GET /events this recently counts as active: no push unless online push is on (PARLEY_PUSH_ACTIVE_SECONDS). */
+  pushActiveClientSeconds: number;
+  /** SMTP server for outgoing e-mail (PARLEY_SMTP_URL, smtp:// or smtps://); null keeps e-mails in the outbox. */
+  smtpUrl: string | null;
+  /** Sender of outgoing e-mail (PARLEY_EMAIL_FROM); default `Parley <noreply@host of publicUrl>`. */
+  emailFrom: string;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -51,7 +64,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize: positiveInteger('PARLEY_DB_POOL_SIZE', env.PARLEY_DB_POOL_SIZE ?? '20'),
     maxConcurrentRequests: positiveInteger('PARLEY_MAX_CONCURRENT_REQUESTS', env.PARLEY_MAX_CONCURRENT_REQUESTS ?? '64'),
     queueTimeoutMs: positiveInteger('PARLEY_QUEUE_TIMEOUT_MS', env.PARLEY_QUEUE_TIMEOUT_MS ?? '5000'),
-    pushNotificationsEnabled: Boolean(env.PARLEY_APNS_KEY_FILE),
+    heartbeatMs: positiveInteger('PARLEY_HEARTBEAT_MS', env.PARLEY_HEARTBEAT_MS ?? '45000'),
+    markReadBudgetMs: positiveInteger('PARLEY_MARK_READ_BUDGET_MS', env.PARLEY_MARK_READ_BUDGET_MS ?? '50000'),
+    pushNotificationsEnabled: parseApnsConfig(env) !== null,
+    apns: parseApnsConfig(env),
+    pushActiveClientSeconds: positiveInteger('PARLEY_PUSH_ACTIVE_SECONDS', env.PARLEY_PUSH_ACTIVE_SECONDS ?? '120'),
+    smtpUrl: parseSmtpUrl(env.PARLEY_SMTP_URL),
+    emailFrom: parseEmailFrom(env.PARLEY_EMAIL_FROM, env.PARLEY_URL ?? `http://${shownHost}:${port}`),
     trustProxy: env.PARLEY_TRUST_PROXY || false,
     rateLimit: parseRateLimit(env.PARLEY_RATE_LIMIT ?? '200/60'),
   };
@@ -86,4 +105,51 @@ export function validateOrganizationUrl(value: string): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`organization URL must use http or https, got ${value}`);
   return value.replace(/\/+$/, '');
+}
+
+/** PARLEY_SMTP_URL: smtp://[user:password@]host[:port] (STARTTLS when offered) or smtps:// (implicit TLS). */
+export function parseSmtpUrl(value: string | undefined): string | null {
+  if (!value) return null;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error('PARLEY_SMTP_URL must be a URL like smtp://user:password@host:587 or smtps://host:465');
+  }
+  if ((url.protocol !== 'smtp:' && url.protocol !== 'smtps:') || !url.hostname) {
+    throw new Error(`PARLEY_SMTP_URL must use smtp:// or smtps:// and name a host, got ${url.protocol}//${url.hostname}`);
+  }
+  return value;
+}
+
+/** PARLEY_EMAIL_FROM: an address, optionally `Name <address>`, on one line. */
+function parseEmailFrom(value: string | undefined, publicUrl: string): string {
+  const from = value || `Parley <noreply@${new URL(publicUrl).hostname}>`;
+  if (/[\r\n]/.test(from) || !/@/.test(from)) throw new Error(`PARLEY_EMAIL_FROM must be one address like "Parley <noreply@example.com>", got ${JSON.stringify(from)}`);
+  return from;
+}
+
+/** Apple Push Notification service: a .p8 signing key (token-based authentication) and where to send. */
+export interface ApnsConfig {
+  keyFile: string;
+  keyId: string;
+  teamId: string;
+  /** Default apns-topic (the app's bundle id), for tokens registered without an app id. */
+  topic: string;
+  /** https://api.push.apple.com, the sandbox, or a stand-in (trusted through NODE_EXTRA_CA_CERTS). */
+  url: string;
+  requestTimeoutMs: number;
+  /** Extra trusted CA certificates (PEM) for `url`; set by tests only (use NODE_EXTRA_CA_CERTS). */
+  ca?: string;
+}
+
+/** PARLEY_APNS_KEY_FILE (with _KEY_ID and _TEAM_ID) turns APNs delivery on; _TOPIC and _URL are optional. */
+export function parseApnsConfig(env: NodeJS.ProcessEnv): ApnsConfig | null {
+  const keyFile = env.PARLEY_APNS_KEY_FILE;
+  if (!keyFile) return null;
+  if (!env.PARLEY_APNS_KEY_ID || !env.PARLEY_APNS_TEAM_ID) throw new Error('PARLEY_APNS_KEY_FILE needs PARLEY_APNS_KEY_ID and PARLEY_APNS_TEAM_ID (from the Apple developer account)');
+  if (!existsSync(keyFile)) throw new Error(`PARLEY_APNS_KEY_FILE: no such file ${keyFile}`);
+  const url = env.PARLEY_APNS_URL || 'https://api.push.apple.com';
+  if (!/^https:\/\/[^/?#]+\/?$/.test(url)) throw new Error(`PARLEY_APNS_URL must be https://host[:port], got ${url}`);
+  return { keyFile, keyId: env.PARLEY_APNS_KEY_ID, teamId: env.PARLEY_APNS_TEAM_ID, topic: env.PARLEY_APNS_TOPIC || 'org.zulip.Zulip', url: url.replace(/\/$/, ''), requestTimeoutMs: 10_000 };
 }

@@ -2,6 +2,8 @@ import type { Config } from './config.ts';
 import type { PrismaClient } from './data/db.ts';
 import type { ApiKeyCipher } from './security/secrets.ts';
 import type { EventBus } from './events/bus.ts';
+import type { EventDelivery } from './events/delivery.ts';
+import type { JobQueue } from './jobs/queue.ts';
 import type { Logger } from './http/logging.ts';
 import type { DatabaseListener } from './events/listener.ts';
 import type { CredentialCache } from './security/credential-cache.ts';
@@ -14,6 +16,10 @@ export interface AppDeps {
   db: PrismaClient;
   cipher: ApiKeyCipher;
   events: EventBus;
+  /** Long-poll delivery of events to this process's GET /events requests. */
+  delivery: EventDelivery;
+  /** Background jobs (scheduled delivery), shared by every process through the database. */
+  jobs: JobQueue;
   /** This process's LISTEN/NOTIFY connection (events, cache invalidation). */
   listener: DatabaseListener;
   /** Authenticated identities cached in memory, invalidated through `listener`. */

@@ -8,8 +8,10 @@ import { doCreateRealm } from './actions/realms.ts';
 import { doCreateUser, doRotateApiKey, doUpdateUser, getOrCreateApiKey } from './actions/users.ts';
 import { findRealmById, listRealms } from './data/realms.repo.ts';
 import { findUserByDeliveryEmail, listUsers } from './data/users.repo.ts';
+import { listPushes } from './data/push-outbox.repo.ts';
 import { ALL_ROLES } from './access/roles.ts';
 import { JsonableError } from './errors.ts';
+import { listOutbox, outboxEmail, outboxStatus } from './mail/outbox.ts';
 
 const USAGE = `usage: pnpm manage <command> [options]
   create-realm --name <name> --url <url>
@@ -17,7 +19,9 @@ const USAGE = `usage: pnpm manage <command> [options]
   api-key --email <e> [--rotate] [--realm <id>]
   set-role --email <e> --role <role> [--realm <id>]
   list-users [--realm <id>]
-  list-realms`;
+  list-realms
+  outbox [--id <n>]   e-mails of the outbox (newest 50), or one e-mail in full
+  pushes [--email <e>] [--status <status>] [--limit <n>] [--realm <id>]   push notifications of the push outbox, newest first`;
 
 const ROLE_NAMES: Record<string, number> = { owner: 100, admin: 200, administrator: 200, moderator: 300, member: 400, guest: 600 };
 
@@ -40,6 +44,9 @@ const { values } = parseArgs({
     password: { type: 'string' },
     realm: { type: 'string' },
     rotate: { type: 'boolean' },
+    id: { type: 'string' },
+    status: { type: 'string' },
+    limit: { type: 'string' },
   },
   allowPositionals: false,
 });
@@ -103,6 +110,28 @@ try {
       const realm = await realmFromArgs();
       for (const u of await listUsers(deps.db, realm.id)) {
         console.log([u.id, u.deliveryEmail, u.fullName, u.role, u.isActive ? 'active' : 'deactivated', u.isBot ? 'bot' : ''].join('\t').trimEnd());
+      }
+      break;
+    }
+    case 'pushes': {
+      const realm = await realmFromArgs();
+      const user = values.email ? await findUserByDeliveryEmail(deps.db, realm.id, values.email) : null;
+      if (values.email && !user) throw new Error(`no user ${values.email} in ${realm.name}`);
+      for (const p of await listPushes(deps.db, { realmId: realm.id, limit: Number(values.limit ?? 20) || 20, ...(user ? { userId: user.id } : {}), ...(values.status ? { status: values.status } : {}) })) {
+        const head = [p.id, p.createdAt.toISOString(), p.status, p.event, `user ${p.userId}`, `${p.kind}:${p.token.slice(0, 12)}${p.token.length > 12 ? '…' : ''}`, p.appId ?? '', `attempts ${p.attempts}`, p.lastError ?? ''];
+        console.log(`${head.join('\t').trimEnd()}\n  ${JSON.stringify(p.payload)}`);
+      }
+      break;
+    }
+    case 'outbox': {
+      if (values.id !== undefined) {
+        const id = Number(values.id);
+        if (!Number.isInteger(id) || id < 1 || id > 2_147_483_647) throw new Error('--id must be an e-mail number');
+        const email = await outboxEmail(deps.db, id);
+        if (!email) throw new Error(`no e-mail ${values.id} in the outbox`);
+        console.log(`To: ${email.to}\nSubject: ${email.subject}\nCreated: ${email.createdAt.toISOString()}\nStatus: ${outboxStatus(email)}\n\n${email.text}`);
+      } else {
+        for (const e of await listOutbox(deps.db)) console.log([e.id, e.createdAt.toISOString(), e.to, outboxStatus(e), e.subject].join('\t'));
       }
       break;
     }

@@ -19,7 +19,17 @@ import {
   updateUserGroupMembers,
   updateUserGroupSubgroups,
 } from './handlers/user-groups.ts';
+import { deleteQueue, getEvents, registerQueue } from './handlers/events.ts';
+import { setTypingStatus } from './handlers/typing.ts';
+import { sendMessage } from './handlers/messages.ts';
+import { addApnsToken, addFcmToken, removeApnsToken, removeFcmToken, testNotify } from './handlers/push.ts';
+import { createScheduledMessage, deleteScheduledMessage, getScheduledMessages, updateScheduledMessage } from './handlers/scheduled-messages.ts';
+import { createDrafts, deleteDraft, editDraft, getDrafts } from './handlers/drafts.ts';
+import { createInviteLink, getInvites, resendEmailInvite, revokeEmailInvite, revokeInviteLink, sendInvites } from './handlers/invitations.ts';
+import { markAllAsRead, markStreamAsRead, markTopicAsRead, updateMessageFlags } from './handlers/message-flags.ts';
+import { getMessage, getMessages, getStreamTopics } from './handlers/message-reads.ts';
 import { archiveStream, getStreamById, getStreamId, getStreams, getSubscribers, getSubscriptions, subscribe, unsubscribe, updateStream } from './handlers/channels.ts';
+import { updateDisplaySettings, updateNotificationSettings, updateSettings } from './handlers/user-settings.ts';
 
 export const routes: RouteTable = {
   // authentication and server
@@ -57,26 +67,46 @@ export const routes: RouteTable = {
   unsubscribe,
   'update-stream': updateStream,
   'archive-stream': archiveStream,
+  // real-time events and typing
+  'register-queue': registerQueue,
+  'get-events': getEvents,
+  'delete-queue': deleteQueue,
+  'set-typing-status': setTypingStatus,
+  // messages
+  'send-message': sendMessage,
+  // scheduled messages
+  'create-scheduled-message': createScheduledMessage,
+  'get-scheduled-messages': getScheduledMessages,
+  'update-scheduled-message': updateScheduledMessage,
+  'delete-scheduled-message': deleteScheduledMessage,
+  // read state
+  'update-message-flags': updateMessageFlags,
+  'mark-all-as-read': markAllAsRead,
+  'mark-stream-as-read': markStreamAsRead,
+  'mark-topic-as-read': markTopicAsRead,
   // not served yet
-  'add-apns-token': NOT_SERVED,
-  'remove-apns-token': NOT_SERVED,
-  'test-notify': NOT_SERVED,
-  'create-drafts': NOT_SERVED,
-  'get-drafts': NOT_SERVED,
-  'edit-draft': NOT_SERVED,
-  'delete-draft': NOT_SERVED,
-  'create-scheduled-message': NOT_SERVED,
-  'get-scheduled-messages': NOT_SERVED,
-  'update-scheduled-message': NOT_SERVED,
-  'delete-scheduled-message': NOT_SERVED,
-  'mark-all-as-read': NOT_SERVED,
-  'mark-topic-as-read': NOT_SERVED,
-  'send-invites': NOT_SERVED,
-  'set-typing-status': NOT_SERVED,
-  'update-settings': NOT_SERVED,
-  'register-queue': NOT_SERVED,
-  'get-events': NOT_SERVED,
-  'delete-queue': NOT_SERVED,
+  'add-apns-token': addApnsToken,
+  'remove-apns-token': removeApnsToken,
+  'add-fcm-token': addFcmToken,
+  'remove-fcm-token': removeFcmToken,
+  'test-notify': testNotify,
+  'create-drafts': createDrafts,
+  'get-drafts': getDrafts,
+  'edit-draft': editDraft,
+  'delete-draft': deleteDraft,
+  // invitations
+  'send-invites': sendInvites,
+  'get-invites': getInvites,
+  'create-invite-link': createInviteLink,
+  'revoke-email-invite': revokeEmailInvite,
+  'resend-email-invite': resendEmailInvite,
+  'revoke-invite-link': revokeInviteLink,
+  'get-messages': getMessages,
+  'get-message': getMessage,
+  'get-stream-topics': getStreamTopics,
+  'update-settings': updateSettings,
+  'update-display-settings': updateDisplaySettings,
+  'update-notification-settings': updateNotificationSettings,
 };
 
 /** The operations listed NOT_SERVED. */

@@ -13,6 +13,10 @@ import type { Config } from './config.ts';
 import type { AppDeps } from './deps.ts';
 import { createEventBus } from './events/bus.ts';
 import { createDatabaseListener } from './events/listener.ts';
+import { createEventDelivery, DEFAULT_DELIVERY_OPTIONS } from './events/delivery.ts';
+import { startEventHousekeeping } from './events/housekeeping.ts';
+import { createJobQueue } from './jobs/queue.ts';
+import { registerJobHandlers } from './jobs/handlers.ts';
 import { notifyThroughPool } from './data/events.repo.ts';
 import { createCredentialCache } from './security/credential-cache.ts';
 import { createRateLimiter } from './data/rate-limits.repo.ts';
@@ -53,7 +57,13 @@ export async function createDeps(config: Config, databaseUrl: string, options: {
     listener,
     credentials: createCredentialCache(listener),
     userDirectory: createUserDirectory(listener),
-    events: createEventBus(listener, logger),
+    events: createEventBus(db, listener, logger),
+    delivery: createEventDelivery(db, listener, logger, {
+      ...DEFAULT_DELIVERY_OPTIONS,
+      heartbeatMs: config.heartbeatMs,
+      heartbeatJitterMs: Math.min(DEFAULT_DELIVERY_OPTIONS.heartbeatJitterMs, config.heartbeatMs / 4),
+    }),
+    jobs: createJobQueue(databaseUrl, logger),
     rateLimiter: config.rateLimit ? createRateLimiter(db, config.rateLimit, 'api', (error) => logger.error({ err: error }, 'rate-limit write failed')) : null,
     logger,
     specJsonPath: files.json,
@@ -90,6 +100,9 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
   });
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
+  const housekeeping = startEventHousekeeping(deps.db, deps.logger);
+  registerJobHandlers(deps);
+  await deps.jobs.start();
   // In-flight requests, so that close() can let them finish.
   let inFlight = 0;
   let drained: (() => void) | null = null;
@@ -107,6 +120,9 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
     server,
     url,
     async close({ drainMs = 0 } = {}) {
+      // Parked long-polls answer at once (a heartbeat), so that clients poll again elsewhere.
+      deps.delivery.close();
+      housekeeping.stop();
       // Stop accepting; idle keep-alive connections go at once, requests under way get up to drainMs.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
@@ -121,6 +137,7 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
       }
       server.closeAllConnections();
       await closed;
+      await deps.jobs.stop();
       await deps.events.flush();
       await deps.rateLimiter?.flush();
       await deps.listener.close();

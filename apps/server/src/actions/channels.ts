@@ -419,13 +419,12 @@ export async function doArchiveChannel(deps: AppDeps, realm: Realm, actor: User,
     const events: QueuedEvent[] = [];
     if (channel.isDefault) events.push(defaultStreamsEvent(await defaultChannelIds(tx, realm.id)));
     if (await clearModerationRequestChannel(tx, realm.id, channel.id)) {
-      events.push({ realmWide: true, payload: { type: 'realm', op: 'update_dict', property: 'default', data: { moderation_request_channel_id: -1 } } });
+      events.push({ realmWide: true, payload: { type: 'realm', op: 'update', property: 'moderation_request_channel_id', value: -1 } });
     }
     // Who could see it (archiving does not change that); one audience for both events.
     const affected = { audience: channelAudience(channel) };
     events.push({ ...affected, payload: { type: 'stream', op: 'update', stream_id: channel.id, name: channel.name, property: 'is_archived', value: true } });
     events.push({ ...affected, payload: streamDeleteEvent([channel.id], true) });
-    await deps.events.enqueue(tx, realm.id, events);
-    afterCommit(() => deps.events.announce(realm.id));
+    await deps.events.publish(tx, afterCommit, realm.id, events);
   });
 }

@@ -74,10 +74,9 @@ export async function doCreateCustomProfileField(deps: AppDeps, realm: Realm, ac
       required: input.required,
       editableByUser: input.editableByUser,
     });
-    await deps.events.enqueue(tx, realm.id, [
+    await deps.events.publish(tx, afterCommit, realm.id, [
       { realmWide: true, payload: { type: 'custom_profile_fields', fields: [...existing, field].map(formatProfileField) } },
     ]);
-    afterCommit(() => deps.events.announce(realm.id));
     return field.id;
   }).catch((error) => {
     if (isUniqueViolation(error)) throw new JsonableError('A field with that label already exists.');

@@ -84,8 +84,7 @@ export async function doUpdateRealm(deps: AppDeps, realm: Realm, actor: User, up
     if (Object.keys(data).length === 0) return changed;
     await updateRealm(tx, realm.id, data);
     for (const old of released) await releaseGroupSettingValue(tx, realm.id, old);
-    await deps.events.enqueue(tx, realm.id, events.map((payload) => ({ realmWide: true as const, payload })));
-    afterCommit(() => deps.events.announce(realm.id));
+    await deps.events.publish(tx, afterCommit, realm.id, events.map((payload) => ({ realmWide: true as const, payload })));
     return changed;
   });
 }

@@ -215,10 +215,7 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
     const known = !others && usedColors ? { rows: new Map([...callerRows].map(([channelId, row]) => [pairKey(actor.id, channelId), row])), usedColors: new Map([[actor.id, usedColors]]) } : undefined;
     const outcome = await addSubscriptions(tx, realm, channels, users, colors, known);
     events.push(...outcome.events);
-    if (events.length) {
-      await deps.events.enqueue(tx, realm.id, events);
-      afterCommit(() => deps.events.announce(realm.id));
-    }
+    await deps.events.publish(tx, afterCommit, realm.id, events);
 
     const result: SubscribeResult = { subscribed: outcome.subscribed, already_subscribed: outcome.alreadySubscribed };
     if (!request.authorizationErrorsFatal) result.unauthorized = unauthorized.map((c) => c.name);
@@ -371,8 +368,7 @@ export async function doUnsubscribe(
     if (removed.length === 0) return result;
 
     const events = await removalEvents(tx, users, channels, removed);
-    await deps.events.enqueue(tx, realm.id, events);
-    afterCommit(() => deps.events.announce(realm.id));
+    await deps.events.publish(tx, afterCommit, realm.id, events);
     return result;
   });
 }

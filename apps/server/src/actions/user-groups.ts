@@ -3,6 +3,7 @@
 // caller's permissions are checked on the group as read under that lock. Events (user_group) are
 // stored in the transaction for delivery after commit.
 import type { AppDeps } from '../deps.ts';
+import type { AfterCommit } from '../events/bus.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
 import type { Realm, User, UserGroup } from '../data/models.ts';
 import {
@@ -69,10 +70,8 @@ async function checkActiveUsers(db: Db, realmId: number, ids: number[]): Promise
   }
 }
 
-async function notifyRealm(tx: Db, deps: AppDeps, realmId: number, payloads: Record<string, unknown>[], afterCommit: (fn: () => Promise<void>) => void) {
-  if (payloads.length === 0) return;
-  await deps.events.enqueue(tx, realmId, payloads.map((payload) => ({ realmWide: true as const, payload })));
-  afterCommit(() => deps.events.announce(realmId));
+async function notifyRealm(tx: Db, deps: AppDeps, realmId: number, payloads: Record<string, unknown>[], afterCommit: AfterCommit) {
+  await deps.events.publish(tx, afterCommit, realmId, payloads.map((payload) => ({ realmWide: true as const, payload })));
 }
 
 export interface NewUserGroup {

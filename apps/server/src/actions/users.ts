@@ -1,6 +1,7 @@
 // Domain actions on users. Each runs in one transaction, checks the caller's permissions itself (through
 // access/) on rows read under the locks it holds, and emits its events after commit.
 import type { AppDeps } from '../deps.ts';
+import type { AfterCommit } from '../events/bus.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import {
@@ -18,13 +19,14 @@ import {
 import { syncSystemGroupMembership, systemGroupEvents } from '../data/system-groups.repo.ts';
 import { deleteProfileValue, findProfileFieldsByIds, upsertProfileValue } from '../data/profile-fields.repo.ts';
 import { activeUsersWithRole, deactivateBotsOwnedBy, emailVisibilityOf } from '../data/users-admin.repo.ts';
+import { deleteEventQueuesOfUsers } from '../data/event-queues.repo.ts';
 import { JsonableError, UnauthorizedError } from '../errors.ts';
 import { generateApiKey } from '../security/secrets.ts';
 import { hashPassword } from '../security/passwords.ts';
 import { normalizeProfileValue } from '../lib/profile-fields.ts';
 import { checkCanChangeRole, checkCanChangeUserEmail, checkCanDeactivateUser, requireAdmin, requireHuman, Role } from '../access/roles.ts';
 import { accessUserForAdministration, reloadActor } from '../access/users.ts';
-import { canSeeDeliveryEmail } from '../lib/user-format.ts';
+import { canSeeDeliveryEmail, formatUser } from '../lib/user-format.ts';
 import { subscribeToDefaultChannels } from './subscriptions.ts';
 import { checkPasswordStrength, isPlausibleEmail, validateEmailAddress, validateFullName } from '../lib/validation.ts';
 
@@ -83,7 +85,8 @@ export async function insertUser(tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'
   await upsertApiKey(tx, user.id, deps.cipher.lookupHash(apiKey), deps.cipher.encrypt(apiKey));
   await deps.events.enqueue(tx, realm.id, [
     // New users start with email_address_visibility 1 (everyone), so the real address is public.
-    { realmWide: true, payload: { type: 'realm_user', op: 'add', person: { user_id: user.id, full_name: fullName, email, role } } },
+    // The whole user, as every member sees it in GET /users (e-mail visible to everyone at first).
+    { realmWide: true, payload: { type: 'realm_user', op: 'add', person: formatUser(user, { realm, viewer: user, clientGravatar: false, emailVisibility: 1, profileValues: [] }) } },
     ...systemGroupEvents(user.id, membership).map((payload) => ({ realmWide: true as const, payload })),
     ...(await subscribeToDefaultChannels(tx, realm, user)),
   ]);
@@ -152,7 +155,7 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, actor: User | nu
         userIds: viewers.filter((v) => canSeeDeliveryEmail(v, target, visibility)).map((v) => v.id),
         payload: { type: 'realm_user', op: 'update', person: { user_id: target.id, delivery_email: newEmail } },
       });
-      if (visibility === 1) events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, email: newEmail } });
+      if (visibility === 1) events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, new_email: newEmail } });
     }
     if (update.profileData && update.profileData.length > 0) {
       const fields = await findProfileFieldsByIds(tx, realm.id, update.profileData.map((d) => d.id));
@@ -179,10 +182,7 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, actor: User | nu
         });
       }
     }
-    if (events.length > 0 || privateEvents.length > 0) {
-      await deps.events.enqueue(tx, realm.id, [...events.map((payload) => ({ realmWide: true as const, payload })), ...privateEvents]);
-      afterCommit(() => deps.events.announce(realm.id));
-    }
+    await deps.events.publish(tx, afterCommit, realm.id, [...events.map((payload) => ({ realmWide: true as const, payload })), ...privateEvents]);
   }).catch((error) => {
     if (isUniqueViolation(error)) throw new JsonableError(`Email '${update.newEmail?.trim()}' already in use`);
     throw error;
@@ -245,15 +245,17 @@ async function isOnlyHumanOwner(tx: Db, realm: Realm, user: User): Promise<boole
 }
 
 /** Deactivates the user and the bots they own, and stores the events. */
-async function deactivate(tx: Db, deps: AppDeps, realm: Realm, target: User, afterCommit: (fn: () => Promise<void>) => void): Promise<void> {
+async function deactivate(tx: Db, deps: AppDeps, realm: Realm, target: User, afterCommit: AfterCommit): Promise<void> {
   await updateUser(tx, target.id, { isActive: false });
   const bots = await deactivateBotsOwnedBy(tx, target.id);
-  await deps.events.enqueue(
+  // Their long-polls end with BAD_EVENT_QUEUE_ID (or 401) rather than waiting for events they may not see.
+  await deleteEventQueuesOfUsers(tx, [target.id, ...bots]);
+  await deps.events.publish(
     tx,
+    afterCommit,
     realm.id,
     [target.id, ...bots].map((userId) => ({ realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: userId, is_active: false } } })),
   );
-  afterCommit(() => deps.events.announce(realm.id));
 }
 
 /** POST /users/{user_id}/reactivate: checked on the target's locked row; already active is a no-op (as in Zulip). */
@@ -262,9 +264,8 @@ export async function doReactivateUser(deps: AppDeps, realm: Realm, actor: User,
     const target = await accessUserForAdministration(tx, realm, actor, targetId, { lock: true });
     if (target.isActive) return;
     await updateUser(tx, target.id, { isActive: true });
-    await deps.events.enqueue(tx, realm.id, [
+    await deps.events.publish(tx, afterCommit, realm.id, [
       { realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: target.id, is_active: true } } },
     ]);
-    afterCommit(() => deps.events.announce(realm.id));
   });
 }

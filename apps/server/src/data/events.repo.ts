@@ -5,6 +5,24 @@ import { Prisma } from './db.ts';
 export interface StoredEvent {
   userIds: number[];
   payload: Record<string, unknown>;
+  /** Message events: each recipient's flag bits, aligned with `userIds`. */
+  flags?: number[];
+  /** Message events of public channels: also for queues registered with all_public_streams. */
+  allPublicStreams?: boolean;
+}
+
+/**
+ * Event ids are handed out in commit order within an organization: every transaction that stores
+ * events (or a message whose event must keep message order) takes this lock first, and holds it to
+ * commit. A long-poll that has seen event n has therefore seen every event of the organization up to
+ * n, and never meets an earlier one committing later.
+ */
+const EVENT_ORDER_LOCK = 7265003;
+export function eventOrderLockSql(realmId: number): Prisma.Sql {
+  return Prisma.sql`SELECT pg_advisory_xact_lock(${EVENT_ORDER_LOCK}::int, ${realmId}::int)`;
+}
+export async function lockEventOrder(db: Db, realmId: number): Promise<void> {
+  await db.$executeRaw(eventOrderLockSql(realmId));
 }
 
 /**
@@ -94,13 +112,18 @@ function eventRowsSql(realmId: number, events: QueuedEvent[]): Prisma.Sql {
         ? Prisma.sql`FALSE`
         : Prisma.sql`NOT EXISTS (SELECT 1 FROM "user" u WHERE u.realm_id = ${realmId}::int AND u.is_active AND NOT ${audienceCondition(a)})`;
       parts.push(Prisma.sql`
-        SELECT ${i}::int + p.n::int - 1 AS ord, CASE WHEN w.wide THEN '{}'::int[] ELSE ${ids} END AS user_ids, w.wide AS realm_wide, p.payload
+        SELECT ${i}::int + p.n::int - 1 AS ord, CASE WHEN w.wide THEN '{}'::int[] ELSE ${ids} END AS user_ids, w.wide AS realm_wide, p.payload,
+          NULL::int[] AS flags, FALSE AS all_public
         FROM (SELECT ${everyoneCheck} AS wide) w, unnest(${payloads}::text[]) WITH ORDINALITY AS p(payload, n)`);
       i = j;
     } else {
       const wide = 'realmWide' in e;
       const ids = 'userIds' in e ? e.userIds : [];
-      parts.push(Prisma.sql`SELECT ${i}::int AS ord, ${ids}::int[] AS user_ids, ${wide}::boolean AS realm_wide, ${JSON.stringify(e.payload)}::text AS payload`);
+      const flags = 'flags' in e && e.flags ? e.flags : null;
+      const allPublic = 'allPublicStreams' in e && e.allPublicStreams === true;
+      parts.push(
+        Prisma.sql`SELECT ${i}::int AS ord, ${ids}::int[] AS user_ids, ${wide}::boolean AS realm_wide, ${JSON.stringify(e.payload)}::text AS payload, ${flags}::int[] AS flags, ${allPublic}::boolean AS all_public`,
+      );
       i++;
     }
   }
@@ -110,32 +133,23 @@ function eventRowsSql(realmId: number, events: QueuedEvent[]): Prisma.Sql {
 /**
  * The INSERT storing `events` in order (ids ascending in the order given), dropping events whose
  * audience is empty; null when there is nothing to store. Usable alone or as a data-modifying CTE.
+ * It takes the organization's event-order lock before the first id is drawn (the lock's one-row
+ * subquery is joined in, so no row reaches the INSERT before it is held).
  */
 export function insertEventsSql(realmId: number, events: QueuedEvent[]): Prisma.Sql | null {
   if (events.length === 0) return null;
   return Prisma.sql`
-    INSERT INTO event (realm_id, user_ids, realm_wide, payload)
-    SELECT ${realmId}::int, e.user_ids, e.realm_wide, e.payload::jsonb
+    INSERT INTO event (realm_id, user_ids, realm_wide, payload, type, flags, all_public_streams)
+    SELECT ${realmId}::int, e.user_ids, e.realm_wide, e.payload::jsonb, COALESCE(e.payload::jsonb->>'type', ''), e.flags, e.all_public
     -- OFFSET 0 keeps the filter below out of the union, so that each audience is resolved once.
-    FROM (SELECT * FROM (${eventRowsSql(realmId, events)}) rows OFFSET 0) e
+    FROM (${eventOrderLockSql(realmId)} OFFSET 0) ordered, (SELECT * FROM (${eventRowsSql(realmId, events)}) rows OFFSET 0) e
     WHERE e.realm_wide OR cardinality(e.user_ids) > 0
     ORDER BY e.ord`;
 }
 
 export async function insertEvents(db: Db, realmId: number, events: QueuedEvent[]): Promise<void> {
-  if (events.length === 0) return;
-  if (events.some((e) => 'audience' in e)) {
-    await db.$executeRaw(insertEventsSql(realmId, events)!);
-    return;
-  }
-  await db.event.createMany({
-    data: events.map((e) => ({
-      realmId,
-      userIds: 'userIds' in e ? e.userIds : [],
-      realmWide: 'realmWide' in e,
-      payload: e.payload as Prisma.InputJsonValue,
-    })),
-  });
+  const sql = insertEventsSql(realmId, events);
+  if (sql) await db.$executeRaw(sql);
 }
 
 /** NOTIFY through a pooled connection (when the listener connection is down). */

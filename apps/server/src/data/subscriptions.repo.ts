@@ -105,6 +105,10 @@ export async function botSubscriberIdsOfChannels(db: Db, channelIds: number[]): 
 export const activeSubscriptionsOfUser = (db: Db, userId: number) =>
   db.subscription.findMany({ where: { userId, active: true }, include: { channel: true } });
 
+/** The user's former subscriptions (unsubscribed) to channels that are not archived, with their channels. */
+export const inactiveSubscriptionsOfUser = (db: Db, userId: number) =>
+  db.subscription.findMany({ where: { userId, active: false, channel: { isArchived: false } }, include: { channel: true } });
+
 /** Colors each user already uses (active or not), to pick distinct ones for new subscriptions. */
 export async function usedColorsOfUsers(db: Db, userIds: number[]): Promise<Map<number, Set<string>>> {
   const out = new Map<number, Set<string>>(userIds.map((id) => [id, new Set()]));

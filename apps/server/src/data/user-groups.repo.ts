@@ -163,3 +163,22 @@ export async function anonymousGroupsContaining(db: Db, groupId: number): Promis
   const rows = await db.userGroupSubgroup.findMany({ where: { subgroupId: groupId, supergroup: { name: null } }, select: { supergroupId: true } });
   return rows.map((r) => r.supergroupId);
 }
+
+/** Whether any of the users is in the group, directly or through subgroups. */
+export async function anyInGroup(db: Db, groupId: number, userIds: number[]): Promise<boolean> {
+  if (userIds.length === 0) return false;
+  const rows = await db.$queryRaw<unknown[]>`
+    WITH RECURSIVE sub(id) AS (
+      SELECT ${groupId}::int
+      UNION
+      SELECT s.subgroup_id FROM user_group_subgroup s JOIN sub ON s.supergroup_id = sub.id
+    )
+    SELECT 1 FROM user_group_member m JOIN sub ON m.group_id = sub.id WHERE m.user_id = ANY(${userIds}::int[]) LIMIT 1`;
+  return rows.length > 0;
+}
+
+/** The group's name (null for anonymous setting groups). */
+export async function groupName(db: Db, groupId: number): Promise<string | null> {
+  const row = await db.userGroup.findUnique({ where: { id: groupId }, select: { name: true } });
+  return row?.name ?? null;
+}

@@ -1,6 +1,6 @@
 import type { Handler } from '../http/handler.ts';
 import { FEATURE_LEVEL, MERGE_BASE, ZULIP_VERSION } from '../version.ts';
-import { renderMarkdown } from '../lib/html.ts';
+import { renderMarkdown } from '../lib/markdown.ts';
 
 export const getServerSettings: Handler<'get-server-settings'> = async ({ realm, deps }) => ({
   zulip_version: ZULIP_VERSION,

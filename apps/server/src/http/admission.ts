@@ -29,12 +29,15 @@ export function admission(options: AdmissionOptions) {
 
   return (_req: Request, res: Response, next: NextFunction) => {
     let released = false;
+    const releaseOnce = () => {
+      if (released) return;
+      released = true;
+      release();
+    };
     const admit = () => {
-      res.once('close', () => {
-        if (released) return;
-        released = true;
-        release();
-      });
+      res.once('close', releaseOnce);
+      // A long-poll gives its slot back while it waits (see HandlerContext.detachFromAdmission).
+      res.locals['releaseAdmission'] = releaseOnce;
       next();
     };
     if (running < options.limit) {

@@ -11,6 +11,15 @@ export interface HandlerContext<K extends OperationName> {
   /** The caller, or null for a spectator / unauthenticated call (operations with optional auth). */
   viewer: User | null;
   deps: AppDeps;
+  /** The calling client's name, from the User-Agent's first product token (Zulip's `client`). */
+  client: string;
+  /** Aborted when the client goes away before the answer. */
+  signal: AbortSignal;
+  /**
+   * Gives the request's admission slot back (http/admission.ts), for requests that wait on something
+   * other than this server's work (long-polls), so that parked polls never crowd out other requests.
+   */
+  detachFromAdmission(): void;
 }
 
 export type Handler<K extends OperationName> = (ctx: HandlerContext<K>) => Promise<SuccessData<K>>;

@@ -3,7 +3,7 @@
 import type { Schema } from '@parley/api-types';
 import type { Channel, Subscription } from '../data/models.ts';
 import { JsonableError } from '../errors.ts';
-import { renderMarkdown } from './html.ts';
+import { renderMarkdown } from './markdown.ts';
 import { settingsOf, type GroupSettingColumn, type GroupSettingName } from './group-settings.ts';
 import { unixSeconds } from './timestamps.ts';
 

@@ -1,7 +1,7 @@
 // Custom profile field types and the validation of a value against its field.
 import { JsonableError } from '../errors.ts';
 import type { CustomProfileField } from '../data/models.ts';
-import { renderMarkdown } from './html.ts';
+import { renderMarkdown } from './markdown.ts';
 
 export const FieldType = { SHORT_TEXT: 1, LONG_TEXT: 2, SELECT: 3, DATE: 4, URL: 5, USER: 6, EXTERNAL_ACCOUNT: 7, PRONOUNS: 8 } as const;
 export const FIELD_TYPES: readonly number[] = Object.values(FieldType);

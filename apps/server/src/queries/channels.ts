@@ -7,6 +7,7 @@ import type { Channel, Realm, User } from '../data/models.ts';
 import { channelDisplayFacts, listChannelsOfRealm, type ChannelFacts, type ChannelFactsRequest } from '../data/channels.repo.ts';
 import {
   activeSubscriptionsOfUser,
+  inactiveSubscriptionsOfUser,
   botSubscriberIdsOfChannels,
   subscribedChannelIds,
   subscriberIds,
@@ -130,8 +131,14 @@ export async function channelSubscriberIds(db: Db, realm: Realm, user: User, cha
 }
 
 /** GET /users/me/subscriptions: the caller's subscriptions, with subscriber lists as asked, sorted by name. */
-export async function subscriptionsOfUser(db: Db, realm: Realm, user: User, includeSubscribers: 'true' | 'false' | 'partial'): Promise<Schema<'Subscription'>[]> {
-  const rows = await activeSubscriptionsOfUser(db, user.id);
+export async function subscriptionsOfUser(
+  db: Db,
+  realm: Realm,
+  user: User,
+  includeSubscribers: 'true' | 'false' | 'partial',
+  options: { active: boolean } = { active: true },
+): Promise<Schema<'Subscription'>[]> {
+  const rows = options.active ? await activeSubscriptionsOfUser(db, user.id) : await inactiveSubscriptionsOfUser(db, user.id);
   const channels = rows.map((r) => r.channel);
   const data = await loadChannelDisplayData(db, realm.id, channels);
   const ids = channels.map((c) => c.id);

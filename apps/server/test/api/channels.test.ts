@@ -279,7 +279,7 @@ describe('DELETE /streams/{stream_id}', () => {
     const mark = await markEvents(env);
     await archive('iago', c.id);
     expect((await db().realm.findUniqueOrThrow({ where: { id: realmId } })).moderationRequestChannelId).toBeNull();
-    expect((await eventsSince(env, mark))[0]!.payload).toEqual({ type: 'realm', op: 'update_dict', property: 'default', data: { moderation_request_channel_id: -1 } });
+    expect((await eventsSince(env, mark))[0]!.payload).toEqual({ type: 'realm', op: 'update', property: 'moderation_request_channel_id', value: -1 });
   });
 
   it('permission matrix: administrators and channel administrators only', async () => {

@@ -159,3 +159,40 @@ describe('the user list cached in each process follows every change', () => {
     expect(othello.profile_data?.[String(field.id)]).toEqual({ value: 'Sailor', rendered_value: '<p>Sailor</p>' });
   });
 });
+
+describe('events across two server processes', () => {
+  async function registerOn(server: { url: string }, person: 'hamlet' | 'cordelia', body: Record<string, unknown> = {}) {
+    const { data, error } = await clientOn(server, person).POST('/register', { body: body as any });
+    if (error) throw new Error(JSON.stringify(error));
+    return data as any;
+  }
+
+  it('a long-poll parked on one process receives a message sent through the other, promptly', async () => {
+    const general = (await clientOn(env, 'iago').GET('/streams', {})).data!.streams[0]!;
+    await clientOn(env, 'iago').POST('/users/me/subscriptions', { body: { subscriptions: [{ name: general.name }], principals: [env.users.hamlet.id] } as any });
+    const q = await registerOn(env, 'hamlet', { event_types: ['message'] });
+    const parked = clientOn(env, 'hamlet').GET('/events', { params: { query: { queue_id: q.queue_id, last_event_id: q.last_event_id } as any } });
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    const sent = await clientOn(second, 'iago').POST('/messages', { body: { type: 'stream', to: general.name, topic: 'across', content: 'from B' } as any });
+    expect(sent.error).toBeUndefined();
+    const { data } = await parked;
+    const elapsed = Date.now() - started;
+    const events = (data as any).events;
+    expect(events.map((e: any) => e.type)).toEqual(['message']);
+    expect(events[0].message.id).toBe((sent.data as any).id);
+    expect(elapsed).toBeLessThan(5_000); // woken by NOTIFY, not by a heartbeat
+  });
+
+  it('a queue registered on one process is polled on the other, with typing in between', async () => {
+    const q = await registerOn(env, 'cordelia', { event_types: ['typing'] });
+    // Poll once on B so that B follows the organization, then type through A.
+    const first = await clientOn(second, 'cordelia').GET('/events', { params: { query: { queue_id: q.queue_id, last_event_id: q.last_event_id, dont_block: true } as any } });
+    expect((first.data as any).events).toEqual([]);
+    const parked = clientOn(second, 'cordelia').GET('/events', { params: { query: { queue_id: q.queue_id, last_event_id: q.last_event_id } as any } });
+    await new Promise((r) => setTimeout(r, 100));
+    await clientOn(env, 'hamlet').POST('/typing', { body: { op: 'start', to: [env.users.cordelia.id] } as any });
+    const { data } = await parked;
+    expect((data as any).events[0]).toMatchObject({ type: 'typing', op: 'start', sender: { user_id: env.users.hamlet.id } });
+  });
+});

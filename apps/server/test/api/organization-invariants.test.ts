@@ -55,7 +55,8 @@ describe('a new account', () => {
     const key = await fetchApiKey(env, 'newbie@parley.test', 'newbie password');
     const subs = await env.raw('/users/me/subscriptions', { headers: basic('newbie@parley.test', key) });
     expect(subs.status).toBe(200);
-    expect(subs.body.subscriptions.map((s: { name: string }) => s.name)).toEqual(['welcome-default']);
+    // 'general' is the organization's first channel, a default channel since it was created.
+    expect(subs.body.subscriptions.map((s: { name: string }) => s.name)).toEqual(['general', 'welcome-default']);
     const events = await env.running.deps.db.event.findMany({ where: { userIds: { has: user.data!.user_id } } });
     expect(events.map((e) => (e.payload as { type: string; op: string }).type + ':' + (e.payload as { op: string }).op)).toContain('subscription:add');
   });

@@ -57,7 +57,7 @@ async function listMembers(as: Person = 'hamlet') {
 
 async function insertBot(options: { ownerId: number; botType?: number; role?: number }) {
   const email = uniqueEmail('bot');
-  return env.running.deps.db.user.create({
+  const bot = await env.running.deps.db.user.create({
     data: {
       realmId,
       email,
@@ -70,6 +70,8 @@ async function insertBot(options: { ownerId: number; botType?: number; role?: nu
       settings: { create: {} },
     },
   });
+  await env.running.deps.listener.barrier(); // written behind Parley's back: let the cached user list follow
+  return bot;
 }
 
 // ---------------------------------------------------------------------------------------------

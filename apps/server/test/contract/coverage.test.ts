@@ -50,7 +50,8 @@ describe('operation coverage', () => {
   });
 });
 
-describe('not-served operations, over HTTP', () => {
+// Skipped when every operation of the spec is served (the route table then lists no NOT_SERVED entry).
+describe.skipIf(NOT_YET_SERVED.length === 0)('not-served operations, over HTTP', () => {
   let env: TestServer;
   beforeAll(async () => {
     env = await startTestServer();

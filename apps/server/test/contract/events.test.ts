@@ -64,7 +64,11 @@ function typeLiteralsWithoutOp(): Array<{ type: string; key: string; file: strin
 }
 
 // `{ type: …, key: … }` literals of the server that are not events (group-deactivation objections).
-const NOT_EVENTS = new Set(['subgroup supergroup_ids', 'channel channel_id', 'user_group group_id', 'realm settings']);
+const NOT_EVENTS = new Set(['subgroup supergroup_ids', 'channel channel_id', 'user_group group_id', 'realm settings', 'stream stream_id', 'private user_ids']);
+// Events that are delivered but never stored: heartbeats are made by the long-poll itself, typing is
+// ephemeral. Both are checked as delivered, against the spec, in test/api/events.test.ts (responses are
+// validated in tests).
+const NEVER_STORED = new Set(['heartbeat/undefined']);
 
 describe('event schemas in the spec', () => {
   it('every schema file of components/schemas/events is reachable from GET /events', () => {
@@ -173,6 +177,30 @@ describe('stored events, after a representative run of API calls', () => {
     await ok(as('iago').DELETE('/streams/{stream_id}', chanPath(priv.id)), 'archive moderation channel');
     await ok(as('iago').DELETE('/streams/{stream_id}', chanPath(pub.id)), 'archive');
     await ok(as('iago').PATCH('/streams/{stream_id}', { ...chanPath(pub.id), body: { is_archived: false } }), 'unarchive');
+
+    // Messages: a channel message and a direct message.
+    await ok(as('iago').POST('/messages', { body: { type: 'stream', to: pubName, topic: 'events', content: 'hello @**all**' } as any }), 'send to channel');
+    const direct = await ok(as('iago').POST('/messages', { body: { type: 'direct', to: JSON.stringify([env.users.hamlet.id]), content: 'hello' } as any }), 'send direct');
+    // Scheduled messages: schedule, edit, delete, and one delivered (its removal event).
+    const inAnHour = Math.floor(Date.now() / 1000) + 3600;
+    const scheduledId = ((await ok(as('iago').POST('/scheduled_messages', { body: { type: 'stream', to: pub.id, topic: 't', content: 'later', scheduled_delivery_timestamp: inAnHour } as any }), 'schedule')) as any).data.scheduled_message_id as number;
+    await ok(as('iago').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: scheduledId } }, body: { content: 'later still' } as any }), 'edit scheduled');
+    await ok(as('iago').DELETE('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: scheduledId } } }), 'delete scheduled');
+    const soonId = ((await ok(as('iago').POST('/scheduled_messages', { body: { type: 'stream', to: pub.id, topic: 't', content: 'soon', scheduled_delivery_timestamp: Math.floor(Date.now() / 1000) + 1 } as any }), 'schedule soon')) as any).data.scheduled_message_id as number;
+    for (let i = 0; i < 100 && !(await db.scheduledMessage.findFirst({ where: { id: soonId, delivered: true } })); i++) await new Promise((r) => setTimeout(r, 100));
+
+    // Settings: one display setting.
+    await ok(as('hamlet').PATCH('/settings', { body: { twenty_four_hour_time: true, enable_sounds: false } as any }), 'change settings');
+
+    // Drafts: create, edit, delete.
+    const draftIds = ((await ok(as('hamlet').POST('/drafts', { body: { drafts: [{ type: 'stream', to: [pub.id], topic: 'd', content: 'draft', timestamp: 1700000000 }] } as any }), 'create draft')) as any).data.ids as number[];
+    await ok(as('hamlet').PATCH('/drafts/{draft_id}', { params: { path: { draft_id: draftIds[0]! } }, body: { draft: { type: '', to: [], topic: '', content: 'edited', timestamp: 1700000001 } } as any }), 'edit draft');
+    await ok(as('hamlet').DELETE('/drafts/{draft_id}', { params: { path: { draft_id: draftIds[0]! } } }), 'delete draft');
+
+    // Read state: mark all read, then unread again.
+    await ok(as('hamlet').POST('/mark_all_as_read', {}), 'mark all as read');
+    const directId = (direct as any).data.id as number;
+    await ok(as('hamlet').POST('/messages/flags', { body: { messages: [directId], op: 'remove', flag: 'read' } as any }), 'mark unread');
   }
 
   it('every row of the event table matches the spec, and every emitted type/op occurs', async () => {
@@ -195,7 +223,14 @@ describe('stored events, after a representative run of API calls', () => {
     const seen = new Set(checks.map((c) => `${(c.payload as any).type}/${(c.payload as any).op}`));
     const emitted = [...new Set(emittedTypeOps().map(({ type, op }) => `${type}/${op}`))];
     expect(emitted.filter((k) => !seen.has(k))).toEqual([]);
-    const withoutOp = [...new Set(typeLiteralsWithoutOp().filter(({ type, key }) => !NOT_EVENTS.has(`${type} ${key}`)).map(({ type }) => `${type}/undefined`))];
+    const withoutOp = [
+      ...new Set(
+        typeLiteralsWithoutOp()
+          .filter(({ type, key }) => !NOT_EVENTS.has(`${type} ${key}`))
+          .map(({ type }) => `${type}/undefined`)
+          .filter((k) => !NEVER_STORED.has(k)),
+      ),
+    ];
     expect(withoutOp.filter((k) => !seen.has(k))).toEqual([]);
   });
 });

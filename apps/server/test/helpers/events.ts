@@ -114,19 +114,17 @@ export const INTERNAL_EVENT_FIELDS: Readonly<Record<string, readonly string[]>> 
  * contract test (test/contract/events.test.ts) fails once a kind listed here matches the spec: then
  * remove it from this list. Keys are eventKind() values.
  */
-export const KNOWN_EVENT_DIVERGENCES: Readonly<Record<string, string>> = {
-  'realm_user/add':
-    'person carries only user_id, full_name, email and role; Zulip sends the full user object of GET /users (avatar_url, avatar_version, is_admin, is_owner, is_guest, is_bot, is_active, timezone, date_joined, delivery_email, profile_data…)',
-  'realm_user/update:email': 'the new address is sent as `email`; Zulip names it `new_email`',
-  'realm/update_dict:moderation_request_channel_id':
-    'clearing the moderation-request channel is sent as update_dict; Zulip sends {op: update, property: moderation_request_channel_id, value: -1}',
-};
+export const KNOWN_EVENT_DIVERGENCES: Readonly<Record<string, string>> = {};
 
 /** The payload as a client would receive it: internal fields removed, and the queue position `id` added. */
 export function deliveredForm(payload: any, id: number): any {
   const internal = INTERNAL_EVENT_FIELDS[`${payload?.type}/${payload?.op}`] ?? [];
   const copy: any = { id, ...payload };
   for (const field of internal) delete copy[field];
+  // Delivery-only fields (events/present.ts): never sent to clients.
+  for (const field of Object.keys(copy)) if (field.startsWith('_')) delete copy[field];
+  // A message event's recipient flags are stored per recipient beside the payload.
+  if (copy.type === 'message' && copy.flags === undefined) copy.flags = [];
   return copy;
 }
 

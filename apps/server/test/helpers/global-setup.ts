@@ -39,7 +39,22 @@ export default async function setup(project: TestProject) {
     const created = await inTransaction(deps.db, (tx) => insertUser(tx, deps, realm, prepared));
     users[name] = { id: created.user.id, email: person.email, apiKey: created.apiKey };
   }
+  // The job queue's schema is made once here, so that each copy of the template starts it at once.
+  await deps.jobs.start();
+  await deps.jobs.stop();
   await deps.db.$disconnect();
+  // Copies of the template need it unused: end any connection still open on it (pg-boss closes its
+  // pool in the background after stop()).
+  const closer = new pg.Client({ connectionString: db.adminUrl });
+  await closer.connect();
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const { rows } = await closer.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'parley_template' AND pid <> pg_backend_pid()",
+    );
+    if (rows.length === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await closer.end();
 
   project.provide('parleyTemplate', { adminUrl: db.adminUrl, templateDatabase: 'parley_template', users, realmUrl });
   return async () => {

@@ -23,7 +23,9 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(options: { emitQueryEvents?: boolean; rateLimit?: { points: number; durationSeconds: number } } = {}): Promise<TestServer> {
+export async function startTestServer(
+  options: { emitQueryEvents?: boolean; rateLimit?: { points: number; durationSeconds: number }; heartbeatMs?: number } = {},
+): Promise<TestServer> {
   const template = inject('parleyTemplate');
   const database = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: template.adminUrl });
@@ -31,7 +33,7 @@ export async function startTestServer(options: { emitQueryEvents?: boolean; rate
   await admin.query(`CREATE DATABASE ${database} TEMPLATE ${template.templateDatabase}`);
   await admin.end();
   const databaseUrl = template.adminUrl.replace(/\/postgres$/, `/${database}`);
-  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: template.realmUrl, validateResponses: true, rateLimit: options.rateLimit ?? null, logLevel: process.env.PARLEY_LOG_LEVEL ?? 'error' };
+  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: template.realmUrl, validateResponses: true, rateLimit: options.rateLimit ?? null, logLevel: process.env.PARLEY_LOG_LEVEL ?? 'error', ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) };
   const deps = await createDeps(config, databaseUrl, { poolSize: 8, emitQueryEvents: options.emitQueryEvents ?? false });
   const running = await listen(deps, '127.0.0.1', 0);
   const auth = (person: Person) => basicAuth(template.users[person].email, template.users[person].apiKey);

@@ -278,3 +278,115 @@ describe('deactivate an account', () => {
     expect(res.body).toMatchObject({ result: 'error', msg: 'Account is deactivated', code: 'USER_DEACTIVATED' });
   });
 });
+
+describe('messages and events with zulip-js', () => {
+  it('sends a channel message and a direct message, registers a queue, receives message and typing events', async () => {
+    const hamlet = await clientFor('hamlet');
+    const othello = await clientFor('othello');
+    const channelName = `js-chat-${randomUUID().slice(0, 6)}`;
+    expectSuccess(await hamlet.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: channelName }]), principals: JSON.stringify([env.users.othello.id]) }));
+
+    const queue = await othello.queues.register({ event_types: ['message', 'typing'], apply_markdown: 'true' });
+    expectSuccess(queue);
+    expect(typeof queue.queue_id).toBe('string');
+
+    const sent = await hamlet.messages.send({ to: channelName, type: 'stream', topic: 'from zulip-js', content: 'Hello **Othello**' });
+    expectSuccess(sent);
+    const direct = await hamlet.messages.send({ to: env.users.othello.email, type: 'private', content: 'a word in private' });
+    expectSuccess(direct);
+    expectSuccess(await hamlet.typing.send({ to: [env.users.othello.id], op: 'start' }));
+
+    const received: any[] = [];
+    let last = queue.last_event_id;
+    for (let attempt = 0; attempt < 10 && received.length < 3; attempt++) {
+      const answer = await othello.events.retrieve({ queue_id: queue.queue_id, last_event_id: last });
+      expectSuccess(answer);
+      for (const e of answer.events) {
+        received.push(e);
+        last = Math.max(last, e.id);
+      }
+    }
+    const messages = received.filter((e) => e.type === 'message');
+    expect(messages.map((e) => e.message.id)).toEqual([sent.id, direct.id]);
+    expect(messages[0].message).toMatchObject({ type: 'stream', display_recipient: channelName, subject: 'from zulip-js', content: '<p>Hello <strong>Othello</strong></p>' });
+    expect(messages[1].message).toMatchObject({ type: 'private', content: '<p>a word in private</p>' });
+    expect(received.find((e) => e.type === 'typing')).toMatchObject({ op: 'start', message_type: 'direct', sender: { user_id: env.users.hamlet.id } });
+
+    expectSuccess(await othello.queues.deregister({ queue_id: queue.queue_id }));
+  });
+});
+
+describe('read state with zulip-js', () => {
+  it('marks a message read and unread, and sees the update_message_flags events', async () => {
+    const iago = await clientFor('iago');
+    const cordelia = await clientFor('cordelia');
+    const sent = await iago.messages.send({ to: JSON.stringify([env.users.cordelia.id]), type: 'private', content: 'read me' });
+    expectSuccess(sent);
+    const queue = await cordelia.queues.register({ event_types: ['update_message_flags'] });
+    expectSuccess(queue);
+    expectSuccess(await cordelia.messages.flags.add({ messages: [sent.id], flag: 'read' }));
+    expectSuccess(await cordelia.messages.flags.remove({ messages: [sent.id], flag: 'read' }));
+    const answer = await cordelia.events.retrieve({ queue_id: queue.queue_id, last_event_id: queue.last_event_id, dont_block: 'true' });
+    expectSuccess(answer);
+    expect(answer.events.map((e: any) => [e.type, e.op, e.flag, e.messages])).toEqual([
+      ['update_message_flags', 'add', 'read', [sent.id]],
+      ['update_message_flags', 'remove', 'read', [sent.id]],
+    ]);
+    expect(answer.events[1].message_details[String(sent.id)]).toEqual({ type: 'private', user_ids: [env.users.iago.id] });
+  });
+});
+
+describe('history, drafts, scheduled messages and settings with zulip-js', () => {
+  it('fetches history narrowed to a topic', async () => {
+    const hamlet = await clientFor('hamlet');
+    const channelName = `js-history-${randomUUID().slice(0, 6)}`;
+    expectSuccess(await hamlet.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: channelName }]) }));
+    const ids: number[] = [];
+    for (const content of ['one', 'two', 'three']) ids.push((await hamlet.messages.send({ to: channelName, type: 'stream', topic: 'history', content })).id);
+    const history = await hamlet.messages.retrieve({
+      anchor: 'newest',
+      num_before: 10,
+      num_after: 0,
+      narrow: [
+        { operator: 'channel', operand: channelName },
+        { operator: 'topic', operand: 'history' },
+      ],
+    });
+    expectSuccess(history);
+    expect(history.messages.map((m: any) => m.id)).toEqual(ids);
+    expect(history.found_newest).toBe(true);
+  });
+
+  it('creates and lists drafts, schedules a message, and the events reach a registered queue', async () => {
+    const othello = await clientFor('othello');
+    const queue = await othello.queues.register({ event_types: ['drafts', 'scheduled_messages'] });
+    expectSuccess(queue);
+    const created = await othello.callEndpoint('/drafts', 'POST', {
+      drafts: JSON.stringify([{ type: 'private', to: [env.users.hamlet.id], topic: '', content: 'draft from zulip-js', timestamp: 1700000000 }]),
+    });
+    expectSuccess(created);
+    const listed = await othello.callEndpoint('/drafts', 'GET', {});
+    expectSuccess(listed);
+    expect(listed.drafts.find((d: any) => d.id === created.ids[0])).toMatchObject({ content: 'draft from zulip-js', to: [env.users.hamlet.id] });
+    const scheduled = await othello.callEndpoint('/scheduled_messages', 'POST', {
+      type: 'direct',
+      to: JSON.stringify([env.users.hamlet.id]),
+      content: 'later from zulip-js',
+      scheduled_delivery_timestamp: String(Math.floor(Date.now() / 1000) + 3600),
+    });
+    expectSuccess(scheduled);
+    const answer = await othello.events.retrieve({ queue_id: queue.queue_id, last_event_id: queue.last_event_id, dont_block: 'true' });
+    expectSuccess(answer);
+    expect(answer.events.map((e: any) => `${e.type}/${e.op}`)).toEqual(['drafts/add', 'scheduled_messages/add']);
+  });
+
+  it('changes settings (sent in the query string, as zulip-js sends PATCH parameters)', async () => {
+    const cordelia = await clientFor('cordelia');
+    expectSuccess(await cordelia.callEndpoint('/settings', 'PATCH', { twenty_four_hour_time: 'true', emojiset: 'text' }));
+    const request = lastRequest('PATCH', '/settings');
+    expect(request.url).toContain('twenty_four_hour_time=true');
+    const state = await cordelia.queues.register({ fetch_event_types: JSON.stringify(['user_settings']), client_capabilities: JSON.stringify({ user_settings_object: true }) });
+    expectSuccess(state);
+    expect(state.user_settings).toMatchObject({ twenty_four_hour_time: true, emojiset: 'text' });
+  });
+});

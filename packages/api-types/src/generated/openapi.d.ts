@@ -306,6 +306,52 @@ export interface paths {
         patch: operations["update-settings"];
         trace?: never;
     };
+    "/settings/display": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update display settings (deprecated alias of PATCH /settings)
+         * @deprecated
+         * @description The endpoint that changed display settings before feature level 80 merged it into
+         *     `PATCH /settings`. Zulip still serves it as an alias: it takes exactly the parameters of
+         *     `PATCH /settings` (not only display settings) and behaves exactly as that endpoint does.
+         */
+        patch: operations["update-display-settings"];
+        trace?: never;
+    };
+    "/settings/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update notification settings (deprecated alias of PATCH /settings)
+         * @deprecated
+         * @description The endpoint that changed notification settings before feature level 80 merged it into
+         *     `PATCH /settings`. Zulip still serves it as an alias: it takes exactly the parameters of
+         *     `PATCH /settings` (not only notification settings) and behaves exactly as that endpoint does.
+         */
+        patch: operations["update-notification-settings"];
+        trace?: never;
+    };
     "/user_groups": {
         parameters: {
             query?: never;
@@ -715,6 +761,117 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get messages
+         * @description Fetches messages the requester can read that match a narrow (all of them when `narrow` is empty:
+         *     the user's own message history, the combined feed), sorted by ID. There are two ways to say which
+         *     of the matching messages to return:
+         *
+         *     - a range around an anchor: `anchor` (a message ID or a rule for computing one) with up to
+         *       `num_before` messages before it and `num_after` after it (the anchor itself counts in neither and
+         *       is included when it matches and `include_anchor` is true); together at most 5000 (`Too many
+         *       messages requested (maximum 5000).`), 1000 or fewer recommended;
+         *     - an explicit list of IDs, `message_ids` (feature level 300), of which the ones that exist, are
+         *       readable and match the narrow are returned. It cannot be combined with `anchor`, `anchor_date`,
+         *       `include_anchor`, `num_before`, `num_after` or `use_first_unread_anchor` (code
+         *       `INCOMPATIBLE_PARAMETERS`).
+         *
+         *     A range request needs `anchor` (or the deprecated `use_first_unread_anchor`), `num_before` and
+         *     `num_after`; an absent one is refused with code `REQUEST_VARIABLE_MISSING`.
+         *
+         *     Which messages are searched: without a channel term (`channel`/`stream` or `channels`/`streams`),
+         *     only the user's personal history, i.e. messages they received; channel messages sent before they
+         *     subscribed are not in it. A channel term also reaches the channel's history when it is readable
+         *     (public channels, and private channels with shared history the user is subscribed to); such
+         *     messages carry the flags `read` and `historical`. A term naming an unknown channel, or an unknown
+         *     operator or operand, fails with code `BAD_NARROW` (`Invalid narrow operator: …`, with the
+         *     explanation in `desc`).
+         *
+         *     Without credentials (spectators), in organizations with the public access option, the narrow must
+         *     limit the search to web-public channels (with `{"operator": "channels", "operand": "web-public"}`)
+         *     and use only operators that make sense for public reading; other requests are refused with 401.
+         */
+        get: operations["get-messages"];
+        put?: never;
+        /**
+         * Send a message
+         * @description Sends a message to a channel topic or to a direct-message conversation, and answers its ID. The
+         *     message is rendered from Markdown, stored, and delivered as a `message` event to the queues of
+         *     its recipients (the channel's subscribers, or the conversation's participants), the sender's
+         *     included. A client that echoes the message locally passes its `queue_id` and a `local_id`; the
+         *     event for that queue then carries `local_message_id` so the echo can be replaced.
+         *
+         *     Content that is empty or only whitespace is refused (`Message must not be empty`); content longer
+         *     than `max_message_length` (10000) characters is cut, and a topic longer than `max_topic_length`
+         *     (60) is cut too; neither is an error. Sending to a channel needs permission to post there (the
+         *     channel's `can_send_message_group`, and content access for guests); an archived channel takes no
+         *     messages. Wildcard mentions of a large channel or topic need the organization's permission for
+         *     them (codes `STREAM_WILDCARD_MENTION_NOT_ALLOWED`, `TOPIC_WILDCARD_MENTION_NOT_ALLOWED`).
+         */
+        post: operations["send-message"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages/{message_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a message
+         * @description Returns one message, in the shape of an entry of `GET /messages` (flags included), plus its
+         *     Markdown source as `raw_content` for older clients (feature level 120 added `message`). The
+         *     requester must be able to read the message: they received it, or it is in a channel whose history
+         *     they may read (then its flags are `read` and `historical`). Without credentials (spectators), in
+         *     organizations with the public access option, only messages of web-public channels can be fetched.
+         *     A message that does not exist or cannot be read gives `Invalid message(s)`.
+         */
+        get: operations["get-message"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/me/{stream_id}/topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get topics in a channel
+         * @description Lists the topics of a channel that the requester can read messages in, most recently active first,
+         *     each with the ID of its newest message. Only readable history counts: in a private channel with
+         *     protected history, a subscriber sees the topics of messages sent since they subscribed (and a bot
+         *     those sent since the bot subscribed). Without credentials (spectators), in organizations with the
+         *     public access option, only web-public channels can be listed. An unknown channel, or one the
+         *     requester cannot read, gives `Invalid channel ID`.
+         */
+        get: operations["get-stream-topics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/typing": {
         parameters: {
             query?: never;
@@ -785,6 +942,51 @@ export interface paths {
          *     ignored and listed in `ignored_parameters_unsupported`.
          */
         post: operations["mark-all-as-read"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mark_stream_as_read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a channel as read
+         * @deprecated
+         * @description Marks every message of a channel as read for the current user. Deprecated: clients should update
+         *     message flags for a narrow instead.
+         */
+        post: operations["mark-stream-as-read"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages/flags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update personal message flags
+         * @description Adds or removes a personal flag (`read`, `starred`, `collapsed`) on messages the current user has
+         *     received. The other flags (`mentioned`, `has_alert_word`, ...) are set by the server and cannot be
+         *     changed. Every client of the user receives an `update_message_flags` event listing the messages
+         *     whose flag actually changed.
+         */
+        post: operations["update-message-flags"];
         delete?: never;
         options?: never;
         head?: never;
@@ -872,9 +1074,10 @@ export interface paths {
         /**
          * Create drafts
          * @description Stores one or more new drafts for the current user and returns their IDs in the order given. The
-         *     batch is all-or-nothing: if any draft is invalid, none is stored. The user's clients receive a
-         *     `drafts` event with `op` `add` listing the new drafts. Fails when the user has turned off
-         *     `enable_drafts_synchronization`.
+         *     batch is all-or-nothing: if any draft is invalid, none is stored (every draft's fields are checked
+         *     first, then each draft's addressee in order; the first failure is reported). The user's clients
+         *     receive a `drafts` event with `op` `add` listing the new drafts (also for an empty list). Fails
+         *     when the user has turned off `enable_drafts_synchronization`.
          */
         post: operations["create-drafts"];
         delete?: never;
@@ -917,20 +1120,127 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get all invitations
+         * @description Lists the pending, unexpired invitations the caller can manage: every e-mail invitation and
+         *     reusable invitation link of the organization for administrators, the caller's own for everyone
+         *     else. Invitations of deactivated users are not listed (they can no longer be used). Guests and bots
+         *     cannot call it.
+         */
+        get: operations["get-invites"];
         put?: never;
         /**
          * Send invitations
          * @description E-mails invitations to join the organization to one or more addresses. The caller needs the
-         *     organization's permission to invite users; guests and bots cannot invite. Inviting as owner
-         *     requires being an owner, and inviting as administrator or moderator requires being an
-         *     administrator. The channels and groups the new users will join are checked against the caller's
+         *     organization's permission to invite users; guests and bots cannot invite. A caller can only invite
+         *     to roles equal to or stricter than their own: owners by owners (`Must be an organization owner`),
+         *     administrators by administrators, moderators by moderators and administrators (`Must be an
+         *     organization administrator` otherwise). The channels and groups the new users will join are checked against the caller's
          *     permissions before anything is sent. Addresses that cannot be invited (for example because they
          *     already have an account) are reported with code `INVITATION_FAILED`; the other addresses are still
-         *     invited, which `sent_invitations` tells. Administrators' clients receive an `invites_changed` event.
+         *     invited, which `sent_invitations` tells. A malformed address stops the whole request (nothing is
+         *     sent). An organization sends at most 100 invitation e-mails in 24 hours (resends included): beyond
+         *     that the request fails with `daily_limit_reached`. When the organization does not require
+         *     invitations, members whose account is less than three days old cannot invite.
+         *
+         *     Each invited address gets an e-mail (the organization's name, the inviter and a sign-up link whose
+         *     key is stored only hashed) sent after the request commits; the link opens a sign-up page where the
+         *     invitee chooses a name and password, and the account is created with the role, channels and groups
+         *     of the invitation. Administrators' clients and the inviter's receive an `invites_changed` event.
          */
         post: operations["send-invites"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/invites/multiuse": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a reusable invitation link
+         * @description Creates an invitation link that any number of people can use until it expires or is revoked. Whoever
+         *     opens it gives their e-mail address, confirms it through the e-mail Parley sends them, then chooses
+         *     a name and password; the account gets the role, channels and groups of the link. The caller needs the
+         *     organization's `create_multiuse_invite_group` permission (administrators by default); guests and bots
+         *     cannot create links. Role, channel, group and welcome-text rules are those of `POST /invites`.
+         *     Administrators' clients and the caller's receive an `invites_changed` event.
+         */
+        post: operations["create-invite-link"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/invites/{invite_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an e-mail invitation
+         * @description Revokes a pending e-mail invitation: its link then shows that the invitation was revoked. Users may
+         *     revoke their own invitations; administrators anyone's (an owner's invitation to become an owner:
+         *     owners only). Administrators' clients and the inviter's receive an `invites_changed` event.
+         */
+        delete: operations["revoke-email-invite"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/invites/{invite_id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resend an e-mail invitation
+         * @description Sends the invitation e-mail again, with a new link (keys are stored only hashed, so the old link
+         *     stops working); the expiry date does not change. Who may resend is who may revoke. Counts towards
+         *     the organization's daily limit of invitation e-mails.
+         */
+        post: operations["resend-email-invite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/invites/multiuse/{invite_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a reusable invitation link
+         * @description Revokes a reusable invitation link, and with it the sign-up confirmations it produced that are not
+         *     used yet. Users may revoke their own links; administrators anyone's (an owner's link for owners:
+         *     owners only). Administrators' clients and the link creator's receive an `invites_changed` event.
+         */
+        delete: operations["revoke-invite-link"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1015,9 +1325,39 @@ export interface paths {
         /**
          * Remove an APNs device token
          * @description Unregisters one of the user's Apple Push Notification service tokens, so that the device no longer
-         *     receives push notifications. The token is checked as when adding it.
+         *     receives push notifications. The token is checked as when adding it. Bots cannot use this endpoint.
          */
         delete: operations["remove-apns-token"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/me/android_gcm_reg_id": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add an FCM registration token
+         * @description Registers the Firebase Cloud Messaging token of one of the user's Android devices. Registering a
+         *     token that is already known succeeds and changes nothing. Bots cannot use this endpoint.
+         *
+         *     Parley keeps Android tokens and records the notifications meant for them in its push outbox; it
+         *     delivers push notifications through Apple's service only, so `push_notifications_enabled` says
+         *     nothing about Android devices.
+         */
+        post: operations["add-fcm-token"];
+        /**
+         * Remove an FCM registration token
+         * @description Unregisters one of the user's Firebase Cloud Messaging tokens, so that the device no longer receives
+         *     push notifications. Bots cannot use this endpoint.
+         */
+        delete: operations["remove-fcm-token"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1038,6 +1378,10 @@ export interface paths {
          *     so that users can check that notifications reach their phone. The notification's payload has
          *     `event` set to `test` (feature level 234; previously `test-by-device-token`) and, like every push
          *     notification, a `realm_name`. Bots cannot use this endpoint.
+         *
+         *     The answer comes once the notification is queued: it is delivered right after, and a device the push
+         *     service reports as unregistered is removed then. Without any registered device (and no `token`),
+         *     nothing is sent and the answer is still a success.
          */
         post: operations["test-notify"];
         delete?: never;
@@ -2121,6 +2465,339 @@ export interface components {
             partial_subscribers?: number[];
         };
         /**
+         * @description A personal flag a user has on a message. `read`: the user has read it. `starred`: the user starred
+         *     it. `collapsed`: the user collapsed it in the message feed. `mentioned`: the user, or a group they
+         *     belong to, was mentioned by name. `stream_wildcard_mentioned` / `topic_wildcard_mentioned`: the
+         *     message uses a channel-wide (`@**all**`, `@**everyone**`, `@**channel**`) or topic-wide
+         *     (`@**topic**`) wildcard mention reaching the user. `wildcard_mentioned`: either of the two
+         *     (kept for older clients, feature level 224 split it). `has_alert_word`: the message contains one of
+         *     the user's alert words. `historical`: the user did not receive the message when it was sent (it is
+         *     visible through the channel's shared history); such messages also count as read.
+         * @example read
+         * @enum {string}
+         */
+        MessageFlag: "read" | "starred" | "collapsed" | "mentioned" | "stream_wildcard_mentioned" | "topic_wildcard_mentioned" | "wildcard_mentioned" | "has_alert_word" | "historical";
+        /**
+         * @description A message as the API returns it (`GET /messages`, `GET /messages/{message_id}`) and as `message`
+         *     events carry it. Channel messages have `type` `stream`, a channel name as `display_recipient` and a
+         *     `stream_id`; direct messages (one-on-one, group, or to oneself) have `type` `private`, the list of
+         *     participants as `display_recipient`, no `stream_id` and an empty `subject`.
+         *
+         *     `flags` is present in fetched messages only (events carry the flags beside the message);
+         *     `match_content` and `match_subject` only in `GET /messages` answers to a narrow with a `search`
+         *     term. `content` is rendered HTML or the Markdown source depending on the request's (or the event
+         *     queue's) `apply_markdown`, which `content_type` states.
+         * @example {
+         *       "id": 42,
+         *       "type": "stream",
+         *       "stream_id": 7,
+         *       "display_recipient": "Denmark",
+         *       "subject": "castle",
+         *       "recipient_id": 20,
+         *       "sender_id": 10,
+         *       "sender_email": "hamlet@parley.local",
+         *       "sender_full_name": "King Hamlet",
+         *       "sender_realm_str": "",
+         *       "avatar_url": null,
+         *       "client": "website",
+         *       "content": "<p>Hello, <strong>world</strong>!</p>",
+         *       "content_type": "text/html",
+         *       "is_me_message": false,
+         *       "timestamp": 1767225600,
+         *       "reactions": [],
+         *       "submessages": [],
+         *       "topic_links": [],
+         *       "flags": [
+         *         "read"
+         *       ]
+         *     }
+         */
+        Message: {
+            /**
+             * @description URL of the sender's avatar. Null when the client computes gravatar URLs itself
+             *     (`client_gravatar`), the sender's avatar is their gravatar and the requester may see the sender's
+             *     real e-mail address (the gravatar is then derived from that address).
+             * @example null
+             */
+            avatar_url: string | null;
+            /**
+             * @description Name of the client the message was sent from, as the server recorded it (for example `website` or `ZulipPython`).
+             * @example website
+             */
+            client: string;
+            /**
+             * @description The message body, as HTML when Markdown was applied and as the original Markdown otherwise.
+             * @example <p>Hello, <strong>world</strong>!</p>
+             */
+            content: string;
+            /**
+             * @description `text/html` when `content` is rendered HTML, `text/x-markdown` when it is the Markdown source.
+             * @example text/html
+             * @enum {string}
+             */
+            content_type: "text/html" | "text/x-markdown";
+            /**
+             * @description Who the message went to. For a channel message, the channel's name (as it is now). For a
+             *     direct message, every participant of the conversation, the sender included.
+             * @example Denmark
+             */
+            display_recipient: string | {
+                /**
+                 * @description The participant's user ID.
+                 * @example 10
+                 */
+                id: number;
+                /**
+                 * @description The participant's e-mail address as the requester sees it.
+                 * @example hamlet@parley.local
+                 */
+                email: string;
+                /**
+                 * @description The participant's display name.
+                 * @example King Hamlet
+                 */
+                full_name: string;
+                /**
+                 * @description True only for placeholder accounts made by message-mirroring integrations; false for ordinary users.
+                 * @example false
+                 */
+                is_mirror_dummy: boolean;
+            }[];
+            /**
+             * @description The edits and moves of the message, newest first. Absent when the message was never edited or
+             *     moved; the organization's edit-history visibility setting may also leave it out, or keep only
+             *     the moves. Each entry has `user_id`
+             *     and `timestamp`, plus the fields of what that edit changed: `prev_content` and
+             *     `prev_rendered_content` for a content edit, `prev_topic` and `topic` for a topic change,
+             *     `prev_stream` and `stream` for a move to another channel.
+             * @example [
+             *       {
+             *         "user_id": 10,
+             *         "timestamp": 1767226000,
+             *         "prev_content": "Helo, world!",
+             *         "prev_rendered_content": "<p>Helo, world!</p>"
+             *       }
+             *     ]
+             */
+            edit_history?: {
+                /**
+                 * @description Who made the change; null only for very old history whose author was not recorded.
+                 * @example 10
+                 */
+                user_id: number | null;
+                /**
+                 * @description When the change was made, in UNIX seconds.
+                 * @example 1767226000
+                 */
+                timestamp: number;
+                /**
+                 * @description The Markdown content before this edit.
+                 * @example Helo, world!
+                 */
+                prev_content?: string;
+                /**
+                 * @description `prev_content` rendered to HTML.
+                 * @example <p>Helo, world!</p>
+                 */
+                prev_rendered_content?: string;
+                /**
+                 * @description The topic before this change.
+                 * @example greetings
+                 */
+                prev_topic?: string;
+                /**
+                 * @description The topic after this change.
+                 * @example castle
+                 */
+                topic?: string;
+                /**
+                 * @description ID of the channel the message was in before this move.
+                 * @example 3
+                 */
+                prev_stream?: number;
+                /**
+                 * @description ID of the channel the message was moved to.
+                 * @example 7
+                 */
+                stream?: number;
+            }[];
+            /**
+             * @description The message's ID. IDs grow with time; clients order messages by ID.
+             * @example 42
+             */
+            id: number;
+            /**
+             * @description Whether the message is a `/me` status message (its Markdown starts with `/me `).
+             * @example false
+             */
+            is_me_message: boolean;
+            /**
+             * @description When the content was last edited, in UNIX seconds; absent when the content was never edited (moves do not count).
+             * @example 1767226000
+             */
+            last_edit_timestamp?: number;
+            /**
+             * @description When the message was last moved to another topic or channel, in UNIX seconds; absent when it was
+             *     never moved. Resolving or unresolving its topic does not count as a move.
+             * @example 1767226500
+             */
+            last_moved_timestamp?: number;
+            /**
+             * @description The emoji reactions on the message, one entry per user and emoji.
+             * @example [
+             *       {
+             *         "emoji_name": "octopus",
+             *         "emoji_code": "1f419",
+             *         "reaction_type": "unicode_emoji",
+             *         "user_id": 9
+             *       }
+             *     ]
+             */
+            reactions: {
+                /**
+                 * @description The emoji's name.
+                 * @example octopus
+                 */
+                emoji_name: string;
+                /**
+                 * @description The emoji's identifier within its `reaction_type`: hyphen-separated hexadecimal code points
+                 *     for Unicode emoji, the custom emoji's ID for organization emoji, the name for the server's
+                 *     extra emoji.
+                 * @example 1f419
+                 */
+                emoji_code: string;
+                /**
+                 * @description The namespace of `emoji_code`.
+                 * @example unicode_emoji
+                 * @enum {string}
+                 */
+                reaction_type: "unicode_emoji" | "realm_emoji" | "zulip_extra_emoji";
+                /**
+                 * @description ID of the user who reacted.
+                 * @example 9
+                 */
+                user_id: number;
+            }[];
+            /**
+             * @description An internal ID shared by the messages of one channel or of one direct-message conversation (in
+             *     both directions); useful for grouping messages by conversation.
+             * @example 20
+             */
+            recipient_id: number;
+            /**
+             * @description The sender's e-mail address as the requester sees it.
+             * @example hamlet@parley.local
+             */
+            sender_email: string;
+            /**
+             * @description The sender's display name.
+             * @example King Hamlet
+             */
+            sender_full_name: string;
+            /**
+             * @description The sender's user ID.
+             * @example 10
+             */
+            sender_id: number;
+            /**
+             * @description Short identifier of the sender's organization on this server (its subdomain; empty for the organization at the root domain).
+             * @example
+             */
+            sender_realm_str: string;
+            /**
+             * @description Channel messages only; the channel's ID.
+             * @example 7
+             */
+            stream_id?: number;
+            /**
+             * @description The topic (under its legacy name). Always empty for direct messages. A channel message in the
+             *     empty ("general chat") topic shows the organization's `realm_empty_topic_display_name` instead,
+             *     unless the client declared it handles empty topic names (`allow_empty_topic_name`, or the
+             *     `empty_topic_name` client capability for events).
+             * @example castle
+             */
+            subject: string;
+            /**
+             * @description Data attached to the message by interactive widgets (polls, to-do lists), oldest first; usually empty.
+             * @example []
+             */
+            submessages: {
+                /**
+                 * @description The submessage's ID.
+                 * @example 3
+                 */
+                id: number;
+                /**
+                 * @description ID of the message it belongs to.
+                 * @example 42
+                 */
+                message_id: number;
+                /**
+                 * @description ID of the user who added it.
+                 * @example 9
+                 */
+                sender_id: number;
+                /**
+                 * @description The kind of submessage (`widget` for widget state and votes).
+                 * @example widget
+                 */
+                msg_type: string;
+                /**
+                 * @description The submessage's data, as JSON text the widget interprets.
+                 * @example {"type":"vote","key":"canned,1","vote":1}
+                 */
+                content: string;
+            }[];
+            /**
+             * @description When the message was sent, in UNIX seconds.
+             * @example 1767225600
+             */
+            timestamp: number;
+            /**
+             * @description Links the organization's linkifiers found in the topic, in order.
+             * @example []
+             */
+            topic_links: {
+                /**
+                 * @description The text of the topic that matched.
+                 * @example #123
+                 */
+                text: string;
+                /**
+                 * @description Where the link points.
+                 * @example https://github.com/zulip/zulip/issues/123
+                 */
+                url: string;
+            }[];
+            /**
+             * @description `stream` for a channel message, `private` for a direct message.
+             * @example stream
+             * @enum {string}
+             */
+            type: "stream" | "private";
+            /**
+             * @description Fetched messages only: the requester's flags on the message. Messages the requester did not
+             *     receive but may read through a channel's shared history have `read` and `historical`.
+             * @example [
+             *       "read",
+             *       "starred"
+             *     ]
+             */
+            flags?: components["schemas"]["MessageFlag"][];
+            /**
+             * @description Search results only: `content` rendered to HTML with each match of the search keywords wrapped
+             *     in `<span class="highlight">`.
+             * @example <p>Hello, <span class="highlight">world</span>!</p>
+             */
+            match_content?: string;
+            /**
+             * @description Search results only: the topic, HTML-escaped, with each match of the search keywords wrapped in
+             *     `<span class="highlight">`.
+             * @example <span class="highlight">castle</span>
+             */
+            match_subject?: string;
+        };
+        /**
          * @description A message the user scheduled for later delivery and that has not been delivered yet, as listed by
          *     `GET /scheduled_messages` and carried by `scheduled_messages` events. The server always reports the
          *     legacy type names: `stream` for channel messages and `private` for direct messages.
@@ -2253,30 +2930,37 @@ export interface components {
             type: "" | "stream" | "private";
             /**
              * @description Channel drafts: a list holding exactly one channel ID (otherwise
-             *     `Must specify exactly 1 channel ID for channel messages`). Direct-message drafts: the recipients'
-             *     user IDs; an empty list stores the draft without a recipient, so it reads back with type `''`.
-             *     Ignored for unaddressed drafts; send `[]`.
+             *     `Must specify exactly 1 channel ID for channel messages`) of a channel the user can read and that
+             *     is not archived (otherwise `Invalid channel ID`). Direct-message drafts: the recipients' user IDs
+             *     (`Invalid user ID <id>` for an unknown one, `'<email>' is no longer using Zulip.` for a
+             *     deactivated one); an empty list stores the draft without a recipient, so it reads back with type
+             *     `''`. Ignored for unaddressed drafts; send `[]`.
              * @example [
              *       7
              *     ]
              */
             to: number[];
             /**
-             * @description The topic of a channel draft (truncated to 60 characters; must not contain null bytes). Stored as
-             *     the empty string for other drafts; send `''`.
+             * @description The topic of a channel draft, kept as given (not stripped). A topic longer than 60 characters is
+             *     cut to its first 57 followed by `...`. Stored as the empty string for other drafts; send `''`.
+             *     Like every string parameter it must not contain NUL characters
+             *     (`drafts[<n>]["topic"] contains a NUL character`), whatever the draft's type.
              * @example sync drafts
              */
             topic: string;
             /**
-             * @description The draft's text. Must not be blank (`drafts[<n>]["content"] cannot be blank`) nor contain null
-             *     bytes. Trailing whitespace and leading newlines are trimmed, and the text is capped at 10000
-             *     characters.
+             * @description The draft's text. Surrounding whitespace is removed; what remains must not be blank
+             *     (`drafts[<n>]["content"] cannot be blank`, or `draft["content"] …` when editing). It must not
+             *     contain NUL characters (`drafts[<n>]["content"] contains a NUL character`). A text longer than
+             *     10000 characters is cut to its first 9980 followed by a line `[message truncated]`.
              * @example Let's add backend support for syncing drafts.
              */
             content: string;
             /**
-             * @description When the draft was last edited, in UNIX seconds (fractions allowed). Absent or null means the
-             *     time of the request. Negative values are refused with `Timestamp must not be negative.`
+             * @description When the draft was last edited, in UNIX seconds (fractions allowed).
+             *     Absent or null means the time of the request. Negative values are refused with
+             *     `Timestamp must not be negative.`; times after the year 9999 cannot be stored
+             *     (`drafts[<n>]["timestamp"] is too large`).
              * @example 1595479019
              */
             timestamp?: number | null;
@@ -3849,6 +4533,246 @@ export interface components {
         /** @description A `scheduled_messages` event, by `op`. */
         EventScheduledMessages: components["schemas"]["EventScheduledMessagesAdd"] | components["schemas"]["EventScheduledMessagesUpdate"] | components["schemas"]["EventScheduledMessagesRemove"];
         /**
+         * @description Sent when a message is sent, to the queues of its recipients: the subscribers of the channel (and
+         *     queues registered with `all_public_streams` for public channels) or the participants of the direct
+         *     message, the sender included, subject to each queue's `narrow`. The message is formatted for the
+         *     queue (`apply_markdown`, `client_gravatar`, empty topic names); the recipient's own flags travel
+         *     beside it, not inside it.
+         * @example {
+         *       "id": 5,
+         *       "type": "message",
+         *       "message": {
+         *         "id": 42,
+         *         "type": "stream",
+         *         "stream_id": 7,
+         *         "display_recipient": "Denmark",
+         *         "subject": "castle",
+         *         "recipient_id": 20,
+         *         "sender_id": 10,
+         *         "sender_email": "hamlet@parley.local",
+         *         "sender_full_name": "King Hamlet",
+         *         "sender_realm_str": "",
+         *         "avatar_url": null,
+         *         "client": "website",
+         *         "content": "<p>Hello, <strong>world</strong>!</p>",
+         *         "content_type": "text/html",
+         *         "is_me_message": false,
+         *         "timestamp": 1767225600,
+         *         "reactions": [],
+         *         "submessages": [],
+         *         "topic_links": []
+         *       },
+         *       "flags": []
+         *     }
+         */
+        EventMessage: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `message`.
+             * @example message
+             * @constant
+             */
+            type: "message";
+            /** @description The new message, as `GET /messages` would return it but without `flags` or search highlights. */
+            message: components["schemas"]["Message"] & {
+                flags?: never;
+                match_content?: never;
+                match_subject?: never;
+            };
+            /**
+             * @description The receiving user's flags on the message (for example `mentioned`); the sender's own copy is
+             *     usually already `read`.
+             * @example [
+             *       "mentioned"
+             *     ]
+             */
+            flags: components["schemas"]["MessageFlag"][];
+            /**
+             * @description Present only in the event delivered to the queue that sent the message, when the send request
+             *     gave `queue_id` (this queue) and `local_id`: that `local_id`, so the client can replace its
+             *     locally echoed copy.
+             * @example 100.01
+             */
+            local_message_id?: string;
+        };
+        /**
+         * @description Sent to every client of a user when the user sets a flag on some of their messages (for example,
+         *     marks them as read). With `all` true the flag was set on every message of the user and `messages`
+         *     is empty.
+         * @example {
+         *       "id": 5,
+         *       "type": "update_message_flags",
+         *       "op": "add",
+         *       "operation": "add",
+         *       "flag": "read",
+         *       "messages": [
+         *         42,
+         *         43
+         *       ],
+         *       "all": false
+         *     }
+         */
+        EventUpdateMessageFlagsAdd: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `update_message_flags`.
+             * @example update_message_flags
+             * @constant
+             */
+            type: "update_message_flags";
+            /**
+             * @description Always `add`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "add";
+            /**
+             * @description The same as `op` (deprecated name, kept for older clients).
+             * @example add
+             * @constant
+             */
+            operation: "add";
+            /**
+             * @description The flag that was set.
+             * @example read
+             */
+            flag: string;
+            /**
+             * @description IDs of the messages whose flag changed.
+             * @example [
+             *       42,
+             *       43
+             *     ]
+             */
+            messages: number[];
+            /**
+             * @description Whether the flag was set on every message of the user.
+             * @example false
+             */
+            all: boolean;
+        };
+        /**
+         * @description Sent to every client of a user when the user clears a flag on some of their messages. When the flag
+         *     is `read`, `message_details` describes each message so that clients can rebuild their unread counts.
+         * @example {
+         *       "id": 6,
+         *       "type": "update_message_flags",
+         *       "op": "remove",
+         *       "operation": "remove",
+         *       "flag": "read",
+         *       "messages": [
+         *         42
+         *       ],
+         *       "all": false,
+         *       "message_details": {
+         *         "42": {
+         *           "type": "stream",
+         *           "stream_id": 7,
+         *           "topic": "castle",
+         *           "unmuted_stream_msg": true
+         *         }
+         *       }
+         *     }
+         */
+        EventUpdateMessageFlagsRemove: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 6
+             */
+            id: number;
+            /**
+             * @description Always `update_message_flags`.
+             * @example update_message_flags
+             * @constant
+             */
+            type: "update_message_flags";
+            /**
+             * @description Always `remove`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "remove";
+            /**
+             * @description The same as `op` (deprecated name, kept for older clients).
+             * @example remove
+             * @constant
+             */
+            operation: "remove";
+            /**
+             * @description The flag that was cleared.
+             * @example read
+             */
+            flag: string;
+            /**
+             * @description IDs of the messages whose flag changed.
+             * @example [
+             *       42
+             *     ]
+             */
+            messages: number[];
+            /**
+             * @description Always false.
+             * @example false
+             */
+            all: boolean;
+            /**
+             * @description For the `read` flag, keyed by message ID (as a string).
+             * @example {
+             *       "42": {
+             *         "type": "stream",
+             *         "stream_id": 7,
+             *         "topic": "castle",
+             *         "unmuted_stream_msg": true
+             *       }
+             *     }
+             */
+            message_details?: {
+                [key: string]: {
+                    /**
+                     * @description A channel message or a direct message.
+                     * @example stream
+                     * @enum {string}
+                     */
+                    type: "stream" | "private";
+                    /**
+                     * @description Present and true when the message mentions the user.
+                     * @example true
+                     */
+                    mentioned?: boolean;
+                    /**
+                     * @description Direct messages only; the other participants.
+                     * @example [
+                     *       9
+                     *     ]
+                     */
+                    user_ids?: number[];
+                    /**
+                     * @description Channel messages only; the channel.
+                     * @example 7
+                     */
+                    stream_id?: number;
+                    /**
+                     * @description Channel messages only; the topic.
+                     * @example castle
+                     */
+                    topic?: string;
+                    /**
+                     * @description Channel messages only; whether the channel is not muted for the user.
+                     * @example true
+                     */
+                    unmuted_stream_msg?: boolean;
+                };
+            };
+        };
+        /** @description An `update_message_flags` event, by `op`. */
+        EventUpdateMessageFlags: components["schemas"]["EventUpdateMessageFlagsAdd"] | components["schemas"]["EventUpdateMessageFlagsRemove"];
+        /**
          * @description Sent to the participants of a direct-message conversation (the sender included) who receive typing
          *     notifications, when someone starts or stops composing a direct message.
          * @example {
@@ -4009,6 +4933,142 @@ export interface components {
             type: "invites_changed";
         };
         /**
+         * @description Sent to the user's own clients when one of their personal settings changes (`PATCH /settings`):
+         *     one event per changed setting. `value` has the setting's type (a boolean, an integer or a string,
+         *     as in `user_settings` of `POST /register`). Clients that registered without the
+         *     `user_settings_object` capability also receive the older `update_display_settings` or
+         *     `update_global_notifications` event for settings that existed before feature level 89.
+         * @example {
+         *       "id": 5,
+         *       "type": "user_settings",
+         *       "op": "update",
+         *       "property": "emojiset",
+         *       "value": "twitter"
+         *     }
+         */
+        EventUserSettingsUpdate: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `user_settings`.
+             * @example user_settings
+             * @constant
+             */
+            type: "user_settings";
+            /**
+             * @description Always `update`.
+             * @example update
+             * @constant
+             */
+            op: "update";
+            /**
+             * @description The setting that changed, named as the parameter of `PATCH /settings`.
+             * @example emojiset
+             * @enum {string}
+             */
+            property: "allow_private_data_export" | "automatically_follow_topics_policy" | "automatically_follow_topics_where_mentioned" | "automatically_unmute_topics_in_muted_streams_policy" | "color_scheme" | "default_language" | "demote_inactive_streams" | "desktop_icon_count_display" | "display_emoji_reaction_users" | "email_address_visibility" | "email_notifications_batching_period_seconds" | "emojiset" | "enable_desktop_notifications" | "enable_digest_emails" | "enable_drafts_synchronization" | "enable_followed_topic_audible_notifications" | "enable_followed_topic_desktop_notifications" | "enable_followed_topic_email_notifications" | "enable_followed_topic_push_notifications" | "enable_followed_topic_wildcard_mentions_notify" | "enable_login_emails" | "enable_marketing_emails" | "enable_offline_email_notifications" | "enable_offline_push_notifications" | "enable_online_push_notifications" | "enable_sounds" | "enable_stream_audible_notifications" | "enable_stream_desktop_notifications" | "enable_stream_email_notifications" | "enable_stream_push_notifications" | "enter_sends" | "fluid_layout_width" | "hide_ai_features" | "high_contrast_mode" | "left_side_userlist" | "message_content_in_email_notifications" | "notification_sound" | "pm_content_in_desktop_notifications" | "presence_enabled" | "realm_name_in_email_notifications_policy" | "receives_typing_notifications" | "resolved_topic_notice_auto_read_policy" | "send_private_typing_notifications" | "send_read_receipts" | "send_stream_typing_notifications" | "starred_message_counts" | "timezone" | "translate_emoticons" | "twenty_four_hour_time" | "user_list_style" | "web_animate_image_previews" | "web_channel_default_view" | "web_escape_navigates_to_home_view" | "web_font_size_px" | "web_home_view" | "web_left_sidebar_show_channel_folders" | "web_left_sidebar_unreads_count_summary" | "web_line_height_percent" | "web_mark_read_on_scroll_policy" | "web_navigate_to_sent_message" | "web_stream_unreads_count_display_policy" | "web_suggest_update_timezone" | "wildcard_mentions_notify";
+            /**
+             * @description The setting's new value.
+             * @example twitter
+             */
+            value: boolean | number | string;
+            /**
+             * @description With `default_language` only, the name of the new language.
+             * @example Deutsch
+             */
+            language_name?: string;
+        };
+        /**
+         * @description The legacy form of a `user_settings` event for a display setting (or the time zone), sent only to
+         *     clients that registered without the `user_settings_object` capability (feature level 89 replaced
+         *     it). Like the `user_settings` event it accompanies, it goes to the user's own clients.
+         * @example {
+         *       "id": 6,
+         *       "type": "update_display_settings",
+         *       "user": "hamlet@parley.local",
+         *       "setting_name": "twenty_four_hour_time",
+         *       "setting": true
+         *     }
+         */
+        EventUpdateDisplaySettings: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 6
+             */
+            id: number;
+            /**
+             * @description Always `update_display_settings`.
+             * @example update_display_settings
+             * @constant
+             */
+            type: "update_display_settings";
+            /**
+             * @description The user's `email` (as other users see it).
+             * @example hamlet@parley.local
+             */
+            user: string;
+            /**
+             * @description The display setting that changed.
+             * @example twenty_four_hour_time
+             * @enum {string}
+             */
+            setting_name: "color_scheme" | "default_language" | "demote_inactive_streams" | "emojiset" | "enable_drafts_synchronization" | "enter_sends" | "fluid_layout_width" | "high_contrast_mode" | "left_side_userlist" | "starred_message_counts" | "timezone" | "translate_emoticons" | "twenty_four_hour_time" | "web_home_view";
+            /**
+             * @description The setting's new value.
+             * @example true
+             */
+            setting: boolean | number | string;
+            /**
+             * @description With `default_language` only, the name of the new language.
+             * @example Deutsch
+             */
+            language_name?: string;
+        };
+        /**
+         * @description The legacy form of a `user_settings` event for a notification setting, sent only to clients that
+         *     registered without the `user_settings_object` capability (feature level 89 replaced it). Like the
+         *     `user_settings` event it accompanies, it goes to the user's own clients.
+         * @example {
+         *       "id": 7,
+         *       "type": "update_global_notifications",
+         *       "user": "hamlet@parley.local",
+         *       "notification_name": "enable_sounds",
+         *       "setting": false
+         *     }
+         */
+        EventUpdateGlobalNotifications: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 7
+             */
+            id: number;
+            /**
+             * @description Always `update_global_notifications`.
+             * @example update_global_notifications
+             * @constant
+             */
+            type: "update_global_notifications";
+            /**
+             * @description The user's `email` (as other users see it).
+             * @example hamlet@parley.local
+             */
+            user: string;
+            /**
+             * @description The notification setting that changed.
+             * @example enable_sounds
+             * @enum {string}
+             */
+            notification_name: "desktop_icon_count_display" | "email_notifications_batching_period_seconds" | "enable_desktop_notifications" | "enable_digest_emails" | "enable_login_emails" | "enable_marketing_emails" | "enable_offline_email_notifications" | "enable_offline_push_notifications" | "enable_online_push_notifications" | "enable_sounds" | "enable_stream_audible_notifications" | "enable_stream_desktop_notifications" | "enable_stream_email_notifications" | "enable_stream_push_notifications" | "message_content_in_email_notifications" | "notification_sound" | "pm_content_in_desktop_notifications" | "presence_enabled" | "realm_name_in_email_notifications_policy" | "wildcard_mentions_notify";
+            /**
+             * @description The setting's new value.
+             * @example false
+             */
+            setting: boolean | number | string;
+        };
+        /**
          * @description Answered to a long poll that found nothing to deliver for a while, so that clients and proxies
          *     see the connection alive. Clients acknowledge it like any other event.
          * @example {
@@ -4035,7 +5095,7 @@ export interface components {
          *     no `discriminator` object because its branches are themselves unions, which code generators do not
          *     accept as discriminator targets.
          */
-        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventTyping"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventHeartbeat"];
+        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventMessage"] | components["schemas"]["EventUpdateMessageFlags"] | components["schemas"]["EventTyping"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventUserSettingsUpdate"] | components["schemas"]["EventUpdateDisplaySettings"] | components["schemas"]["EventUpdateGlobalNotifications"] | components["schemas"]["EventHeartbeat"];
     };
     responses: {
         /** @description Too many requests; retry after the given number of seconds. */
@@ -4140,6 +5200,15 @@ export interface components {
                 "application/json": components["schemas"]["JsonSuccess"];
             };
         };
+        /** @description An invalid value, a failed password change, or a request from a bot. */
+        UpdateSettingsBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["JsonError"];
+            };
+        };
         /** @description The object does not exist or is not accessible (code `BAD_REQUEST`, as in Zulip). */
         NotFound: {
             headers: {
@@ -4173,12 +5242,445 @@ export interface components {
         UserGroupId: number;
         /** @description The channel. */
         StreamId: number;
+        /** @description The target message. */
+        MessageId: number;
         /** @description The scheduled message. */
         ScheduledMessageId: number;
         /** @description The draft. */
         DraftId: number;
     };
-    requestBodies: never;
+    requestBodies: {
+        /** @description The settings to change (every parameter optional), shared by `PATCH /settings` and its deprecated aliases. */
+        UpdateSettings: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description New display name. Surrounding whitespace is removed; the result must be 2 to 100
+                     *     characters (`Name too short!` / `Name too long!`), contain none of `*`, backtick, `\`,
+                     *     `>`, `"` and `@` (`Invalid characters in name!`), and not end with `|` followed by
+                     *     digits (`Invalid format!`). Ignored without error when the organization forbids name
+                     *     changes and the user is not an administrator.
+                     * @example King Hamlet
+                     */
+                    full_name?: string;
+                    /**
+                     * @description New e-mail address. The address is not changed right away: a confirmation link
+                     *     (`/accounts/confirm_new_email/<key>`, valid for a day; only the newest request's link
+                     *     works) is mailed to the new address, the change happens when it is followed, and the
+                     *     old address is then told. Whitespace is stripped and the current address is a no-op.
+                     *     Refused with `Email address changes are disabled in this organization.` for
+                     *     non-administrators when the organization forbids changes, `Invalid address.`, `Already
+                     *     has an account.` or `Account has been deactivated.`; more than 2 requests an hour or 5 a
+                     *     day are rate limited (429).
+                     * @example hamlet@example.com
+                     */
+                    email?: string;
+                    /**
+                     * @description The current password. Needed only together with `new_password`; a wrong or missing
+                     *     value gives `Wrong password!`.
+                     * @example old-secret
+                     */
+                    old_password?: string;
+                    /**
+                     * @description A new password, checked against `old_password`. A password shorter than 6 characters
+                     *     or that the zxcvbn estimator guesses in fewer than 10,000 tries gives `New password is
+                     *     too weak!`; after 5 attempts within 30 minutes (a success starts over) the answer is
+                     *     `You're making too many attempts! Try again in <n> seconds.` The API key stays valid.
+                     * @example correct horse battery staple
+                     */
+                    new_password?: string;
+                    /**
+                     * @description Show times in 24-hour notation. New accounts start with `false`.
+                     * @example true
+                     */
+                    twenty_four_hour_time?: boolean;
+                    /**
+                     * @description When the web app marks messages as read while scrolling: 1 always, 2 only in
+                     *     conversation views, 3 never. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    web_mark_read_on_scroll_policy?: 1 | 2 | 3;
+                    /**
+                     * @description Where clicking a channel in the web app's sidebar leads: 1 the channel's top topic, 2
+                     *     the channel feed, 3 the list of topics, 4 the top unread topic. New accounts start
+                     *     with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    web_channel_default_view?: 1 | 2 | 3 | 4;
+                    /**
+                     * @description Show the number of starred messages in the sidebar. New accounts start with `true`.
+                     * @example true
+                     */
+                    starred_message_counts?: boolean;
+                    /**
+                     * @description Receive `typing` events showing when others are composing. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    receives_typing_notifications?: boolean;
+                    /**
+                     * @description Offer to update the profile's time zone when the browser's differs. New accounts start
+                     *     with `true`.
+                     * @example true
+                     */
+                    web_suggest_update_timezone?: boolean;
+                    /**
+                     * @description Let the web app's message area use the full window width. New accounts start with
+                     *     `false`.
+                     * @example false
+                     */
+                    fluid_layout_width?: boolean;
+                    /**
+                     * @description Use the high-contrast colour theme tweaks. New accounts start with `false`.
+                     * @example false
+                     */
+                    high_contrast_mode?: boolean;
+                    /**
+                     * @description Base font size of the web app, in pixels. New accounts start with `16` (Zulip's
+                     *     older, denser default was 14).
+                     * @example 16
+                     */
+                    web_font_size_px?: number;
+                    /**
+                     * @description Line height of the web app as a percentage of the font size (140 means 1.4). New
+                     *     accounts start with `140` (Zulip's older, denser default was 122).
+                     * @example 140
+                     */
+                    web_line_height_percent?: number;
+                    /**
+                     * @description Colour theme: 1 follow the system, 2 dark, 3 light. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    color_scheme?: 1 | 2 | 3;
+                    /**
+                     * @description Keep drafts on the server so all clients see them. Turning it off deletes every draft
+                     *     stored on the server without sending removal events to clients. New accounts start
+                     *     with `true`.
+                     * @example true
+                     */
+                    enable_drafts_synchronization?: boolean;
+                    /**
+                     * @description Replace typed emoticons such as `:)` with emoji. New accounts start with `false`.
+                     * @example false
+                     */
+                    translate_emoticons?: boolean;
+                    /**
+                     * @description Show who reacted (rather than a count) on messages with few reactions. New accounts
+                     *     start with `true`.
+                     * @example true
+                     */
+                    display_emoji_reaction_users?: boolean;
+                    /**
+                     * @description Language code of the interface and of notification e-mails; must be one the server has
+                     *     translations for (otherwise `Invalid default_language`). New accounts start with `en`.
+                     * @example en
+                     */
+                    default_language?: string;
+                    /**
+                     * @description The web app's home view: `recent_topics`, `inbox` or `all_messages`. New accounts
+                     *     start with `inbox`.
+                     * @example inbox
+                     * @enum {string}
+                     */
+                    web_home_view?: "recent_topics" | "inbox" | "all_messages";
+                    /**
+                     * @description Pressing Escape in the web app returns to the home view. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    web_escape_navigates_to_home_view?: boolean;
+                    /**
+                     * @description Show the user list in the left sidebar in narrow windows. New accounts start with
+                     *     `false`.
+                     * @example false
+                     */
+                    left_side_userlist?: boolean;
+                    /**
+                     * @description Emoji style: `google`, `google-blob`, `twitter`, or `text` (plain-text emoji names).
+                     *     New accounts start with `google`.
+                     * @example google
+                     * @enum {string}
+                     */
+                    emojiset?: "google" | "google-blob" | "twitter" | "text";
+                    /**
+                     * @description Whether inactive channels are moved down in the sidebar: 1 automatically, 2 always, 3
+                     *     never. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    demote_inactive_streams?: 1 | 2 | 3;
+                    /**
+                     * @description Look of the user list: 1 compact, 2 with status text, 3 with avatar and status text.
+                     *     New accounts start with `2`.
+                     * @example 2
+                     * @enum {integer}
+                     */
+                    user_list_style?: 1 | 2 | 3;
+                    /**
+                     * @description When animated image previews play: `always`, `on_hover`, or `never`. New accounts
+                     *     start with `on_hover`.
+                     * @example on_hover
+                     * @enum {string}
+                     */
+                    web_animate_image_previews?: "always" | "on_hover" | "never";
+                    /**
+                     * @description Which channels show unread counts in the sidebar: 1 all channels, 2 unmuted channels
+                     *     and topics only, 3 none. New accounts start with `2`.
+                     * @example 2
+                     * @enum {integer}
+                     */
+                    web_stream_unreads_count_display_policy?: 1 | 2 | 3;
+                    /**
+                     * @description Hide features that rely on AI models. New accounts start with `false`.
+                     * @example false
+                     */
+                    hide_ai_features?: boolean;
+                    /**
+                     * @description Group channels by folder in the web app's left sidebar. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    web_left_sidebar_show_channel_folders?: boolean;
+                    /**
+                     * @description Show a summary of unread counts in the web app's left sidebar. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    web_left_sidebar_unreads_count_summary?: boolean;
+                    /**
+                     * @description The user's time zone as an IANA name, such as `Europe/Copenhagen`. An unknown name is
+                     *     refused (`Invalid timezone: Value error, Not a recognized time zone`). New accounts
+                     *     start with the empty string (unset).
+                     * @example Europe/Copenhagen
+                     */
+                    timezone?: string;
+                    /**
+                     * @description Visual desktop notifications for channel messages. New accounts start with `false`.
+                     * @example false
+                     */
+                    enable_stream_desktop_notifications?: boolean;
+                    /**
+                     * @description E-mail notifications for channel messages. New accounts start with `false`.
+                     * @example false
+                     */
+                    enable_stream_email_notifications?: boolean;
+                    /**
+                     * @description Mobile push notifications for channel messages. New accounts start with `false`.
+                     * @example false
+                     */
+                    enable_stream_push_notifications?: boolean;
+                    /**
+                     * @description Audible desktop notifications for channel messages. New accounts start with `false`.
+                     * @example false
+                     */
+                    enable_stream_audible_notifications?: boolean;
+                    /**
+                     * @description Name of the sound played for audible notifications, one of the server's
+                     *     `available_notification_sounds` or `none`; any other value gives `Invalid notification
+                     *     sound '<name>'`. New accounts start with `zulip`.
+                     * @example ding
+                     */
+                    notification_sound?: string;
+                    /**
+                     * @description Visual desktop notifications for direct messages and mentions. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    enable_desktop_notifications?: boolean;
+                    /**
+                     * @description Audible desktop notifications for direct messages and mentions. New accounts start
+                     *     with `true`.
+                     * @example true
+                     */
+                    enable_sounds?: boolean;
+                    /**
+                     * @description How long, in seconds, e-mail notifications are collected before one e-mail is sent.
+                     *     Must be between 1 and 604800 (one week); other values give `Invalid email batching
+                     *     period: <n> seconds`. New accounts start with `120`.
+                     * @example 300
+                     */
+                    email_notifications_batching_period_seconds?: number;
+                    /**
+                     * @description E-mail notifications for direct messages and mentions received while offline. New
+                     *     accounts start with `true`.
+                     * @example true
+                     */
+                    enable_offline_email_notifications?: boolean;
+                    /**
+                     * @description Mobile push notifications for direct messages and mentions received while offline. New
+                     *     accounts start with `true`.
+                     * @example true
+                     */
+                    enable_offline_push_notifications?: boolean;
+                    /**
+                     * @description Mobile push notifications even while the user is online. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    enable_online_push_notifications?: boolean;
+                    /**
+                     * @description Visual desktop notifications for messages in followed topics. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    enable_followed_topic_desktop_notifications?: boolean;
+                    /**
+                     * @description E-mail notifications for messages in followed topics. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_followed_topic_email_notifications?: boolean;
+                    /**
+                     * @description Mobile push notifications for messages in followed topics. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    enable_followed_topic_push_notifications?: boolean;
+                    /**
+                     * @description Audible desktop notifications for messages in followed topics. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    enable_followed_topic_audible_notifications?: boolean;
+                    /**
+                     * @description Send digest e-mails summarising activity while the user is away. New accounts start
+                     *     with `true`.
+                     * @example true
+                     */
+                    enable_digest_emails?: boolean;
+                    /**
+                     * @description Marketing e-mails; has no effect outside the hosted offering. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    enable_marketing_emails?: boolean;
+                    /**
+                     * @description Send an e-mail whenever the account logs in from a new client. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    enable_login_emails?: boolean;
+                    /**
+                     * @description Include the message text in notification e-mails. New accounts start with `true`.
+                     * @example true
+                     */
+                    message_content_in_email_notifications?: boolean;
+                    /**
+                     * @description Include the text of direct messages in desktop notifications. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    pm_content_in_desktop_notifications?: boolean;
+                    /**
+                     * @description Treat wildcard mentions (such as `@**all**`) like personal mentions for notifications.
+                     *     New accounts start with `true`.
+                     * @example true
+                     */
+                    wildcard_mentions_notify?: boolean;
+                    /**
+                     * @description Treat wildcard mentions in followed topics like personal mentions for notifications.
+                     *     New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_followed_topic_wildcard_mentions_notify?: boolean;
+                    /**
+                     * @description What the unread count on the desktop app's icon counts: 1 all unread messages, 2
+                     *     direct messages, mentions and followed topics, 3 direct messages and mentions, 4
+                     *     nothing. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    desktop_icon_count_display?: 1 | 2 | 3 | 4;
+                    /**
+                     * @description Whether notification e-mail subjects name the organization: 1 automatically (only for
+                     *     users of several organizations), 2 always, 3 never. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    realm_name_in_email_notifications_policy?: 1 | 2 | 3;
+                    /**
+                     * @description Which topics are followed automatically: 1 those the user takes part in, 2 those the
+                     *     user sends a message to, 3 those the user starts, 4 none. New accounts start with `3`.
+                     * @example 3
+                     * @enum {integer}
+                     */
+                    automatically_follow_topics_policy?: 1 | 2 | 3 | 4;
+                    /**
+                     * @description Which topics in muted channels are unmuted automatically: 1 those the user takes part
+                     *     in, 2 those the user sends a message to, 3 those the user starts, 4 none. New accounts
+                     *     start with `2`.
+                     * @example 2
+                     * @enum {integer}
+                     */
+                    automatically_unmute_topics_in_muted_streams_policy?: 1 | 2 | 3 | 4;
+                    /**
+                     * @description Follow a topic automatically when the user is mentioned in it. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    automatically_follow_topics_where_mentioned?: boolean;
+                    /**
+                     * @description Whether the notices posted when topics are resolved or unresolved are marked as read
+                     *     automatically: `always`, `except_followed` (except in followed topics), or `never`.
+                     *     New accounts start with `except_followed`.
+                     * @example except_followed
+                     * @enum {string}
+                     */
+                    resolved_topic_notice_auto_read_policy?: "always" | "except_followed" | "never";
+                    /**
+                     * @description Let other users see when this user is online. New accounts start with `true`.
+                     * @example true
+                     */
+                    presence_enabled?: boolean;
+                    /**
+                     * @description Pressing Enter sends the message being composed (instead of Ctrl+Enter). New accounts
+                     *     start with `false`.
+                     * @example false
+                     */
+                    enter_sends?: boolean;
+                    /**
+                     * @description Tell others when the user is typing a direct message. When false, direct typing
+                     *     requests are refused. New accounts start with `true`.
+                     * @example true
+                     */
+                    send_private_typing_notifications?: boolean;
+                    /**
+                     * @description Tell others when the user is typing in a channel. When false, channel typing requests
+                     *     are refused. New accounts start with `true`.
+                     * @example true
+                     */
+                    send_stream_typing_notifications?: boolean;
+                    /**
+                     * @description Let others see whether the user has read their messages. New accounts start with
+                     *     `true`.
+                     * @example true
+                     */
+                    send_read_receipts?: boolean;
+                    /**
+                     * @description Allow administrators to include this user's private data in organization exports. New
+                     *     accounts start with `false`.
+                     * @example false
+                     */
+                    allow_private_data_export?: boolean;
+                    /**
+                     * @description Who may see the user's real e-mail address: 1 everyone, 2 members, 3 administrators
+                     *     only, 4 nobody, 5 moderators and administrators. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    email_address_visibility?: 1 | 2 | 3 | 4 | 5;
+                    /**
+                     * @description After sending, take the web app to the conversation the message was sent to. New
+                     *     accounts start with `true`.
+                     * @example true
+                     */
+                    web_navigate_to_sent_message?: boolean;
+                };
+            };
+        };
+    };
     headers: never;
     pathItems: never;
 }
@@ -5143,442 +6645,44 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
-            content: {
-                "application/x-www-form-urlencoded": {
-                    /**
-                     * @description New display name. Surrounding whitespace is removed; the result must be 2 to 100
-                     *     characters (`Name too short!` / `Name too long!`), contain none of `*`, backtick, `\`,
-                     *     `>`, `"` and `@` (`Invalid characters in name!`), and not end with `|` followed by
-                     *     digits (`Invalid format!`). Ignored without error when the organization forbids name
-                     *     changes and the user is not an administrator.
-                     * @example King Hamlet
-                     */
-                    full_name?: string;
-                    /**
-                     * @description New e-mail address. The address is not changed right away: a confirmation link is
-                     *     mailed to the new address and the change happens when it is followed. Whitespace is
-                     *     stripped and the current address is a no-op. Refused with `Email address changes are
-                     *     disabled in this organization.` for non-administrators when the organization forbids
-                     *     changes; repeated requests are rate limited (429).
-                     * @example hamlet@example.com
-                     */
-                    email?: string;
-                    /**
-                     * @description The current password. Needed only together with `new_password`; a wrong or missing
-                     *     value gives `Wrong password!`.
-                     * @example old-secret
-                     */
-                    old_password?: string;
-                    /**
-                     * @description A new password, checked against `old_password`. A password judged too weak gives `New
-                     *     password is too weak!`; too many wrong attempts give `You're making too many attempts!
-                     *     Try again in <n> seconds.`
-                     * @example correct horse battery staple
-                     */
-                    new_password?: string;
-                    /**
-                     * @description Show times in 24-hour notation. New accounts start with `false`.
-                     * @example true
-                     */
-                    twenty_four_hour_time?: boolean;
-                    /**
-                     * @description When the web app marks messages as read while scrolling: 1 always, 2 only in
-                     *     conversation views, 3 never. New accounts start with `1`.
-                     * @example 1
-                     * @enum {integer}
-                     */
-                    web_mark_read_on_scroll_policy?: 1 | 2 | 3;
-                    /**
-                     * @description Where clicking a channel in the web app's sidebar leads: 1 the channel's top topic, 2
-                     *     the channel feed, 3 the list of topics, 4 the top unread topic. New accounts start
-                     *     with `1`.
-                     * @example 1
-                     * @enum {integer}
-                     */
-                    web_channel_default_view?: 1 | 2 | 3 | 4;
-                    /**
-                     * @description Show the number of starred messages in the sidebar. New accounts start with `true`.
-                     * @example true
-                     */
-                    starred_message_counts?: boolean;
-                    /**
-                     * @description Receive `typing` events showing when others are composing. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    receives_typing_notifications?: boolean;
-                    /**
-                     * @description Offer to update the profile's time zone when the browser's differs. New accounts start
-                     *     with `true`.
-                     * @example true
-                     */
-                    web_suggest_update_timezone?: boolean;
-                    /**
-                     * @description Let the web app's message area use the full window width. New accounts start with
-                     *     `false`.
-                     * @example false
-                     */
-                    fluid_layout_width?: boolean;
-                    /**
-                     * @description Use the high-contrast colour theme tweaks. New accounts start with `false`.
-                     * @example false
-                     */
-                    high_contrast_mode?: boolean;
-                    /**
-                     * @description Base font size of the web app, in pixels. New accounts start with `14` (newer
-                     *     organizations may use 16).
-                     * @example 16
-                     */
-                    web_font_size_px?: number;
-                    /**
-                     * @description Line height of the web app as a percentage of the font size (140 means 1.4). New
-                     *     accounts start with `122` (newer organizations may use 140).
-                     * @example 140
-                     */
-                    web_line_height_percent?: number;
-                    /**
-                     * @description Colour theme: 1 follow the system, 2 dark, 3 light. New accounts start with `1`.
-                     * @example 1
-                     * @enum {integer}
-                     */
-                    color_scheme?: 1 | 2 | 3;
-                    /**
-                     * @description Keep drafts on the server so all clients see them. Turning it off deletes every draft
-                     *     stored on the server without sending removal events to clients. New accounts start
-                     *     with `true`.
-                     * @example true
-                     */
-                    enable_drafts_synchronization?: boolean;
-                    /**
-                     * @description Replace typed emoticons such as `:)` with emoji. New accounts start with `false`.
-                     * @example false
-                     */
-                    translate_emoticons?: boolean;
-                    /**
-                     * @description Show who reacted (rather than a count) on messages with few reactions. New accounts
-                     *     start with `true`.
-                     * @example true
-                     */
-                    display_emoji_reaction_users?: boolean;
-                    /**
-                     * @description Language code of the interface and of notification e-mails; must be one the server has
-                     *     translations for (otherwise `Invalid default_language`). New accounts start with `en`.
-                     * @example en
-                     */
-                    default_language?: string;
-                    /**
-                     * @description The web app's home view: `recent_topics`, `inbox` or `all_messages`. New accounts
-                     *     start with `inbox`.
-                     * @example inbox
-                     * @enum {string}
-                     */
-                    web_home_view?: "recent_topics" | "inbox" | "all_messages";
-                    /**
-                     * @description Pressing Escape in the web app returns to the home view. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    web_escape_navigates_to_home_view?: boolean;
-                    /**
-                     * @description Show the user list in the left sidebar in narrow windows. New accounts start with
-                     *     `false`.
-                     * @example false
-                     */
-                    left_side_userlist?: boolean;
-                    /**
-                     * @description Emoji style: `google`, `google-blob`, `twitter`, or `text` (plain-text emoji names).
-                     *     New accounts start with `google`.
-                     * @example google
-                     * @enum {string}
-                     */
-                    emojiset?: "google" | "google-blob" | "twitter" | "text";
-                    /**
-                     * @description Whether inactive channels are moved down in the sidebar: 1 automatically, 2 always, 3
-                     *     never. New accounts start with `1`.
-                     * @example 1
-                     * @enum {integer}
-                     */
-                    demote_inactive_streams?: 1 | 2 | 3;
-                    /**
-                     * @description Look of the user list: 1 compact, 2 with status text, 3 with avatar and status text.
-                     *     New accounts start with `2`.
-                     * @example 2
-                     * @enum {integer}
-                     */
-                    user_list_style?: 1 | 2 | 3;
-                    /**
-                     * @description When animated image previews play: `always`, `on_hover`, or `never`. New accounts
-                     *     start with `on_hover`.
-                     * @example on_hover
-                     * @enum {string}
-                     */
-                    web_animate_image_previews?: "always" | "on_hover" | "never";
-                    /**
-                     * @description Which channels show unread counts in the sidebar: 1 all channels, 2 unmuted channels
-                     *     and topics only, 3 none. New accounts start with `2`.
-                     * @example 2
-                     * @enum {integer}
-                     */
-                    web_stream_unreads_count_display_policy?: 1 | 2 | 3;
-                    /**
-                     * @description Hide features that rely on AI models. New accounts start with `false`.
-                     * @example false
-                     */
-                    hide_ai_features?: boolean;
-                    /**
-                     * @description Group channels by folder in the web app's left sidebar. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    web_left_sidebar_show_channel_folders?: boolean;
-                    /**
-                     * @description Show a summary of unread counts in the web app's left sidebar. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    web_left_sidebar_unreads_count_summary?: boolean;
-                    /**
-                     * @description The user's time zone as an IANA name, such as `Europe/Copenhagen`. An unknown name is
-                     *     refused (`Invalid timezone: Value error, Not a recognized time zone`). New accounts
-                     *     start with the empty string (unset).
-                     * @example Europe/Copenhagen
-                     */
-                    timezone?: string;
-                    /**
-                     * @description Visual desktop notifications for channel messages. New accounts start with `false`.
-                     * @example false
-                     */
-                    enable_stream_desktop_notifications?: boolean;
-                    /**
-                     * @description E-mail notifications for channel messages. New accounts start with `false`.
-                     * @example false
-                     */
-                    enable_stream_email_notifications?: boolean;
-                    /**
-                     * @description Mobile push notifications for channel messages. New accounts start with `false`.
-                     * @example false
-                     */
-                    enable_stream_push_notifications?: boolean;
-                    /**
-                     * @description Audible desktop notifications for channel messages. New accounts start with `false`.
-                     * @example false
-                     */
-                    enable_stream_audible_notifications?: boolean;
-                    /**
-                     * @description Name of the sound played for audible notifications, one of the server's
-                     *     `available_notification_sounds` or `none`; any other value gives `Invalid notification
-                     *     sound '<name>'`. New accounts start with `zulip`.
-                     * @example ding
-                     */
-                    notification_sound?: string;
-                    /**
-                     * @description Visual desktop notifications for direct messages and mentions. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    enable_desktop_notifications?: boolean;
-                    /**
-                     * @description Audible desktop notifications for direct messages and mentions. New accounts start
-                     *     with `true`.
-                     * @example true
-                     */
-                    enable_sounds?: boolean;
-                    /**
-                     * @description How long, in seconds, e-mail notifications are collected before one e-mail is sent.
-                     *     Must be between 1 and 604800 (one week); other values give `Invalid email batching
-                     *     period: <n> seconds`. New accounts start with `120`.
-                     * @example 300
-                     */
-                    email_notifications_batching_period_seconds?: number;
-                    /**
-                     * @description E-mail notifications for direct messages and mentions received while offline. New
-                     *     accounts start with `true`.
-                     * @example true
-                     */
-                    enable_offline_email_notifications?: boolean;
-                    /**
-                     * @description Mobile push notifications for direct messages and mentions received while offline. New
-                     *     accounts start with `true`.
-                     * @example true
-                     */
-                    enable_offline_push_notifications?: boolean;
-                    /**
-                     * @description Mobile push notifications even while the user is online. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    enable_online_push_notifications?: boolean;
-                    /**
-                     * @description Visual desktop notifications for messages in followed topics. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    enable_followed_topic_desktop_notifications?: boolean;
-                    /**
-                     * @description E-mail notifications for messages in followed topics. New accounts start with `true`.
-                     * @example true
-                     */
-                    enable_followed_topic_email_notifications?: boolean;
-                    /**
-                     * @description Mobile push notifications for messages in followed topics. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    enable_followed_topic_push_notifications?: boolean;
-                    /**
-                     * @description Audible desktop notifications for messages in followed topics. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    enable_followed_topic_audible_notifications?: boolean;
-                    /**
-                     * @description Send digest e-mails summarising activity while the user is away. New accounts start
-                     *     with `true`.
-                     * @example true
-                     */
-                    enable_digest_emails?: boolean;
-                    /**
-                     * @description Marketing e-mails; has no effect outside the hosted offering. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    enable_marketing_emails?: boolean;
-                    /**
-                     * @description Send an e-mail whenever the account logs in from a new client. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    enable_login_emails?: boolean;
-                    /**
-                     * @description Include the message text in notification e-mails. New accounts start with `true`.
-                     * @example true
-                     */
-                    message_content_in_email_notifications?: boolean;
-                    /**
-                     * @description Include the text of direct messages in desktop notifications. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    pm_content_in_desktop_notifications?: boolean;
-                    /**
-                     * @description Treat wildcard mentions (such as `@**all**`) like personal mentions for notifications.
-                     *     New accounts start with `true`.
-                     * @example true
-                     */
-                    wildcard_mentions_notify?: boolean;
-                    /**
-                     * @description Treat wildcard mentions in followed topics like personal mentions for notifications.
-                     *     New accounts start with `true`.
-                     * @example true
-                     */
-                    enable_followed_topic_wildcard_mentions_notify?: boolean;
-                    /**
-                     * @description What the unread count on the desktop app's icon counts: 1 all unread messages, 2
-                     *     direct messages, mentions and followed topics, 3 direct messages and mentions, 4
-                     *     nothing. New accounts start with `1`.
-                     * @example 1
-                     * @enum {integer}
-                     */
-                    desktop_icon_count_display?: 1 | 2 | 3 | 4;
-                    /**
-                     * @description Whether notification e-mail subjects name the organization: 1 automatically (only for
-                     *     users of several organizations), 2 always, 3 never. New accounts start with `1`.
-                     * @example 1
-                     * @enum {integer}
-                     */
-                    realm_name_in_email_notifications_policy?: 1 | 2 | 3;
-                    /**
-                     * @description Which topics are followed automatically: 1 those the user takes part in, 2 those the
-                     *     user sends a message to, 3 those the user starts, 4 none. New accounts start with `3`.
-                     * @example 3
-                     * @enum {integer}
-                     */
-                    automatically_follow_topics_policy?: 1 | 2 | 3 | 4;
-                    /**
-                     * @description Which topics in muted channels are unmuted automatically: 1 those the user takes part
-                     *     in, 2 those the user sends a message to, 3 those the user starts, 4 none. New accounts
-                     *     start with `2`.
-                     * @example 2
-                     * @enum {integer}
-                     */
-                    automatically_unmute_topics_in_muted_streams_policy?: 1 | 2 | 3 | 4;
-                    /**
-                     * @description Follow a topic automatically when the user is mentioned in it. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    automatically_follow_topics_where_mentioned?: boolean;
-                    /**
-                     * @description Whether the notices posted when topics are resolved or unresolved are marked as read
-                     *     automatically: `always`, `except_followed` (except in followed topics), or `never`.
-                     *     New accounts start with `except_followed`.
-                     * @example except_followed
-                     * @enum {string}
-                     */
-                    resolved_topic_notice_auto_read_policy?: "always" | "except_followed" | "never";
-                    /**
-                     * @description Let other users see when this user is online. New accounts start with `true`.
-                     * @example true
-                     */
-                    presence_enabled?: boolean;
-                    /**
-                     * @description Pressing Enter sends the message being composed (instead of Ctrl+Enter). New accounts
-                     *     start with `false`.
-                     * @example false
-                     */
-                    enter_sends?: boolean;
-                    /**
-                     * @description Tell others when the user is typing a direct message. When false, direct typing
-                     *     requests are refused. New accounts start with `true`.
-                     * @example true
-                     */
-                    send_private_typing_notifications?: boolean;
-                    /**
-                     * @description Tell others when the user is typing in a channel. When false, channel typing requests
-                     *     are refused. New accounts start with `true`.
-                     * @example true
-                     */
-                    send_stream_typing_notifications?: boolean;
-                    /**
-                     * @description Let others see whether the user has read their messages. New accounts start with
-                     *     `true`.
-                     * @example true
-                     */
-                    send_read_receipts?: boolean;
-                    /**
-                     * @description Allow administrators to include this user's private data in organization exports. New
-                     *     accounts start with `false`.
-                     * @example false
-                     */
-                    allow_private_data_export?: boolean;
-                    /**
-                     * @description Who may see the user's real e-mail address: 1 everyone, 2 members, 3 administrators
-                     *     only, 4 nobody, 5 moderators and administrators. New accounts start with `1`.
-                     * @example 1
-                     * @enum {integer}
-                     */
-                    email_address_visibility?: 1 | 2 | 3 | 4 | 5;
-                    /**
-                     * @description After sending, take the web app to the conversation the message was sent to. New
-                     *     accounts start with `true`.
-                     * @example true
-                     */
-                    web_navigate_to_sent_message?: boolean;
-                };
-            };
-        };
+        requestBody?: components["requestBodies"]["UpdateSettings"];
         responses: {
             200: components["responses"]["Success"];
-            /** @description An invalid value, a failed password change, or a request from a bot. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["JsonError"];
-                };
-            };
+            400: components["responses"]["UpdateSettingsBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-display-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["UpdateSettings"];
+        responses: {
+            200: components["responses"]["Success"];
+            400: components["responses"]["UpdateSettingsBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-notification-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["UpdateSettings"];
+        responses: {
+            200: components["responses"]["Success"];
+            400: components["responses"]["UpdateSettingsBadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["ServerError"];
@@ -6897,6 +8001,525 @@ export interface operations {
             503: components["responses"]["Overloaded"];
         };
     };
+    "get-messages": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Where the range is centred. Sent as plain text, not JSON: a message ID in decimal, or one of
+                 *     `newest` (the newest matching message), `oldest` (the oldest one), `first_unread` (the oldest
+                 *     unread matching message, or the newest one when none is unread), `date` (the message sent
+                 *     closest to `anchor_date`). An ID needs no matching message: it is a position, clamped to 0
+                 *     from below. Anything else is refused with `Invalid anchor`. Required for range requests unless
+                 *     `use_first_unread_anchor` is true.
+                 */
+                anchor?: string;
+                /**
+                 * @description With `"anchor": "date"` (and only then), the moment to anchor on, an ISO 8601 date and time;
+                 *     the anchor becomes the matching message sent closest to it. A recent Zulip addition (after
+                 *     feature level 420).
+                 */
+                anchor_date?: string;
+                /** @description Whether the anchor message itself is returned when it matches the narrow (feature level 155). */
+                include_anchor?: boolean;
+                /** @description How many matching messages with IDs below the anchor to return at most. Required for range requests. */
+                num_before?: number;
+                /** @description How many matching messages with IDs above the anchor to return at most. Required for range requests. */
+                num_after?: number;
+                /**
+                 * @description The filter, a list of terms that must all hold. Each term is an object `{"operator": …,
+                 *     "operand": …, "negated": …}` (`negated` true inverts the term) or, in the older form, an
+                 *     `[operator, operand]` pair of strings. The operators:
+                 *
+                 *     - `channel` (older name `stream`): messages of a channel, by name or ID;
+                 *     - `channels` (`streams`): `public` for every public channel, `web-public` for every web-public
+                 *       channel;
+                 *     - `topic` (`subject`): messages of a topic (case-insensitive; the empty string, `(no topic)` and
+                 *       the organization's `realm_empty_topic_display_name` mean the empty topic);
+                 *     - `dm` (older name `pm-with`): the direct-message conversation between the requester and these
+                 *       users, as a user ID, a list of IDs, or comma-separated e-mail addresses;
+                 *     - `dm-including`: every direct message whose participants include this user (ID or e-mail);
+                 *       `group-pm-with` is its legacy form limited to group conversations;
+                 *     - `sender`: messages sent by this user (ID or e-mail address);
+                 *     - `is`: `dm` (older name `private`), `starred`, `mentioned`, `alerted`, `unread`, `resolved`,
+                 *       `followed` or `muted`;
+                 *     - `in`: `home` (leaves out muted channels and topics) or `all`;
+                 *     - `has`: `link`, `image`, `attachment` or `reaction`;
+                 *     - `id`: the message with this ID (integer or string);
+                 *     - `near`: a message ID used by clients to centre a view; it does not filter;
+                 *     - `with`: the conversation (channel and topic, or direct-message thread) that currently
+                 *       contains this message;
+                 *     - `search`: full-text search for these words, adding `match_content` and `match_subject` to
+                 *       the returned messages.
+                 */
+                narrow?: ({
+                    /**
+                     * @description The operator (see the parameter's description).
+                     * @example channel
+                     */
+                    operator: string;
+                    /**
+                     * @description The operand, whose form depends on the operator.
+                     * @example Denmark
+                     */
+                    operand: string | number | number[];
+                    /**
+                     * @description Whether the term is inverted.
+                     * @default false
+                     * @example false
+                     */
+                    negated?: boolean;
+                } | string[])[];
+                /**
+                 * @description Whether the client computes gravatar URLs itself. When true (the default), `avatar_url` is null
+                 *     for senders whose avatar is their gravatar, provided the requester may see their real address.
+                 */
+                client_gravatar?: boolean;
+                /** @description Whether `content` is the rendered HTML (true, the default) or the Markdown source as the sender wrote it (false). */
+                apply_markdown?: boolean;
+                /**
+                 * @deprecated
+                 * @description Older way of asking for `"anchor": "first_unread"`; when true, `anchor` is ignored. Deprecated
+                 *     since feature level 1.
+                 */
+                use_first_unread_anchor?: boolean;
+                /** @description The IDs of the messages to fetch, instead of a range (feature level 300). */
+                message_ids?: number[];
+                /**
+                 * @description Whether the client handles the empty topic name (feature level 334). When false (the default),
+                 *     the empty topic is shown as the organization's `realm_empty_topic_display_name`, in `subject`
+                 *     and in edit history alike.
+                 */
+                allow_empty_topic_name?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The matching messages, and where the range stands. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "anchor": 10000000000000000,
+                     *       "found_anchor": false,
+                     *       "found_oldest": true,
+                     *       "found_newest": true,
+                     *       "history_limited": false,
+                     *       "messages": [
+                     *         {
+                     *           "id": 41,
+                     *           "type": "private",
+                     *           "display_recipient": [
+                     *             {
+                     *               "id": 9,
+                     *               "email": "othello@parley.local",
+                     *               "full_name": "Othello, the Moor of Venice",
+                     *               "is_mirror_dummy": false
+                     *             },
+                     *             {
+                     *               "id": 10,
+                     *               "email": "hamlet@parley.local",
+                     *               "full_name": "King Hamlet",
+                     *               "is_mirror_dummy": false
+                     *             }
+                     *           ],
+                     *           "subject": "",
+                     *           "recipient_id": 31,
+                     *           "sender_id": 9,
+                     *           "sender_email": "othello@parley.local",
+                     *           "sender_full_name": "Othello, the Moor of Venice",
+                     *           "sender_realm_str": "",
+                     *           "avatar_url": null,
+                     *           "client": "ZulipMobile",
+                     *           "content": "<p>Are you coming?</p>",
+                     *           "content_type": "text/html",
+                     *           "is_me_message": false,
+                     *           "timestamp": 1767225500,
+                     *           "reactions": [],
+                     *           "submessages": [],
+                     *           "topic_links": [],
+                     *           "flags": [
+                     *             "read"
+                     *           ]
+                     *         },
+                     *         {
+                     *           "id": 42,
+                     *           "type": "stream",
+                     *           "stream_id": 7,
+                     *           "display_recipient": "Denmark",
+                     *           "subject": "castle",
+                     *           "recipient_id": 20,
+                     *           "sender_id": 10,
+                     *           "sender_email": "hamlet@parley.local",
+                     *           "sender_full_name": "King Hamlet",
+                     *           "sender_realm_str": "",
+                     *           "avatar_url": null,
+                     *           "client": "website",
+                     *           "content": "<p>Hello, <strong>world</strong>!</p>",
+                     *           "content_type": "text/html",
+                     *           "is_me_message": false,
+                     *           "timestamp": 1767225600,
+                     *           "last_edit_timestamp": 1767226000,
+                     *           "edit_history": [
+                     *             {
+                     *               "user_id": 10,
+                     *               "timestamp": 1767226000,
+                     *               "prev_content": "Helo, world!",
+                     *               "prev_rendered_content": "<p>Helo, world!</p>"
+                     *             }
+                     *           ],
+                     *           "reactions": [
+                     *             {
+                     *               "emoji_name": "octopus",
+                     *               "emoji_code": "1f419",
+                     *               "reaction_type": "unicode_emoji",
+                     *               "user_id": 9
+                     *             }
+                     *           ],
+                     *           "submessages": [],
+                     *           "topic_links": [],
+                     *           "flags": [
+                     *             "read",
+                     *             "starred"
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description Range requests only: the anchor used, as a message ID. `oldest` gives 0; `newest`
+                         *     (and `first_unread` with nothing unread) give 10000000000000000, a value above every
+                         *     message ID.
+                         * @example 42
+                         */
+                        anchor?: number;
+                        /**
+                         * @description Range requests only: whether the anchor message is among `messages` (false when it does not exist, does not match, or `include_anchor` is false).
+                         * @example true
+                         */
+                        found_anchor?: boolean;
+                        /**
+                         * @description Range requests only: whether `messages` reaches the oldest matching message, so that there is nothing older to fetch.
+                         * @example false
+                         */
+                        found_oldest?: boolean;
+                        /**
+                         * @description Range requests only: whether `messages` reaches the newest matching message, so that there is nothing newer to fetch.
+                         * @example true
+                         */
+                        found_newest?: boolean;
+                        /**
+                         * @description Whether older matching messages exist that the organization's plan does not let
+                         *     users read; only ever true together with `found_oldest`. Parley imposes no such
+                         *     limit.
+                         * @example false
+                         */
+                        history_limited?: boolean;
+                        /** @description The messages, by ascending ID. */
+                        messages: (components["schemas"]["Message"] & Record<string, never>)[];
+                    };
+                };
+            };
+            /** @description Invalid parameters or narrow. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "send-message": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description `channel` or `stream` for a channel message (feature level 248 added `channel`),
+                     *     `direct` or its older name `private` for a direct message (feature level 174 added
+                     *     `direct`).
+                     * @example channel
+                     * @enum {string}
+                     */
+                    type: "direct" | "channel" | "stream" | "private";
+                    /**
+                     * @description The recipients, as plain text (Zulip reads this field as text and tries JSON on it, so
+                     *     both forms below work, and clients may JSON-encode it or not):
+                     *
+                     *     - channel messages: the channel's name (`Denmark`), its ID (`7`), or a JSON list holding
+                     *       exactly one of these (`["Denmark"]`, `[7]`);
+                     *     - direct messages: a JSON list of user IDs (`[9, 10]`) or of e-mail addresses
+                     *       (`["othello@parley.local"]`, not both kinds in one list), or e-mail addresses
+                     *       separated by commas (`othello@parley.local,iago@parley.local`). The sender may be
+                     *       left out or included; a list with only the sender is a message to oneself.
+                     *       Duplicates are merged.
+                     *
+                     *     An unknown channel gives code `STREAM_DOES_NOT_EXIST`; an unknown user `Invalid user
+                     *     ID …` or `Invalid email '…'`.
+                     * @example Denmark
+                     */
+                    to: string;
+                    /**
+                     * @description The topic; needed for channel messages (`Missing topic` otherwise) and ignored for direct
+                     *     messages. `subject` is accepted as an older name of this parameter (sending both is an
+                     *     error). Surrounding whitespace is removed; `(no topic)` and the organization's
+                     *     `realm_empty_topic_display_name` mean the empty topic, which is allowed unless the
+                     *     channel's topics policy requires topics.
+                     * @example castle
+                     */
+                    topic?: string;
+                    /**
+                     * @description The message body, in Zulip's Markdown.
+                     * @example Hello, **world**!
+                     */
+                    content: string;
+                    /**
+                     * @description For local echo: the ID of the sending client's own event queue (from `POST /register`).
+                     *     Used only together with `local_id`.
+                     * @example fb67bf8a-c031-47cc-84cf-ed80accacda8
+                     */
+                    queue_id?: string;
+                    /**
+                     * @description For local echo: any string the client chooses to identify its echoed copy; the server
+                     *     does not interpret it and hands it back as `local_message_id` in the `message` event
+                     *     delivered to `queue_id`.
+                     * @example 100.01
+                     */
+                    local_id?: string;
+                    /**
+                     * @description Whether the message starts out read for its sender (feature level 236). When omitted,
+                     *     the server decides from the sending client: read when sent from Zulip's interactive
+                     *     apps (web, desktop, mobile, terminal), unread when sent by other API clients such as
+                     *     integrations acting for the user.
+                     * @example true
+                     */
+                    read_by_sender?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The message was sent. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "id": 42
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description ID of the new message.
+                         * @example 42
+                         */
+                        id: number;
+                        /**
+                         * @description Present only when sending the message changed the sender's visibility policy for
+                         *     its topic through their automatic follow/unmute settings (feature level 218): the
+                         *     new policy, 2 (unmuted) or 3 (followed). A `user_topic` event reports the change
+                         *     too.
+                         * @example 3
+                         * @enum {integer}
+                         */
+                        automatic_new_visibility_policy?: 2 | 3;
+                    };
+                };
+            };
+            /** @description Invalid parameters, recipients or content, or no permission to post. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-message": {
+        parameters: {
+            query?: {
+                /** @description Whether `content` is the rendered HTML (true, the default) or the Markdown source (false). */
+                apply_markdown?: boolean;
+                /**
+                 * @description Whether the client handles the empty topic name (feature level 334). When false (the default),
+                 *     the empty topic is shown as the organization's `realm_empty_topic_display_name`, in `subject`
+                 *     and in edit history alike.
+                 */
+                allow_empty_topic_name?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The target message. */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "raw_content": "Hello, **world**!",
+                     *       "message": {
+                     *         "id": 42,
+                     *         "type": "stream",
+                     *         "stream_id": 7,
+                     *         "display_recipient": "Denmark",
+                     *         "subject": "castle",
+                     *         "recipient_id": 20,
+                     *         "sender_id": 10,
+                     *         "sender_email": "hamlet@parley.local",
+                     *         "sender_full_name": "King Hamlet",
+                     *         "sender_realm_str": "",
+                     *         "avatar_url": null,
+                     *         "client": "website",
+                     *         "content": "<p>Hello, <strong>world</strong>!</p>",
+                     *         "content_type": "text/html",
+                     *         "is_me_message": false,
+                     *         "timestamp": 1767225600,
+                     *         "reactions": [],
+                     *         "submessages": [],
+                     *         "topic_links": [],
+                     *         "flags": [
+                     *           "read"
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /** @description The message, with the requester's flags. */
+                        message: components["schemas"]["Message"] & {
+                            match_content?: never;
+                            match_subject?: never;
+                        };
+                        /**
+                         * @deprecated
+                         * @description The message's Markdown source, whatever `apply_markdown` says. Kept for older
+                         *     clients; newer ones pass `apply_markdown=false` instead.
+                         * @example Hello, **world**!
+                         */
+                        raw_content?: string;
+                    };
+                };
+            };
+            /** @description The message does not exist or the requester cannot read it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-stream-topics": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whether the client handles the empty topic name (feature level 334). When false (the default),
+                 *     the empty topic is listed under the organization's `realm_empty_topic_display_name`.
+                 */
+                allow_empty_topic_name?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The channel. */
+                stream_id: components["parameters"]["StreamId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The channel's topics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "topics": [
+                     *         {
+                     *           "name": "castle",
+                     *           "max_id": 42
+                     *         },
+                     *         {
+                     *           "name": "moat",
+                     *           "max_id": 37
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /** @description The topics, by descending `max_id` (the most recently active first). */
+                        topics: {
+                            /**
+                             * @description The topic's name, as written in its newest message.
+                             * @example castle
+                             */
+                            name: string;
+                            /**
+                             * @description ID of the newest message of the topic that the requester can read.
+                             * @example 42
+                             */
+                            max_id: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description The channel does not exist or the requester cannot read it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
     "set-typing-status": {
         parameters: {
             query?: never;
@@ -7032,6 +8655,99 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "mark-stream-as-read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description ID of the channel; an unknown or inaccessible channel gives `Invalid channel ID`.
+                     * @example 7
+                     */
+                    stream_id: number;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-message-flags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description IDs of the messages; each must be a message the user has received (`Invalid message(s)` otherwise).
+                     * @example [
+                     *       42,
+                     *       43
+                     *     ]
+                     */
+                    messages: number[];
+                    /**
+                     * @description `add` to set the flag, `remove` to clear it; anything else gives `Invalid message flag operation: '<op>'`.
+                     * @example add
+                     */
+                    op: string;
+                    /**
+                     * @description The flag; an unknown name gives `Invalid flag: '<flag>'` and a flag users cannot change
+                     *     `Flag not editable: '<flag>'`.
+                     * @example read
+                     */
+                    flag: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The flag was updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "messages": [
+                     *         42,
+                     *         43
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The message IDs of the request.
+                         * @example [
+                         *       42,
+                         *       43
+                         *     ]
+                         */
+                        messages: number[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["Overloaded"];
@@ -7497,6 +9213,114 @@ export interface operations {
             503: components["responses"]["Overloaded"];
         };
     };
+    "get-invites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitations, by ID. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "invites": [
+                     *         {
+                     *           "id": 1,
+                     *           "invited_by_user_id": 9,
+                     *           "invited": 1710606654,
+                     *           "expiry_date": null,
+                     *           "invited_as": 200,
+                     *           "email": "newbie@example.com",
+                     *           "notify_referrer_on_join": true,
+                     *           "is_multiuse": false
+                     *         },
+                     *         {
+                     *           "id": 2,
+                     *           "invited_by_user_id": 9,
+                     *           "invited": 1710599862,
+                     *           "expiry_date": 1711463862,
+                     *           "invited_as": 400,
+                     *           "link_url": "http://127.0.0.1:9991/accounts/join/5f0c2b7d9e1a4c3b8d6f0a2e4c6b8d0f1a3c5e7b",
+                     *           "is_multiuse": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description One object per invitation. E-mail invitations and reusable links share one
+                         *     sequence of IDs in Parley (Zulip numbers them separately, so clients pair `id` with
+                         *     `is_multiuse`).
+                         */
+                        invites: {
+                            /**
+                             * @description The invitation's ID, for `DELETE /invites/{invite_id}` or `DELETE /invites/multiuse/{invite_id}`.
+                             * @example 1
+                             */
+                            id: number;
+                            /**
+                             * @description The user who created the invitation.
+                             * @example 9
+                             */
+                            invited_by_user_id: number;
+                            /**
+                             * @description When the invitation was created, in UNIX seconds.
+                             * @example 1710606654
+                             */
+                            invited: number;
+                            /**
+                             * @description When the invitation expires, in UNIX seconds; null if it never expires.
+                             * @example 1711470654
+                             */
+                            expiry_date: number | null;
+                            invited_as: components["schemas"]["Role"];
+                            /**
+                             * @description The invited address; e-mail invitations only.
+                             * @example newbie@example.com
+                             */
+                            email?: string;
+                            /**
+                             * @description Whether the inviter is told when the account is created; e-mail invitations only.
+                             * @example true
+                             */
+                            notify_referrer_on_join?: boolean;
+                            /**
+                             * @description The reusable invitation link; reusable links only.
+                             * @example http://127.0.0.1:9991/accounts/join/5f0c2b7d9e1a4c3b8d6f0a2e4c6b8d0f1a3c5e7b
+                             */
+                            link_url?: string;
+                            /**
+                             * @description Whether it is a reusable invitation link rather than an e-mail invitation.
+                             * @example false
+                             */
+                            is_multiuse: boolean;
+                        }[];
+                    };
+                };
+            };
+            /** @description Called by a guest or a bot. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
     "send-invites": {
         parameters: {
             query?: never;
@@ -7582,6 +9406,183 @@ export interface operations {
              *     when only an owner may grant the role), or some addresses could not be invited
              *     (`INVITATION_FAILED`).
              */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "create-invite-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description Minutes until the link expires; null for a link that never expires. When omitted, 14400
+                     *     (ten days).
+                     * @default 14400
+                     * @example 14400
+                     */
+                    invite_expires_in_minutes?: number | null;
+                    /**
+                     * @description Role of the accounts created with the link: 100 owner, 200 administrator, 300 moderator,
+                     *     400 member, 600 guest. Only roles equal to or stricter than the caller's own.
+                     * @default 400
+                     * @example 400
+                     * @enum {integer}
+                     */
+                    invite_as?: 100 | 200 | 300 | 400 | 600;
+                    /**
+                     * @description Channels the new users are subscribed to (besides the default channels when
+                     *     `include_realm_default_subscriptions` is true). Each must be a default channel or one the
+                     *     caller may add subscribers to.
+                     * @default []
+                     * @example [
+                     *       7
+                     *     ]
+                     */
+                    stream_ids?: number[];
+                    /**
+                     * @description User groups the new users join; the caller must be allowed to add members to each.
+                     * @default []
+                     * @example []
+                     */
+                    group_ids?: number[];
+                    /**
+                     * @description Also subscribe the new users to the organization's default channels.
+                     * @default false
+                     * @example false
+                     */
+                    include_realm_default_subscriptions?: boolean;
+                    /**
+                     * @description Markdown text of the welcome message for the new users; only organization administrators
+                     *     may send it.
+                     * @example Welcome aboard!
+                     */
+                    welcome_message_custom_text?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The new link. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "invite_link": "http://127.0.0.1:9991/accounts/join/5f0c2b7d9e1a4c3b8d6f0a2e4c6b8d0f1a3c5e7b"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The reusable invitation link.
+                         * @example http://127.0.0.1:9991/accounts/join/5f0c2b7d9e1a4c3b8d6f0a2e4c6b8d0f1a3c5e7b
+                         */
+                        invite_link: string;
+                    };
+                };
+            };
+            /**
+             * @description Insufficient permission (code `BAD_REQUEST`, or `UNAUTHORIZED_PRINCIPAL` when only an owner may
+             *     grant the role), or an invalid channel or group.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "revoke-email-invite": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The e-mail invitation. */
+                invite_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description No such pending invitation, or not the caller's to revoke. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "resend-email-invite": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The e-mail invitation. */
+                invite_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description No such pending invitation, not the caller's, or the daily limit was reached. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "revoke-invite-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The reusable invitation link. */
+                invite_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description No such link, not the caller's to revoke, or already revoked. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7721,7 +9722,38 @@ export interface operations {
                      *       "last_event_id": -1,
                      *       "zulip_feature_level": 420,
                      *       "zulip_version": "11.0-parley",
-                     *       "zulip_merge_base": "11.0"
+                     *       "zulip_merge_base": "11.0",
+                     *       "max_message_id": 42,
+                     *       "realm_name": "Parley",
+                     *       "realm_url": "http://127.0.0.1:9991",
+                     *       "realm_empty_topic_display_name": "general chat",
+                     *       "max_topic_length": 60,
+                     *       "max_message_length": 10000,
+                     *       "event_queue_longpoll_timeout_seconds": 90,
+                     *       "recent_private_conversations": [
+                     *         {
+                     *           "max_message_id": 41,
+                     *           "user_ids": [
+                     *             9
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "unread_msgs": {
+                     *         "count": 1,
+                     *         "pms": [
+                     *           {
+                     *             "other_user_id": 9,
+                     *             "sender_id": 9,
+                     *             "unread_message_ids": [
+                     *               41
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "streams": [],
+                     *         "huddles": [],
+                     *         "mentions": [],
+                     *         "old_unreads_missing": false
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["JsonSuccess"] & ({
@@ -7750,6 +9782,359 @@ export interface operations {
                          * @example 11.0
                          */
                         zulip_merge_base: string;
+                        /**
+                         * @deprecated
+                         * @description With `message` state: the highest ID among the messages the user had received when
+                         *     the queue was registered (-1 when none). Kept for older clients; to find the newest
+                         *     messages, use `GET /messages` with `anchor=newest`.
+                         * @example 42
+                         */
+                        max_message_id?: number;
+                        /**
+                         * @description With `realm_user` state: the organization's active users and bots that the user can
+                         *     see, in the shape of `GET /users` entries, with custom profile field values
+                         *     (`profile_data`) for humans.
+                         */
+                        realm_users?: components["schemas"]["User"][];
+                        /** @description With `realm_user` state: the deactivated users and bots the user can see, in the same shape. */
+                        realm_non_active_users?: components["schemas"]["User"][];
+                        /**
+                         * @description With `realm_user` state: the server's own bots (notification bot, welcome bot…),
+                         *     which belong to no organization but can message every user; each has
+                         *     `is_system_bot` true.
+                         */
+                        cross_realm_bots?: components["schemas"]["User"][];
+                        /**
+                         * @description With `realm_user_groups` state: the organization's user groups, system groups
+                         *     included. Deactivated groups are listed only to clients declaring the
+                         *     `include_deactivated_groups` capability.
+                         */
+                        realm_user_groups?: components["schemas"]["UserGroup"][];
+                        /**
+                         * @description With `subscription` state: the channels the user is subscribed to, with the user's
+                         *     settings for each, as in `GET /users/me/subscriptions` (subscribers per
+                         *     `include_subscribers`).
+                         */
+                        subscriptions?: components["schemas"]["Subscription"][];
+                        /**
+                         * @description With `subscription` state: the channels the user was subscribed to and left (and can
+                         *     still see), in the same shape; the user's history may hold messages from them.
+                         */
+                        unsubscribed?: components["schemas"]["Subscription"][];
+                        /**
+                         * @description With `subscription` state: the channels the user can see but was never subscribed
+                         *     to, for browsing channels to join.
+                         */
+                        never_subscribed?: ({
+                            /**
+                             * @description The channel's ID.
+                             * @example 8
+                             */
+                            stream_id: number;
+                            /**
+                             * @description The channel's name.
+                             * @example Verona
+                             */
+                            name: string;
+                            /**
+                             * @description IDs of the channel's subscribers, when requested.
+                             * @example [
+                             *       9,
+                             *       12
+                             *     ]
+                             */
+                            subscribers?: number[];
+                            /**
+                             * @description With `include_subscribers` `partial`, on large channels: a subset of the subscribers sent instead of `subscribers`, always including bots and recently active users.
+                             * @example [
+                             *       9
+                             *     ]
+                             */
+                            partial_subscribers?: number[];
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        /**
+                         * @description With `stream` state: every channel the user can see (for administrators, private
+                         *     channels included; web-public channels always), as in `GET /streams`. Archived
+                         *     channels only for clients declaring the `archived_channels` capability.
+                         */
+                        streams?: components["schemas"]["Channel"][];
+                        /** @description With `custom_profile_fields` state: the organization's custom profile fields, in display order. */
+                        custom_profile_fields?: components["schemas"]["CustomProfileField"][];
+                        /**
+                         * @description With `user_settings` state (feature level 89): the user's personal settings, one key
+                         *     per setting that `PATCH /settings` changes (display, notification and privacy
+                         *     settings). A few of them are described here.
+                         * @example {
+                         *       "default_language": "en",
+                         *       "timezone": "Europe/Copenhagen",
+                         *       "twenty_four_hour_time": true,
+                         *       "enter_sends": false,
+                         *       "receives_typing_notifications": true,
+                         *       "send_private_typing_notifications": true,
+                         *       "send_stream_typing_notifications": true,
+                         *       "send_read_receipts": true,
+                         *       "enable_drafts_synchronization": true,
+                         *       "email_address_visibility": 1
+                         *     }
+                         */
+                        user_settings?: {
+                            /**
+                             * @description Language code of the user's interface and e-mails.
+                             * @example en
+                             */
+                            default_language?: string;
+                            /**
+                             * @description IANA time zone the user set; empty when unset.
+                             * @example Europe/Copenhagen
+                             */
+                            timezone?: string;
+                            /**
+                             * @description Whether times are shown in 24-hour notation.
+                             * @example true
+                             */
+                            twenty_four_hour_time?: boolean;
+                            /**
+                             * @description Whether Enter sends a message in the compose box.
+                             * @example false
+                             */
+                            enter_sends?: boolean;
+                            /**
+                             * @description Whether the user gets `typing` events from others.
+                             * @example true
+                             */
+                            receives_typing_notifications?: boolean;
+                            /**
+                             * @description Whether the user's clients tell direct-message recipients when the user types.
+                             * @example true
+                             */
+                            send_private_typing_notifications?: boolean;
+                            /**
+                             * @description Whether the user's clients tell channel subscribers when the user types.
+                             * @example true
+                             */
+                            send_stream_typing_notifications?: boolean;
+                            /**
+                             * @description Whether others may see that the user read their messages.
+                             * @example true
+                             */
+                            send_read_receipts?: boolean;
+                            /**
+                             * @description Whether drafts are stored on the server (the `drafts` endpoints and state).
+                             * @example true
+                             */
+                            enable_drafts_synchronization?: boolean;
+                            /**
+                             * @description Who may see the user's real e-mail address: 1 everyone, 2 members, 3 administrators, 4 nobody, 5 moderators.
+                             * @example 1
+                             */
+                            email_address_visibility?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        /**
+                         * @description With `realm` state: the organization's name.
+                         * @example Parley
+                         */
+                        realm_name?: string;
+                        /**
+                         * @description With `realm` state: the organization's base URL (named `realm_uri` before feature level 257).
+                         * @example http://127.0.0.1:9991
+                         */
+                        realm_url?: string;
+                        /**
+                         * @description With `realm` state: how clients should name the empty ("general chat") topic
+                         *     (feature level 334). Servers send this name in place of the empty topic to clients
+                         *     that do not declare `empty_topic_name`, and read it back as the empty topic in
+                         *     requests.
+                         * @example general chat
+                         */
+                        realm_empty_topic_display_name?: string;
+                        /**
+                         * @description With `realm` state: the longest channel name accepted, in Unicode code points.
+                         * @example 60
+                         */
+                        max_stream_name_length?: number;
+                        /**
+                         * @description With `realm` state: the longest channel description accepted, in Unicode code points.
+                         * @example 1024
+                         */
+                        max_stream_description_length?: number;
+                        /**
+                         * @description With `realm` state: the longest topic kept, in Unicode code points; longer topics are cut.
+                         * @example 60
+                         */
+                        max_topic_length?: number;
+                        /**
+                         * @description With `realm` state: the longest message content kept, in Unicode code points; longer content is cut.
+                         * @example 10000
+                         */
+                        max_message_length?: number;
+                        /**
+                         * @description With `realm` state: how long a client keeps showing that someone types without a new
+                         *     `typing` `start` event, in milliseconds (feature level 204).
+                         * @example 15000
+                         */
+                        server_typing_started_expiry_period_milliseconds?: number;
+                        /**
+                         * @description With `realm` state: how long a client waits after the user's last keystroke before
+                         *     it sends `stop` to `POST /typing`, in milliseconds (feature level 204).
+                         * @example 5000
+                         */
+                        server_typing_stopped_wait_period_milliseconds?: number;
+                        /**
+                         * @description With `realm` state: how often a client repeats `start` to `POST /typing` while the
+                         *     user keeps composing, in milliseconds (feature level 204).
+                         * @example 10000
+                         */
+                        server_typing_started_wait_period_milliseconds?: number;
+                        /**
+                         * @description With `realm` state: the client-side timeout to use for `GET /events` long polls, in
+                         *     seconds; always longer than the server's heartbeat interval (feature level 74).
+                         * @example 90
+                         */
+                        event_queue_longpoll_timeout_seconds?: number;
+                        /**
+                         * @description With `drafts` state: the user's drafts stored on the server; empty when the user
+                         *     turned draft synchronization off.
+                         */
+                        drafts?: components["schemas"]["Draft"][];
+                        /** @description With `scheduled_messages` state: the user's scheduled messages not delivered yet, as in `GET /scheduled_messages`. */
+                        scheduled_messages?: components["schemas"]["ScheduledMessage"][];
+                        /**
+                         * @description With `recent_private_conversations` state: the direct-message conversations the user
+                         *     took part in recently (the server decides how far back; Zulip looks at the user's
+                         *     most recent 1000 direct messages). Clients sort them by `max_message_id`.
+                         */
+                        recent_private_conversations?: {
+                            /**
+                             * @description ID of the newest message of the conversation, for sorting by recency.
+                             * @example 41
+                             */
+                            max_message_id: number;
+                            /**
+                             * @description The participants other than the user; empty for the conversation with oneself.
+                             * @example [
+                             *       9
+                             *     ]
+                             */
+                            user_ids: number[];
+                        }[];
+                        /**
+                         * @description With `message` and `update_message_flags` state: the user's unread messages, grouped
+                         *     by conversation. Only the most recent 50000 unread messages are considered (see
+                         *     `old_unreads_missing`).
+                         * @example {
+                         *       "count": 3,
+                         *       "pms": [
+                         *         {
+                         *           "other_user_id": 9,
+                         *           "sender_id": 9,
+                         *           "unread_message_ids": [
+                         *             41
+                         *           ]
+                         *         }
+                         *       ],
+                         *       "streams": [
+                         *         {
+                         *           "stream_id": 7,
+                         *           "topic": "castle",
+                         *           "unread_message_ids": [
+                         *             42
+                         *           ]
+                         *         }
+                         *       ],
+                         *       "huddles": [
+                         *         {
+                         *           "user_ids_string": "9,10,12",
+                         *           "unread_message_ids": [
+                         *             40
+                         *           ]
+                         *         }
+                         *       ],
+                         *       "mentions": [
+                         *         42
+                         *       ],
+                         *       "old_unreads_missing": false
+                         *     }
+                         */
+                        unread_msgs?: {
+                            /**
+                             * @description How many unread messages to show as the user's total: direct messages, and channel
+                             *     messages outside muted channels and topics (followed and unmuted topics count).
+                             * @example 3
+                             */
+                            count: number;
+                            /** @description Unread one-on-one direct messages, per conversation. */
+                            pms: {
+                                /**
+                                 * @description The other participant (the user's own ID for the conversation with oneself).
+                                 * @example 9
+                                 */
+                                other_user_id: number;
+                                /**
+                                 * @deprecated
+                                 * @description Older name of `other_user_id`, with the same value.
+                                 * @example 9
+                                 */
+                                sender_id: number;
+                                /**
+                                 * @description The unread message IDs, ascending; may include messages the user sent.
+                                 * @example [
+                                 *       41
+                                 *     ]
+                                 */
+                                unread_message_ids: number[];
+                            }[];
+                            /** @description Unread channel messages, per channel and topic, muted channels and topics included. */
+                            streams: {
+                                /**
+                                 * @description The channel's ID.
+                                 * @example 7
+                                 */
+                                stream_id: number;
+                                /**
+                                 * @description The topic (the empty topic shown as `realm_empty_topic_display_name` unless the client declared `empty_topic_name`).
+                                 * @example castle
+                                 */
+                                topic: string;
+                                /**
+                                 * @description The unread message IDs, ascending.
+                                 * @example [
+                                 *       42
+                                 *     ]
+                                 */
+                                unread_message_ids: number[];
+                            }[];
+                            /** @description Unread group direct messages, per conversation. */
+                            huddles: {
+                                /**
+                                 * @description The IDs of all participants, the user included, ascending and comma-separated.
+                                 * @example 9,10,12
+                                 */
+                                user_ids_string: string;
+                                /**
+                                 * @description The unread message IDs, ascending.
+                                 * @example [
+                                 *       40
+                                 *     ]
+                                 */
+                                unread_message_ids: number[];
+                            }[];
+                            /**
+                             * @description IDs of unread messages mentioning the user by name, and of unread messages outside muted channels and topics mentioning them through a wildcard.
+                             * @example [
+                             *       42
+                             *     ]
+                             */
+                            mentions: number[];
+                            /**
+                             * @description True when the user has more unread messages than were considered, so that this data is incomplete.
+                             * @example false
+                             */
+                            old_unreads_missing: boolean;
+                        };
                     } & {
                         [key: string]: unknown;
                     });
@@ -7912,7 +10297,78 @@ export interface operations {
         };
         responses: {
             200: components["responses"]["Success"];
-            /** @description A missing, malformed or unknown token. */
+            /** @description A missing, malformed or unknown token, or a bot caller. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "add-fcm-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The registration token, as the device got it from Firebase. An empty token or one longer
+                     *     than 4096 characters gives `Empty or invalid length token`.
+                     * @example android-token
+                     */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description A missing or malformed token, or a bot caller. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "remove-fcm-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The registration token to remove, as registered. Empty or longer than 4096 characters
+                     *     gives `Empty or invalid length token`; a token the user has not registered gives
+                     *     `Token does not exist`.
+                     * @example android-token
+                     */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description A missing, malformed or unknown token, or a bot caller. */
             400: {
                 headers: {
                     [name: string]: unknown;

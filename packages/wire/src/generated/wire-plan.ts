@@ -21,6 +21,20 @@ export const wirePlan = {
       }
     }
   },
+  "add-fcm-token": {
+    "operationId": "add-fcm-token",
+    "method": "post",
+    "path": "/users/me/android_gcm_reg_id",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "token": {
+        "json": false,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
   "archive-stream": {
     "operationId": "archive-stream",
     "method": "delete",
@@ -84,6 +98,45 @@ export const wirePlan = {
     "params": {
       "drafts": {
         "json": true,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "create-invite-link": {
+    "operationId": "create-invite-link",
+    "method": "post",
+    "path": "/invites/multiuse",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "invite_expires_in_minutes": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "invite_as": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "stream_ids": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "group_ids": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "include_realm_default_subscriptions": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "welcome_message_custom_text": {
+        "json": false,
         "in": "body",
         "required": false
       }
@@ -354,6 +407,14 @@ export const wirePlan = {
       }
     }
   },
+  "get-invites": {
+    "operationId": "get-invites",
+    "method": "get",
+    "path": "/invites",
+    "pathParams": [],
+    "auth": "required",
+    "params": {}
+  },
   "get-is-user-group-member": {
     "operationId": "get-is-user-group-member",
     "method": "get",
@@ -365,6 +426,91 @@ export const wirePlan = {
     "auth": "required",
     "params": {
       "direct_member_only": {
+        "json": true,
+        "in": "query",
+        "required": false
+      }
+    }
+  },
+  "get-message": {
+    "operationId": "get-message",
+    "method": "get",
+    "path": "/messages/{message_id}",
+    "pathParams": [
+      "message_id"
+    ],
+    "auth": "optional",
+    "params": {
+      "apply_markdown": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "allow_empty_topic_name": {
+        "json": true,
+        "in": "query",
+        "required": false
+      }
+    }
+  },
+  "get-messages": {
+    "operationId": "get-messages",
+    "method": "get",
+    "path": "/messages",
+    "pathParams": [],
+    "auth": "optional",
+    "params": {
+      "anchor": {
+        "json": false,
+        "in": "query",
+        "required": false
+      },
+      "anchor_date": {
+        "json": false,
+        "in": "query",
+        "required": false
+      },
+      "include_anchor": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "num_before": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "num_after": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "narrow": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "client_gravatar": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "apply_markdown": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "use_first_unread_anchor": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "message_ids": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "allow_empty_topic_name": {
         "json": true,
         "in": "query",
         "required": false
@@ -416,6 +562,22 @@ export const wirePlan = {
         "json": false,
         "in": "query",
         "required": true
+      }
+    }
+  },
+  "get-stream-topics": {
+    "operationId": "get-stream-topics",
+    "method": "get",
+    "path": "/users/me/{stream_id}/topics",
+    "pathParams": [
+      "stream_id"
+    ],
+    "auth": "optional",
+    "params": {
+      "allow_empty_topic_name": {
+        "json": true,
+        "in": "query",
+        "required": false
       }
     }
   },
@@ -596,6 +758,20 @@ export const wirePlan = {
     "auth": "required",
     "params": {}
   },
+  "mark-stream-as-read": {
+    "operationId": "mark-stream-as-read",
+    "method": "post",
+    "path": "/mark_stream_as_read",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "stream_id": {
+        "json": true,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
   "mark-topic-as-read": {
     "operationId": "mark-topic-as-read",
     "method": "post",
@@ -703,6 +879,50 @@ export const wirePlan = {
       }
     }
   },
+  "remove-fcm-token": {
+    "operationId": "remove-fcm-token",
+    "method": "delete",
+    "path": "/users/me/android_gcm_reg_id",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "token": {
+        "json": false,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
+  "resend-email-invite": {
+    "operationId": "resend-email-invite",
+    "method": "post",
+    "path": "/invites/{invite_id}/resend",
+    "pathParams": [
+      "invite_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
+  "revoke-email-invite": {
+    "operationId": "revoke-email-invite",
+    "method": "delete",
+    "path": "/invites/{invite_id}",
+    "pathParams": [
+      "invite_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
+  "revoke-invite-link": {
+    "operationId": "revoke-invite-link",
+    "method": "delete",
+    "path": "/invites/multiuse/{invite_id}",
+    "pathParams": [
+      "invite_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
   "send-invites": {
     "operationId": "send-invites",
     "method": "post",
@@ -747,6 +967,50 @@ export const wirePlan = {
       },
       "welcome_message_custom_text": {
         "json": false,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "send-message": {
+    "operationId": "send-message",
+    "method": "post",
+    "path": "/messages",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "type": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "to": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "topic": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "content": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "queue_id": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "local_id": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "read_by_sender": {
+        "json": true,
         "in": "body",
         "required": false
       }
@@ -932,6 +1196,718 @@ export const wirePlan = {
         "required": true
       },
       "principals": {
+        "json": true,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "update-display-settings": {
+    "operationId": "update-display-settings",
+    "method": "patch",
+    "path": "/settings/display",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "full_name": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "email": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "old_password": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "new_password": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "twenty_four_hour_time": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_mark_read_on_scroll_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_channel_default_view": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "starred_message_counts": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "receives_typing_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_suggest_update_timezone": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "fluid_layout_width": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "high_contrast_mode": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_font_size_px": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_line_height_percent": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "color_scheme": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_drafts_synchronization": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "translate_emoticons": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "display_emoji_reaction_users": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "default_language": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "web_home_view": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "web_escape_navigates_to_home_view": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "left_side_userlist": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "emojiset": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "demote_inactive_streams": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "user_list_style": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_animate_image_previews": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "web_stream_unreads_count_display_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "hide_ai_features": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_left_sidebar_show_channel_folders": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_left_sidebar_unreads_count_summary": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "timezone": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "enable_stream_desktop_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_stream_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_stream_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_stream_audible_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "notification_sound": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "enable_desktop_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_sounds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "email_notifications_batching_period_seconds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_offline_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_offline_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_online_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_desktop_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_audible_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_digest_emails": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_marketing_emails": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_login_emails": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "message_content_in_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "pm_content_in_desktop_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "wildcard_mentions_notify": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_wildcard_mentions_notify": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "desktop_icon_count_display": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "realm_name_in_email_notifications_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "automatically_follow_topics_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "automatically_unmute_topics_in_muted_streams_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "automatically_follow_topics_where_mentioned": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "resolved_topic_notice_auto_read_policy": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "presence_enabled": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enter_sends": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "send_private_typing_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "send_stream_typing_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "send_read_receipts": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "allow_private_data_export": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "email_address_visibility": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_navigate_to_sent_message": {
+        "json": true,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "update-message-flags": {
+    "operationId": "update-message-flags",
+    "method": "post",
+    "path": "/messages/flags",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "messages": {
+        "json": true,
+        "in": "body",
+        "required": true
+      },
+      "op": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "flag": {
+        "json": false,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
+  "update-notification-settings": {
+    "operationId": "update-notification-settings",
+    "method": "patch",
+    "path": "/settings/notifications",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "full_name": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "email": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "old_password": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "new_password": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "twenty_four_hour_time": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_mark_read_on_scroll_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_channel_default_view": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "starred_message_counts": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "receives_typing_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_suggest_update_timezone": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "fluid_layout_width": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "high_contrast_mode": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_font_size_px": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_line_height_percent": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "color_scheme": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_drafts_synchronization": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "translate_emoticons": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "display_emoji_reaction_users": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "default_language": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "web_home_view": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "web_escape_navigates_to_home_view": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "left_side_userlist": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "emojiset": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "demote_inactive_streams": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "user_list_style": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_animate_image_previews": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "web_stream_unreads_count_display_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "hide_ai_features": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_left_sidebar_show_channel_folders": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_left_sidebar_unreads_count_summary": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "timezone": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "enable_stream_desktop_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_stream_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_stream_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_stream_audible_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "notification_sound": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "enable_desktop_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_sounds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "email_notifications_batching_period_seconds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_offline_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_offline_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_online_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_desktop_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_audible_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_digest_emails": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_marketing_emails": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_login_emails": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "message_content_in_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "pm_content_in_desktop_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "wildcard_mentions_notify": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_wildcard_mentions_notify": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "desktop_icon_count_display": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "realm_name_in_email_notifications_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "automatically_follow_topics_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "automatically_unmute_topics_in_muted_streams_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "automatically_follow_topics_where_mentioned": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "resolved_topic_notice_auto_read_policy": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "presence_enabled": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enter_sends": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "send_private_typing_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "send_stream_typing_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "send_read_receipts": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "allow_private_data_export": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "email_address_visibility": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_navigate_to_sent_message": {
         "json": true,
         "in": "body",
         "required": false

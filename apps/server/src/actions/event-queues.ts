@@ -1,0 +1,105 @@
+// POST /register, GET /events, DELETE /events.
+import { randomUUID } from 'node:crypto';
+import type { AppDeps } from '../deps.ts';
+import { inTransaction, Prisma } from '../data/db.ts';
+import type { Realm, User } from '../data/models.ts';
+import { createEventQueue, deleteEventQueue, touchEventQueue } from '../data/event-queues.repo.ts';
+import { newestEventId } from '../data/event-queues.repo.ts';
+import { JsonableError } from '../errors.ts';
+import { Role } from '../access/roles.ts';
+import { MAX_QUEUE_LIFESPAN_SECS } from '../events/housekeeping.ts';
+import { readRegisterState, type RegisterOptions } from '../queries/register-state.ts';
+import { FEATURE_LEVEL, MERGE_BASE, ZULIP_VERSION } from '../version.ts';
+
+/** Queues not polled for this long expire, unless the client asked for longer (Zulip's default). */
+export const DEFAULT_QUEUE_LIFESPAN_SECS = 600;
+/** What /register tells clients about the long-poll (they set their HTTP timeout above it). */
+export const LONGPOLL_TIMEOUT_SECS = 90;
+
+export interface RegisterRequest {
+  eventTypes: string[] | null;
+  fetchEventTypes: string[] | null;
+  applyMarkdown: boolean;
+  clientGravatar: boolean;
+  includeSubscribers: boolean | 'partial';
+  allPublicStreams: boolean;
+  clientCapabilities: Record<string, boolean>;
+  narrow: unknown[];
+  queueLifespanSecs: number;
+}
+
+export async function doRegisterQueue(deps: AppDeps, realm: Realm, user: User, request: RegisterRequest): Promise<Record<string, unknown>> {
+  if (request.allPublicStreams && user.role === Role.GUEST) throw new JsonableError('User not authorized for this query');
+  const capabilities = request.clientCapabilities;
+  const options: RegisterOptions = {
+    clientGravatar: request.clientGravatar,
+    includeSubscribers: request.includeSubscribers === 'partial' ? 'partial' : request.includeSubscribers ? 'true' : 'false',
+    userSettingsObject: capabilities['user_settings_object'] === true,
+    includeDeactivatedGroups: capabilities['include_deactivated_groups'] === true,
+    longpollTimeoutSeconds: LONGPOLL_TIMEOUT_SECS,
+    pushNotificationsEnabled: deps.config.pushNotificationsEnabled,
+  };
+  const lifespan = request.queueLifespanSecs <= 0 ? DEFAULT_QUEUE_LIFESPAN_SECS : Math.min(request.queueLifespanSecs, MAX_QUEUE_LIFESPAN_SECS);
+  const kinds = request.fetchEventTypes ?? request.eventTypes;
+  const queueId = randomUUID();
+  deps.delivery.watch(realm.id);
+  // One snapshot: the queue starts at the newest event the state already includes, so no event between
+  // the state and the first poll is lost, and none is delivered that the state already holds.
+  return inTransaction(
+    deps.db,
+    async (tx) => {
+      const lastEventId = await newestEventId(tx, realm.id);
+      const state = await readRegisterState(tx, realm, user, kinds, options);
+      await createEventQueue(tx, {
+        id: queueId,
+        realmId: realm.id,
+        userId: user.id,
+        eventTypes: request.eventTypes,
+        allPublicStreams: request.allPublicStreams,
+        applyMarkdown: request.applyMarkdown,
+        clientGravatar: request.clientGravatar,
+        narrow: request.narrow,
+        clientCapabilities: capabilities,
+        lifespanSecs: lifespan,
+        lastEventId,
+      });
+      return {
+        queue_id: queueId,
+        last_event_id: lastEventId,
+        zulip_feature_level: FEATURE_LEVEL,
+        zulip_version: ZULIP_VERSION,
+        zulip_merge_base: MERGE_BASE,
+        ...state,
+      };
+    },
+    { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead },
+  );
+}
+
+export class BadEventQueueIdError extends JsonableError {
+  constructor(queueId: string) {
+    super(`Bad event queue ID: ${queueId}`, { code: 'BAD_EVENT_QUEUE_ID', data: { queue_id: queueId } });
+  }
+}
+
+export interface PollRequest {
+  queueId: string;
+  lastEventId: number | undefined;
+  dontBlock: boolean;
+  signal: AbortSignal;
+  /** Called once the poll is about to wait (so it stops counting as work under way). */
+  onWait(): void;
+}
+
+export async function doGetEvents(deps: AppDeps, user: User, request: PollRequest): Promise<{ events: Record<string, unknown>[]; queue_id: string }> {
+  const queue = await touchEventQueue(deps.db, request.queueId, user.id, request.lastEventId ?? null);
+  if (!queue) throw new BadEventQueueIdError(request.queueId);
+  const after = request.lastEventId ?? queue.lastEventId;
+  if (!request.dontBlock) request.onWait();
+  const events = await deps.delivery.poll(queue, after, { dontBlock: request.dontBlock, signal: request.signal });
+  return { events, queue_id: queue.id };
+}
+
+export async function doDeleteQueue(deps: AppDeps, user: User, queueId: string): Promise<void> {
+  if (!(await deleteEventQueue(deps.db, queueId, user.id))) throw new BadEventQueueIdError(queueId);
+}

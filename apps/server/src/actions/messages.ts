@@ -1,0 +1,375 @@
+// POST /messages: address, permissions, rendering, per-recipient flags, then one transaction storing the
+// message, its user_message rows and its `message` event (published after commit).
+import type { AppDeps } from '../deps.ts';
+import { inTransaction, type Db } from '../data/db.ts';
+import type { Channel, Realm, User } from '../data/models.ts';
+import { findChannelById, findChannelsByNames } from '../data/channels.repo.ts';
+import { subscribedChannelIds } from '../data/subscriptions.repo.ts';
+import { findUserById } from '../data/users.repo.ts';
+import {
+  activeMembersOfGroups,
+  channelRecipientIds,
+  directRecipientsByEmails,
+  directRecipientsByIds,
+  mentionTargets,
+  messagePeople,
+  storeMessage,
+  topicParticipantIds,
+} from '../data/messages.repo.ts';
+import { JsonableError } from '../errors.ts';
+import { holds, loadPermissionSubject, type PermissionSubject } from '../access/group-settings.ts';
+import { checkCanSendToChannel, checkDirectMessagePermission } from '../access/messages.ts';
+import { defaultNarrowUrl, extractReferences, renderMessage } from '../lib/markdown.ts';
+import { MESSAGE_FLAG_BITS } from '../lib/message-flags.ts';
+import { formatMessage, type MessagePerson, type MessageRow } from '../lib/message-format.ts';
+import { EMPTY_TOPIC_DISPLAY_NAME, LEGACY_EMPTY_TOPIC_NAME, MAX_MESSAGE_LENGTH, MAX_TOPIC_LENGTH } from '../lib/message-limits.ts';
+import type { MessageDeliveryFields } from '../events/present.ts';
+import type { AfterCommit } from '../events/bus.ts';
+import { queuePushesForMessage } from './push.ts';
+
+/** Channels with more subscribers than this need can_mention_many_users_group for @**all** (Zulip's threshold). */
+export const WILDCARD_MENTION_THRESHOLD = 15;
+
+/** Clients whose messages start read for their sender (Zulip's default_read_by_sender). */
+export const READ_BY_SENDER_CLIENTS = new Set(['zulipandroid', 'zulipios', 'zulipdesktop', 'zulipmobile', 'zulipelectron', 'zulipterminal', 'snipe', 'website', 'ios', 'android']);
+
+export interface SendMessageRequest {
+  type: 'stream' | 'private';
+  /** As sent: a channel name or id (JSON or plain), or a list of user ids or addresses. */
+  to: string | undefined;
+  topic: string | undefined;
+  content: string;
+  queueId: string | undefined;
+  localId: string | undefined;
+  readBySender: boolean | undefined;
+  /** The sending client's name (from the User-Agent). */
+  client: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing what was sent
+
+type ChannelAddress = { kind: 'name'; name: string } | { kind: 'id'; id: number };
+
+function parseChannelAddress(to: string | undefined): ChannelAddress {
+  if (to === undefined) throw new JsonableError('Missing channel');
+  let value: unknown;
+  try {
+    value = JSON.parse(to);
+  } catch {
+    return { kind: 'name', name: to };
+  }
+  if (Array.isArray(value)) {
+    if (value.length !== 1) throw new JsonableError('Expected exactly one channel');
+    value = value[0];
+  }
+  if (typeof value === 'string') return { kind: 'name', name: value };
+  if (typeof value === 'number' && Number.isInteger(value)) return { kind: 'id', id: value };
+  throw new JsonableError('Invalid data type for channel');
+}
+
+type DirectAddress = { kind: 'emails'; emails: string[] } | { kind: 'ids'; ids: number[] };
+
+function parseDirectAddress(to: string | undefined): DirectAddress {
+  if (to === undefined) throw new JsonableError('Message must have recipients');
+  let value: unknown;
+  try {
+    value = JSON.parse(to);
+  } catch {
+    value = to;
+  }
+  if (typeof value === 'string') value = value.split(',');
+  if (!Array.isArray(value)) throw new JsonableError('Invalid data type for recipients');
+  if (value.length === 0) return { kind: 'ids', ids: [] };
+  if (typeof value[0] === 'string') {
+    if (!value.every((v) => typeof v === 'string')) throw new JsonableError('Recipient lists may contain emails or user IDs, but not both.');
+    return { kind: 'emails', emails: [...new Set((value as string[]).map((e) => e.trim()).filter((e) => e !== ''))] };
+  }
+  if (typeof value[0] === 'number') {
+    if (!value.every((v) => typeof v === 'number' && Number.isInteger(v))) throw new JsonableError('Recipient lists may contain emails or user IDs, but not both.');
+    return { kind: 'ids', ids: [...new Set(value as number[])] };
+  }
+  throw new JsonableError('Invalid data type for recipients');
+}
+
+/** Unicode categories Cc and Cs, and noncharacters, are refused in topics (Zulip's printable check). */
+function firstUnprintable(text: string): number | null {
+  let position = 0;
+  for (const ch of text) {
+    position++;
+    const cp = ch.codePointAt(0)!;
+    if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) return position;
+    if (cp >= 0xd800 && cp <= 0xdfff) return position;
+    if ((cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) === 0xfffe) return position;
+  }
+  return null;
+}
+
+/** Strip, map the display names of the empty topic to "", refuse unprintable characters. */
+export function normalizeTopic(topic: string): string {
+  let t = topic.trim();
+  if (t === EMPTY_TOPIC_DISPLAY_NAME || t === LEGACY_EMPTY_TOPIC_NAME) t = '';
+  const bad = firstUnprintable(t);
+  if (bad !== null) throw new JsonableError(`Invalid character in topic, at position ${bad}!`);
+  return t;
+}
+
+/** Zulip truncates rather than refuses: over-long topics end in "...". */
+export const truncateTopic = (topic: string) => ([...topic].length > MAX_TOPIC_LENGTH ? [...topic].slice(0, MAX_TOPIC_LENGTH - 3).join('') + '...' : topic);
+
+/** Trailing blanks and leading newlines go; empty or NUL content is refused; over-long content is cut. */
+export function normalizeContent(content: string): string {
+  const body = content.replace(/\s+$/u, '').replace(/^\n+/, '');
+  if (body === '') throw new JsonableError('Message must not be empty');
+  if (body.includes('\u0000')) throw new JsonableError('Message must not contain null bytes');
+  const suffix = '\n[message truncated]';
+  return body.length > MAX_MESSAGE_LENGTH ? body.slice(0, MAX_MESSAGE_LENGTH - suffix.length) + suffix : body;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sending
+
+interface Addressed {
+  channel: Channel | null;
+  topic: string;
+  /** Users who get a user_message row (ascending). */
+  recipientIds: number[];
+  /** Direct messages: every participant, sender included (ascending). */
+  directUserIds: number[];
+}
+
+/** A message that passed every check of sending, ready to be stored (CheckedMessage → storeCheckedMessage). */
+export interface CheckedMessage {
+  channel: Channel | null;
+  topic: string;
+  /** Users who get a user_message row (ascending), and their flag bits (aligned). */
+  recipientIds: number[];
+  flags: number[];
+  /** Direct messages: every participant, sender included (ascending). */
+  directUserIds: number[];
+  content: string;
+  renderedContent: string;
+  people: Map<number, MessagePerson>;
+}
+
+/** What reading needs: the database handle (the pool, or a transaction that also locks rows). */
+interface Reads {
+  db: Db;
+}
+
+/**
+ * Every check of sending (address, content, permissions, mentions), rendering and the recipients'
+ * flags, read through `db`: the pool when sending now, the delivery transaction for scheduled messages.
+ */
+export async function checkMessage(db: Db, realm: Realm, sender: User, request: SendMessageRequest): Promise<CheckedMessage> {
+  const reads: Reads = { db };
+  const subject = await loadPermissionSubject(db, sender);
+  let addressed: Addressed;
+  let content: string;
+  if (request.type === 'stream') {
+    const address = parseChannelAddress(request.to);
+    if (request.topic === undefined) throw new JsonableError('Missing topic');
+    let topic = normalizeTopic(request.topic);
+    content = normalizeContent(request.content);
+    topic = truncateTopic(topic);
+    const channel = await channelForSending(reads, realm, sender, subject, address);
+    checkTopicsPolicy(realm, channel, topic);
+    addressed = { channel, topic, recipientIds: await channelRecipientIds(db, channel.id), directUserIds: [] };
+  } else {
+    const participants = await directParticipants(reads, realm, sender, parseDirectAddress(request.to));
+    content = normalizeContent(request.content);
+    await checkDirectMessagePermission(db, realm, subject, participants);
+    addressed = { channel: null, topic: '', recipientIds: participants.map((p) => p.id), directUserIds: participants.map((p) => p.id) };
+  }
+  const rendered = await render(reads, realm, content);
+  const flags = await recipientFlags(reads, realm, sender, subject, addressed, rendered, request);
+  const people = await messagePeople(db, realm.id, [sender.id, ...addressed.directUserIds]);
+  return {
+    channel: addressed.channel,
+    topic: addressed.topic,
+    recipientIds: addressed.recipientIds,
+    flags,
+    directUserIds: addressed.directUserIds,
+    content,
+    renderedContent: rendered.html,
+    people: new Map(people.map((p) => [p.id, p])),
+  };
+}
+
+/** Stores a checked message inside `tx` with its rows and its `message` event (announced after commit). */
+export async function storeCheckedMessage(
+  tx: Db,
+  afterCommit: AfterCommit,
+  deps: Pick<AppDeps, 'events' | 'jobs' | 'config'>,
+  realm: Realm,
+  sender: User,
+  checked: CheckedMessage,
+  origin: { client: string; queueId?: string | undefined; localId?: string | undefined },
+): Promise<MessageRow> {
+  const row = await storeMessage(
+    tx,
+    {
+      realmId: realm.id,
+      senderId: sender.id,
+      channelId: checked.channel?.id ?? null,
+      topic: checked.topic,
+      directUserIds: checked.directUserIds,
+      content: checked.content,
+      renderedContent: checked.renderedContent,
+      sendingClient: origin.client,
+    },
+    { userIds: checked.recipientIds, flags: checked.flags },
+  );
+  const formatted = formatMessage(
+    row,
+    {
+      realm,
+      people: checked.people,
+      channelNames: new Map(checked.channel ? [[checked.channel.id, checked.channel.name]] : []),
+      applyMarkdown: true,
+      clientGravatar: false,
+      allowEmptyTopicName: true,
+    },
+    null,
+  );
+  const delivery: MessageDeliveryFields = { _markdown: checked.content };
+  if (origin.queueId !== undefined) delivery._sender_queue_id = origin.queueId;
+  if (origin.localId !== undefined) delivery._local_id = origin.localId;
+  const shownSender = checked.people.get(sender.id);
+  if (shownSender?.email_public && shownSender.avatar_source === 'G') delivery._gravatar = true;
+  await deps.events.publish(tx, afterCommit, realm.id, [
+    {
+      userIds: checked.recipientIds,
+      flags: checked.flags,
+      allPublicStreams: checked.channel !== null && !checked.channel.inviteOnly,
+      payload: { type: 'message', message: formatted, ...delivery },
+    },
+  ]);
+  await queuePushesForMessage(tx, deps, realm, checked, row);
+  return row;
+}
+
+export async function doSendMessage(deps: AppDeps, realm: Realm, sender: User, request: SendMessageRequest): Promise<{ id: number }> {
+  const checked = await checkMessage(deps.db, realm, sender, request);
+  const row = await inTransaction(deps.db, (tx, afterCommit) =>
+    storeCheckedMessage(tx, afterCommit, deps, realm, sender, checked, { client: request.client, queueId: request.queueId, localId: request.localId }),
+  );
+  return { id: row.id };
+}
+
+async function channelForSending(deps: Reads, realm: Realm, sender: User, subject: PermissionSubject, address: ChannelAddress): Promise<Channel> {
+  let channel: Channel | undefined | null;
+  if (address.kind === 'name') {
+    const name = address.name.trim();
+    if (name === '') throw new JsonableError("Channel name can't be empty.");
+    [channel] = await findChannelsByNames(deps.db, realm.id, [name]);
+    if (!channel) throw new JsonableError(`Channel '${name}' does not exist`, { code: 'STREAM_DOES_NOT_EXIST', data: { stream: name } });
+  } else {
+    channel = await findChannelById(deps.db, realm.id, address.id);
+    if (!channel) throw new JsonableError(`Channel with ID '${address.id}' does not exist`, { code: 'STREAM_DOES_NOT_EXIST', data: { stream_id: address.id } });
+  }
+  const subscribed = (await subscribedChannelIds(deps.db, sender.id, [channel.id])).has(channel.id);
+  let ownerSubject: PermissionSubject | null = null;
+  let ownerSubscribed = false;
+  if (sender.isBot && sender.botOwnerId !== null) {
+    const owner = await findUserById(deps.db, realm.id, sender.botOwnerId);
+    if (owner) {
+      ownerSubject = await loadPermissionSubject(deps.db, owner);
+      ownerSubscribed = (await subscribedChannelIds(deps.db, owner.id, [channel.id])).has(channel.id);
+    }
+  }
+  checkCanSendToChannel(subject, channel, { subscribed, ownerSubject, ownerSubscribed });
+  return channel;
+}
+
+/** The channel's topics policy (or the organization's, when the channel inherits it). */
+function checkTopicsPolicy(realm: Realm, channel: Channel, topic: string): void {
+  const policy = channel.topicsPolicy === 'inherit' ? realm.topicsPolicy : channel.topicsPolicy;
+  if (policy === 'disable_empty_topic' && topic === '') {
+    throw new JsonableError(`Sending messages to the ${EMPTY_TOPIC_DISPLAY_NAME} is not allowed in this channel.`, {
+      data: { empty_topic_display_name: EMPTY_TOPIC_DISPLAY_NAME },
+    });
+  }
+  if (policy === 'empty_topic_only' && topic !== '') throw new JsonableError(`Only the ${EMPTY_TOPIC_DISPLAY_NAME} topic is allowed in this channel.`);
+}
+
+/** Resolves the recipients (errors in Zulip's order), adding the sender: every participant, ascending. */
+async function directParticipants(deps: Reads, realm: Realm, sender: User, address: DirectAddress): Promise<{ id: number; is_bot: boolean }[]> {
+  let found: { id: number; email: string; is_active: boolean; is_bot: boolean }[];
+  if (address.kind === 'emails') {
+    if (address.emails.length === 0) throw new JsonableError('Message must have recipients');
+    const { rows, matches } = await directRecipientsByEmails(deps.db, realm, address.emails);
+    found = [];
+    for (const email of address.emails) {
+      const user = rows.find((r) => matches(r, email));
+      if (!user) throw new JsonableError(`Invalid email '${email}'`);
+      found.push(user);
+    }
+  } else {
+    if (address.ids.length === 0) throw new JsonableError('Message must have recipients');
+    const rows = await directRecipientsByIds(deps.db, realm.id, address.ids);
+    found = [];
+    for (const id of address.ids) {
+      const user = rows.find((r) => r.id === id);
+      if (!user) throw new JsonableError(`Invalid user ID ${id}`);
+      found.push(user);
+    }
+  }
+  for (const user of found) if (!user.is_active) throw new JsonableError(`'${user.email}' is no longer using Zulip.`);
+  const participants = new Map(found.map((u) => [u.id, { id: u.id, is_bot: u.is_bot }]));
+  participants.set(sender.id, { id: sender.id, is_bot: sender.isBot });
+  return [...participants.values()].sort((a, b) => a.id - b.id);
+}
+
+async function render(deps: Reads, realm: Realm, content: string) {
+  const refs = extractReferences(content);
+  const targets = refs.userNames.length + refs.userIds.length + refs.groupNames.length + refs.channelNames.length > 0
+    ? await mentionTargets(deps.db, realm.id, refs)
+    : { users: [], groups: [], channels: [] };
+  const rendered = renderMessage(content, {
+    users: targets.users,
+    groups: targets.groups,
+    channels: targets.channels,
+    narrowUrl: (channel, topic) => defaultNarrowUrl(channel, topic),
+  });
+  return { ...rendered, groups: targets.groups };
+}
+
+/** Each recipient's flag bits (aligned with addressed.recipientIds); checks mention permissions. */
+async function recipientFlags(
+  deps: Reads,
+  realm: Realm,
+  sender: User,
+  subject: PermissionSubject,
+  addressed: Addressed,
+  rendered: Awaited<ReturnType<typeof render>>,
+  request: SendMessageRequest,
+): Promise<number[]> {
+  const mayMentionMany = holds(subject, realm.canMentionManyUsersGroupId);
+  if (addressed.channel && rendered.streamWildcardMentioned && addressed.recipientIds.length > WILDCARD_MENTION_THRESHOLD && !mayMentionMany) {
+    throw new JsonableError('You do not have permission to use channel wildcard mentions in this channel.', { code: 'STREAM_WILDCARD_MENTION_NOT_ALLOWED' });
+  }
+  let topicParticipants = new Set<number>();
+  if (addressed.channel && rendered.topicWildcardMentioned) {
+    topicParticipants = new Set([...(await topicParticipantIds(deps.db, addressed.channel.id, addressed.topic)), sender.id]);
+    if (topicParticipants.size > WILDCARD_MENTION_THRESHOLD && !mayMentionMany) {
+      throw new JsonableError('You do not have permission to use topic wildcard mentions in this topic.', { code: 'TOPIC_WILDCARD_MENTION_NOT_ALLOWED' });
+    }
+  }
+  for (const id of rendered.mentionedGroupIds) {
+    const group = rendered.groups.find((g) => g.id === id)!;
+    if (!holds(subject, group.can_mention_group_id)) throw new JsonableError(`You are not allowed to mention user group '${group.name}'.`);
+  }
+  const mentioned = new Set([...rendered.mentionedUserIds, ...(await activeMembersOfGroups(deps.db, rendered.mentionedGroupIds))]);
+  const readBySender = request.readBySender ?? READ_BY_SENDER_CLIENTS.has(request.client.toLowerCase());
+  const direct = addressed.channel === null;
+  return addressed.recipientIds.map((id) => {
+    let bits = 0;
+    if (id === sender.id && readBySender) bits |= MESSAGE_FLAG_BITS.read;
+    if (mentioned.has(id)) bits |= MESSAGE_FLAG_BITS.mentioned;
+    if (rendered.streamWildcardMentioned) bits |= MESSAGE_FLAG_BITS.stream_wildcard_mentioned;
+    if (rendered.topicWildcardMentioned && topicParticipants.has(id)) bits |= MESSAGE_FLAG_BITS.topic_wildcard_mentioned;
+    if (direct) bits |= MESSAGE_FLAG_BITS.is_private;
+    return bits;
+  });
+}

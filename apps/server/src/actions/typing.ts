@@ -1,0 +1,62 @@
+// POST /typing: ephemeral events, no stored row and no transaction (events/bus.ts publishEphemeral).
+import type { AppDeps } from '../deps.ts';
+import type { Realm, User } from '../data/models.ts';
+import { channelTypingAudience, typingPeople, typingPreferences } from '../data/typing.repo.ts';
+import { findChannelById } from '../data/channels.repo.ts';
+import { subscribedChannelIds } from '../data/subscriptions.repo.ts';
+import { JsonableError } from '../errors.ts';
+import { loadPermissionSubject } from '../access/group-settings.ts';
+import { checkCanSendToChannel } from '../access/messages.ts';
+import { hasContentAccess } from '../access/channels.ts';
+import { EMPTY_TOPIC_DISPLAY_NAME, LEGACY_EMPTY_TOPIC_NAME, MAX_CHANNEL_SIZE_FOR_TYPING } from '../lib/message-limits.ts';
+
+export type TypingRequest =
+  | { kind: 'direct'; op: 'start' | 'stop'; to: number[] | undefined }
+  | { kind: 'channel'; op: 'start' | 'stop'; channelId: number | undefined; topic: string | undefined };
+
+export async function doSetTypingStatus(deps: AppDeps, realm: Realm, sender: User, request: TypingRequest): Promise<void> {
+  const senderRef = { user_id: sender.id, email: sender.email };
+  if (request.kind === 'direct') {
+    if (request.to === undefined) throw new JsonableError("Missing 'to' argument");
+    if (request.to.length === 0) throw new JsonableError("Empty 'to' list");
+    if (!(await typingPreferences(deps.db, sender.id)).direct) throw new JsonableError('User has disabled typing notifications for direct messages');
+    const ids = [...new Set([...request.to, sender.id])];
+    const people = await typingPeople(deps.db, realm.id, ids);
+    const found = new Set(people.map((p) => p.id));
+    const unknown = request.to.find((id) => !found.has(id));
+    if (unknown !== undefined) throw new JsonableError(`Invalid user ID ${unknown}`);
+    const active = people.filter((p) => p.is_active);
+    await deps.events.publishEphemeral(
+      realm.id,
+      active.filter((p) => p.receives).map((p) => p.id),
+      {
+        type: 'typing',
+        op: request.op,
+        message_type: 'direct',
+        sender: senderRef,
+        recipients: active.map((p) => ({ user_id: p.id, email: p.email })),
+      },
+    );
+    return;
+  }
+  if (request.channelId === undefined) throw new JsonableError("Missing 'stream_id' argument");
+  if (request.topic === undefined) throw new JsonableError('Missing topic');
+  if (!(await typingPreferences(deps.db, sender.id)).channel) throw new JsonableError('User has disabled typing notifications for channel messages');
+  const channel = await findChannelById(deps.db, realm.id, request.channelId);
+  const subject = await loadPermissionSubject(deps.db, sender);
+  const subscribed = channel ? (await subscribedChannelIds(deps.db, sender.id, [channel.id])).has(channel.id) : false;
+  if (!channel || !hasContentAccess(subject, channel, subscribed)) throw new JsonableError('Invalid channel ID');
+  checkCanSendToChannel(subject, channel, { subscribed });
+  let topic = request.topic.trim();
+  if (topic === LEGACY_EMPTY_TOPIC_NAME || topic === EMPTY_TOPIC_DISPLAY_NAME) topic = '';
+  const audience = await channelTypingAudience(deps.db, channel.id);
+  if (audience.subscriberCount > MAX_CHANNEL_SIZE_FOR_TYPING) return;
+  await deps.events.publishEphemeral(realm.id, audience.receiverIds, {
+    type: 'typing',
+    op: request.op,
+    message_type: 'stream',
+    sender: senderRef,
+    stream_id: channel.id,
+    topic,
+  });
+}

@@ -1,0 +1,188 @@
+// Event queues (POST /register, GET /events) and reading stored events back for delivery. Queues live
+// in PostgreSQL, so that any server process can serve any queue.
+import type { Db } from './db.ts';
+import { Prisma } from './db.ts';
+import { eventOrderLockSql } from './events.repo.ts';
+
+export interface EventQueueRow {
+  id: string;
+  realmId: number;
+  userId: number;
+  eventTypes: string[] | null;
+  allPublicStreams: boolean;
+  applyMarkdown: boolean;
+  clientGravatar: boolean;
+  narrow: unknown;
+  clientCapabilities: Record<string, boolean>;
+  lifespanSecs: number;
+  lastEventId: number;
+  /** When the queue was registered (database clock, ms): ephemeral events from before it are not for it. */
+  createdAtMs: number;
+}
+
+/** A queue to create: its row without the creation time (the database's clock). */
+export type NewEventQueue = Omit<EventQueueRow, 'createdAtMs' | 'narrow'> & { narrow: unknown[] };
+
+/** `eventTypes` null (every type) is stored as SQL NULL, distinct from an empty list (no types). */
+export async function createEventQueue(db: Db, q: NewEventQueue): Promise<void> {
+  await db.$executeRaw`
+    INSERT INTO event_queue (id, realm_id, user_id, event_types, all_public_streams, apply_markdown, client_gravatar, narrow,
+      client_capabilities, lifespan_secs, last_event_id)
+    VALUES (${q.id}, ${q.realmId}::int, ${q.userId}::int, ${q.eventTypes}::text[], ${q.allPublicStreams}, ${q.applyMarkdown}, ${q.clientGravatar},
+      ${JSON.stringify(q.narrow)}::jsonb, ${JSON.stringify(q.clientCapabilities)}::jsonb, ${q.lifespanSecs}::int, ${q.lastEventId}::bigint)`;
+}
+
+interface QueueSqlRow {
+  id: string;
+  realm_id: number;
+  user_id: number;
+  event_types: string[] | null;
+  all_public_streams: boolean;
+  apply_markdown: boolean;
+  client_gravatar: boolean;
+  narrow: unknown;
+  client_capabilities: Record<string, boolean>;
+  lifespan_secs: number;
+  last_event_id: bigint;
+  created_ms: number;
+}
+
+/**
+ * Marks a poll of the user's queue: records the acknowledged event id (never moving backwards) and
+ * the access time. Null when the queue does not exist, belongs to someone else, or has expired.
+ * `event_types` is null for "every type" (stored as an empty array with no types given).
+ */
+export async function touchEventQueue(db: Db, queueId: string, userId: number, acknowledged: number | null): Promise<EventQueueRow | null> {
+  const rows = await db.$queryRaw<QueueSqlRow[]>`
+    UPDATE event_queue SET last_accessed_at = now(),
+      last_event_id = GREATEST(last_event_id, COALESCE(${acknowledged}::bigint, last_event_id))
+    WHERE id = ${queueId} AND user_id = ${userId}::int
+      AND last_accessed_at > now() - make_interval(secs => lifespan_secs)
+    RETURNING id, realm_id, user_id, event_types, all_public_streams, apply_markdown, client_gravatar, narrow,
+      client_capabilities, lifespan_secs, last_event_id, (extract(epoch FROM created_at) * 1000)::float8 AS created_ms`;
+  const r = rows[0];
+  if (!r) return null;
+  return {
+    id: r.id,
+    realmId: r.realm_id,
+    userId: r.user_id,
+    eventTypes: r.event_types,
+    allPublicStreams: r.all_public_streams,
+    applyMarkdown: r.apply_markdown,
+    clientGravatar: r.client_gravatar,
+    narrow: r.narrow,
+    clientCapabilities: r.client_capabilities,
+    lifespanSecs: r.lifespan_secs,
+    lastEventId: Number(r.last_event_id),
+    createdAtMs: r.created_ms,
+  };
+}
+
+/** Deletes the user's queue; false when there was none. */
+export async function deleteEventQueue(db: Db, queueId: string, userId: number): Promise<boolean> {
+  const n = await db.$executeRaw`DELETE FROM event_queue WHERE id = ${queueId} AND user_id = ${userId}::int`;
+  return n > 0;
+}
+
+/** Deletes every queue of these users (deactivation). */
+export async function deleteEventQueuesOfUsers(db: Db, userIds: number[]): Promise<void> {
+  if (userIds.length) await db.$executeRaw`DELETE FROM event_queue WHERE user_id = ANY(${userIds}::int[])`;
+}
+
+/** A stored event as delivery reads it. */
+export interface EventRow {
+  id: number;
+  /** null: realm-wide. */
+  userIds: number[] | null;
+  flags: number[] | null;
+  allPublicStreams: boolean;
+  type: string;
+  payload: Record<string, unknown>;
+}
+
+interface EventSqlRow {
+  id: bigint;
+  user_ids: number[] | null;
+  realm_wide: boolean;
+  flags: number[] | null;
+  all_public_streams: boolean;
+  type: string;
+  payload: Record<string, unknown>;
+}
+
+const toEventRow = (r: EventSqlRow): EventRow => ({
+  id: Number(r.id),
+  userIds: r.realm_wide ? null : (r.user_ids ?? []),
+  flags: r.flags,
+  allPublicStreams: r.all_public_streams,
+  type: r.type,
+  payload: r.payload,
+});
+
+/** Every event of the organization after `afterId`, oldest first, at most `limit`. */
+export async function eventsOfRealmAfter(db: Db, realmId: number, afterId: number, limit: number): Promise<EventRow[]> {
+  const rows = await db.$queryRaw<EventSqlRow[]>`
+    SELECT id, user_ids, realm_wide, flags, all_public_streams, type, payload FROM event
+    WHERE realm_id = ${realmId}::int AND id > ${afterId}::bigint ORDER BY id LIMIT ${limit}::int`;
+  return rows.map(toEventRow);
+}
+
+/**
+ * The events after `afterId` that may concern this user's queue (addressed to the user, realm-wide, or
+ * public-channel messages for all_public_streams queues), of the given types (all when null), oldest
+ * first; and the organization's newest event id at the time of reading.
+ */
+export async function eventsForQueueAfter(
+  db: Db,
+  q: { realmId: number; userId: number; allPublicStreams: boolean; eventTypes: string[] | null },
+  afterId: number,
+  limit: number,
+): Promise<{ events: EventRow[]; newestId: number }> {
+  const typeFilter = q.eventTypes ? Prisma.sql`AND type = ANY(${q.eventTypes}::text[])` : Prisma.empty;
+  const publicFilter = q.allPublicStreams ? Prisma.sql`OR all_public_streams` : Prisma.empty;
+  const rows = await db.$queryRaw<(EventSqlRow & { newest: bigint | null })[]>`
+    SELECT e.*, n.newest FROM (SELECT max(id) AS newest FROM event WHERE realm_id = ${q.realmId}::int) n
+    LEFT JOIN LATERAL (
+      SELECT id, user_ids, realm_wide, flags, all_public_streams, type, payload FROM event
+      WHERE realm_id = ${q.realmId}::int AND id > ${afterId}::bigint AND id <= n.newest
+        AND (realm_wide OR user_ids @> ARRAY[${q.userId}::int] ${publicFilter}) ${typeFilter}
+      ORDER BY id LIMIT ${limit}::int) e ON TRUE`;
+  const newestId = Number(rows[0]?.newest ?? 0);
+  return { events: rows.filter((r) => r.id !== null).map(toEventRow), newestId };
+}
+
+/** The organization's newest event id (0 when it has none). */
+export async function newestEventId(db: Db, realmId: number): Promise<number> {
+  const [row] = await db.$queryRaw<{ newest: bigint | null }[]>`SELECT max(id) AS newest FROM event WHERE realm_id = ${realmId}::int`;
+  return Number(row?.newest ?? 0);
+}
+
+/**
+ * An ephemeral event (typing): no row is stored. Under the organization's event-order lock it draws an
+ * id from the event sequence, so every stored event of the organization with a smaller id has committed
+ * and every later one gets a larger id, and notifies it to every server process. One statement, no
+ * transaction of the caller's. (A process delivering it first reads the stored events before it.)
+ */
+export async function publishEphemeralEvent(db: Db, channel: string, realmId: number, userIds: number[], payload: Record<string, unknown>): Promise<void> {
+  await db.$executeRaw`
+    WITH ordered AS (${eventOrderLockSql(realmId)}),
+    drawn AS (SELECT nextval(pg_get_serial_sequence('event', 'id')) AS id FROM ordered)
+    SELECT pg_notify(${channel}, json_build_object('realm_id', ${realmId}::int, 'id', drawn.id,
+      'at', (extract(epoch FROM clock_timestamp()) * 1000)::float8,
+      'user_ids', ${userIds}::int[], 'payload', ${JSON.stringify(payload)}::json)::text) IS NULL FROM drawn`;
+}
+
+/**
+ * Housekeeping, run periodically by any process: drops expired queues, then events that every live
+ * queue of their organization has acknowledged (after a grace period, so a /register racing the pruning
+ * finds them), and any event older than the longest queue lifetime.
+ */
+export async function pruneEventsAndQueues(db: Db, options: { graceSecs: number; maxAgeSecs: number }): Promise<{ queues: number; events: number }> {
+  const queues = await db.$executeRaw`DELETE FROM event_queue WHERE last_accessed_at < now() - make_interval(secs => lifespan_secs)`;
+  const events = await db.$executeRaw`
+    DELETE FROM event e
+    WHERE e.created_at < now() - make_interval(secs => ${options.graceSecs}::int)
+      AND (e.created_at < now() - make_interval(secs => ${options.maxAgeSecs}::int)
+        OR e.id <= COALESCE((SELECT min(q.last_event_id) FROM event_queue q WHERE q.realm_id = e.realm_id), 9223372036854775807))`;
+  return { queues, events };
+}

@@ -1,0 +1,134 @@
+// Messages: storing a message with its per-recipient rows, and the reads sending needs (recipients,
+// mention targets, people shown in messages).
+import type { Db } from './db.ts';
+import { Prisma } from './db.ts';
+import { eventOrderLockSql } from './events.repo.ts';
+import type { MessagePerson, MessageRow } from '../lib/message-format.ts';
+
+export const MESSAGE_COLUMNS = Prisma.sql`m.id, m.sender_id, m.channel_id, m.topic, m.direct_user_ids, m.content, m.rendered_content, m.date_sent, m.last_edit_time, m.sending_client`;
+
+export interface NewMessage {
+  realmId: number;
+  senderId: number;
+  channelId: number | null;
+  topic: string;
+  /** Direct messages: every participant, sender included, ascending. */
+  directUserIds: number[];
+  content: string;
+  renderedContent: string;
+  sendingClient: string;
+}
+
+/**
+ * Stores the message and one user_message row per recipient (flags aligned with userIds), in one
+ * statement. It takes the organization's event-order lock first, so that message ids, and the ids of the
+ * events announcing them, follow commit order (a client never sees message n+1 before message n).
+ */
+export async function storeMessage(tx: Db, m: NewMessage, recipients: { userIds: number[]; flags: number[] }): Promise<MessageRow> {
+  const [row] = await tx.$queryRaw<MessageRow[]>`
+    WITH ordered AS (${eventOrderLockSql(m.realmId)}),
+    stored AS (
+      INSERT INTO message (realm_id, sender_id, channel_id, topic, direct_user_ids, content, rendered_content, sending_client)
+      SELECT ${m.realmId}::int, ${m.senderId}::int, ${m.channelId}::int, ${m.topic}, ${m.directUserIds}::int[], ${m.content}, ${m.renderedContent}, ${m.sendingClient}
+      FROM ordered
+      RETURNING *
+    ),
+    rows AS (
+      INSERT INTO user_message (user_id, message_id, flags)
+      SELECT r.user_id, stored.id, r.flags FROM stored, unnest(${recipients.userIds}::int[], ${recipients.flags}::bigint[]) AS r(user_id, flags)
+    )
+    SELECT ${MESSAGE_COLUMNS} FROM stored m`;
+  return row!;
+}
+
+/** Active subscribers of the channel who are active users (ascending). */
+export async function channelRecipientIds(db: Db, channelId: number): Promise<number[]> {
+  const rows = await db.$queryRaw<{ id: number }[]>`
+    SELECT s.user_id AS id FROM subscription s JOIN "user" u ON u.id = s.user_id
+    WHERE s.channel_id = ${channelId}::int AND s.active AND u.is_active ORDER BY s.user_id`;
+  return rows.map((r) => r.id);
+}
+
+/** Users who sent a message to the channel's topic (case-insensitive). */
+export async function topicParticipantIds(db: Db, channelId: number, topic: string): Promise<number[]> {
+  const rows = await db.$queryRaw<{ id: number }[]>`
+    SELECT DISTINCT sender_id AS id FROM message WHERE channel_id = ${channelId}::int AND lower(topic) = lower(${topic})`;
+  return rows.map((r) => r.id);
+}
+
+/** Whether the topic has any message yet. */
+export async function topicExists(db: Db, channelId: number, topic: string): Promise<boolean> {
+  const rows = await db.$queryRaw<unknown[]>`SELECT 1 FROM message WHERE channel_id = ${channelId}::int AND lower(topic) = lower(${topic}) LIMIT 1`;
+  return rows.length > 0;
+}
+
+export interface MentionTargets {
+  users: { id: number; full_name: string }[];
+  groups: { id: number; name: string; can_mention_group_id: number | null }[];
+  channels: { id: number; name: string }[];
+}
+
+/** Users (active, by full name or id), named groups and channels the content mentions, in one round trip. */
+export async function mentionTargets(
+  db: Db,
+  realmId: number,
+  refs: { userNames: string[]; userIds: number[]; groupNames: string[]; channelNames: string[] },
+): Promise<MentionTargets> {
+  const [row] = await db.$queryRaw<{ users: MentionTargets['users'] | null; groups: MentionTargets['groups'] | null; channels: MentionTargets['channels'] | null }[]>`
+    SELECT
+      (SELECT json_agg(json_build_object('id', u.id, 'full_name', u.full_name)) FROM "user" u
+        WHERE u.realm_id = ${realmId}::int AND u.is_active
+          AND (lower(u.full_name) = ANY(SELECT lower(n) FROM unnest(${refs.userNames}::text[]) n) OR u.id = ANY(${refs.userIds}::int[]))) AS users,
+      (SELECT json_agg(json_build_object('id', g.id, 'name', g.name, 'can_mention_group_id', g.can_mention_group_id)) FROM user_group g
+        WHERE g.realm_id = ${realmId}::int AND g.name IS NOT NULL AND NOT g.deactivated
+          AND g.name = ANY(${refs.groupNames}::text[])) AS groups,
+      (SELECT json_agg(json_build_object('id', c.id, 'name', c.name)) FROM channel c
+        WHERE c.realm_id = ${realmId}::int AND NOT c.is_archived
+          AND lower(c.name) = ANY(SELECT lower(n) FROM unnest(${refs.channelNames}::text[]) n)) AS channels`;
+  return { users: row?.users ?? [], groups: row?.groups ?? [], channels: row?.channels ?? [] };
+}
+
+/** Every active member of the groups, directly or through subgroups. */
+export async function activeMembersOfGroups(db: Db, groupIds: number[]): Promise<number[]> {
+  if (groupIds.length === 0) return [];
+  const rows = await db.$queryRaw<{ id: number }[]>`
+    WITH RECURSIVE sub(id) AS (
+      SELECT unnest(${groupIds}::int[])
+      UNION
+      SELECT s.subgroup_id FROM user_group_subgroup s JOIN sub ON s.supergroup_id = sub.id
+    )
+    SELECT DISTINCT m.user_id AS id FROM user_group_member m JOIN sub ON m.group_id = sub.id JOIN "user" u ON u.id = m.user_id
+    WHERE u.is_active`;
+  return rows.map((r) => r.id);
+}
+
+/** People as messages show them (sender, direct-message participants). */
+export async function messagePeople(db: Db, realmId: number, ids: number[]): Promise<MessagePerson[]> {
+  if (ids.length === 0) return [];
+  return db.$queryRaw<MessagePerson[]>`
+    SELECT u.id, u.full_name, u.email, u.delivery_email, u.avatar_version, u.avatar_source,
+      COALESCE(s.email_address_visibility, 1) = 1 AS email_public
+    FROM "user" u LEFT JOIN user_settings s ON s.user_id = u.id
+    WHERE u.realm_id = ${realmId}::int AND u.id = ANY(${[...new Set(ids)]}::int[])`;
+}
+
+/** Recipients of a direct message by id or by (visible or real) address; unknown ones are left out. */
+export async function directRecipientsByIds(db: Db, realmId: number, ids: number[]) {
+  return db.$queryRaw<{ id: number; email: string; is_active: boolean; is_bot: boolean }[]>`
+    SELECT id, email, is_active, is_bot FROM "user" WHERE realm_id = ${realmId}::int AND id = ANY(${ids}::int[])`;
+}
+
+/**
+ * Users whose address as others see it (the `email` column, or `user<id>@<host>` when hidden) is one
+ * of `emails` (case-insensitive).
+ */
+export async function directRecipientsByEmails(db: Db, realm: { id: number; url: string }, emails: string[]) {
+  const host = new URL(realm.url).hostname.toLowerCase();
+  const hidden = new RegExp(`^user(\\d+)@${host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  const wanted = emails.map((e) => e.toLowerCase());
+  const hiddenIds = wanted.map((e) => hidden.exec(e)).filter((m) => m !== null).map((m) => Number(m[1]));
+  const rows = await db.$queryRaw<{ id: number; email: string; is_active: boolean; is_bot: boolean }[]>`
+    SELECT id, email, is_active, is_bot FROM "user"
+    WHERE realm_id = ${realm.id}::int AND (lower(email) = ANY(${wanted}::text[]) OR id = ANY(${hiddenIds}::int[]))`;
+  return { rows, matches: (row: { id: number; email: string }, email: string) => row.email.toLowerCase() === email.toLowerCase() || `user${row.id}@${host}` === email.toLowerCase() };
+}

@@ -1,0 +1,36 @@
+// The reads POST /typing needs: who the recipients are and whether they want typing notifications.
+import type { Db } from './db.ts';
+
+export interface TypingPerson {
+  id: number;
+  email: string;
+  is_active: boolean;
+  receives: boolean;
+}
+
+/** Users of the organization among `ids`, with their receives_typing_notifications setting. */
+export async function typingPeople(db: Db, realmId: number, ids: number[]): Promise<TypingPerson[]> {
+  return db.$queryRaw<TypingPerson[]>`
+    SELECT u.id, u.email, u.is_active, COALESCE(s.receives_typing_notifications, TRUE) AS receives
+    FROM "user" u LEFT JOIN user_settings s ON s.user_id = u.id
+    WHERE u.realm_id = ${realmId}::int AND u.id = ANY(${ids}::int[]) ORDER BY u.id`;
+}
+
+/**
+ * A channel's active subscribers who receive typing notifications, and how many active subscribers it
+ * has (typing is not sent to large channels).
+ */
+export async function channelTypingAudience(db: Db, channelId: number): Promise<{ subscriberCount: number; receiverIds: number[] }> {
+  const [row] = await db.$queryRaw<{ n: number; receivers: number[] }[]>`
+    SELECT count(*)::int AS n, COALESCE(array_agg(u.id ORDER BY u.id) FILTER (WHERE COALESCE(s.receives_typing_notifications, TRUE)), '{}') AS receivers
+    FROM subscription sub JOIN "user" u ON u.id = sub.user_id LEFT JOIN user_settings s ON s.user_id = u.id
+    WHERE sub.channel_id = ${channelId}::int AND sub.active AND u.is_active`;
+  return { subscriberCount: row?.n ?? 0, receiverIds: row?.receivers ?? [] };
+}
+
+/** The sender's typing-notification preferences. */
+export async function typingPreferences(db: Db, userId: number): Promise<{ direct: boolean; channel: boolean }> {
+  const [row] = await db.$queryRaw<{ direct: boolean; channel: boolean }[]>`
+    SELECT send_private_typing_notifications AS direct, send_stream_typing_notifications AS channel FROM user_settings WHERE user_id = ${userId}::int`;
+  return { direct: row?.direct ?? true, channel: row?.channel ?? true };
+}

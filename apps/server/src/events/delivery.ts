@@ -1,0 +1,308 @@
+// Long-poll delivery (GET /events) in one server process.
+//
+// Events are stored in PostgreSQL with ids handed out in commit order per organization (see
+// data/events.repo.ts), and announced with NOTIFY. Each process keeps, per organization it serves
+// polls for, a *tail*: the events after a starting id, fetched once per announcement whatever the
+// number of parked polls, in a short in-memory buffer. A poll whose last_event_id is inside the
+// buffer is answered from memory; an older one reads the database once, then joins the tail. Parked
+// polls are indexed by organization and answered as soon as a fetch brings something for them.
+//
+// Ephemeral events (typing) arrive in a NOTIFY payload with an id drawn from the same sequence under
+// the same lock; the tail first fetches the stored events before them, then inserts them in id order.
+// A process that serves no polls for the organization at that moment does not keep them.
+import type { Db } from '../data/db.ts';
+import { eventsForQueueAfter, eventsOfRealmAfter, newestEventId, type EventQueueRow, type EventRow } from '../data/event-queues.repo.ts';
+import type { Logger } from '../http/logging.ts';
+import { EPHEMERAL_CHANNEL, EVENTS_CHANNEL } from './bus.ts';
+import type { DatabaseListener } from './listener.ts';
+import { presentEvent, type DeliverableEvent } from './present.ts';
+
+export interface DeliveryOptions {
+  /** A parked poll answers a heartbeat after this long plus up to `heartbeatJitterMs`. */
+  heartbeatMs: number;
+  heartbeatJitterMs: number;
+  /** How long the buffer keeps events, and at most how many. */
+  bufferMs: number;
+  bufferMax: number;
+  /** At most this many events in one answer. */
+  batchLimit: number;
+}
+
+export const DEFAULT_DELIVERY_OPTIONS: DeliveryOptions = {
+  heartbeatMs: 45_000,
+  heartbeatJitterMs: 10_000,
+  bufferMs: 120_000,
+  bufferMax: 20_000,
+  batchLimit: 1_000,
+};
+
+export type PolledQueue = Pick<EventQueueRow, 'id' | 'realmId' | 'userId' | 'eventTypes' | 'allPublicStreams' | 'applyMarkdown' | 'narrow' | 'clientCapabilities' | 'createdAtMs' | 'clientGravatar'>;
+
+export interface EventDelivery {
+  /**
+   * The events for `queue` after `after`, adapted to it; waits (unless `dontBlock`) until there is one,
+   * answering a heartbeat after a while, or until `signal` aborts (the client went away) or the
+   * process stops.
+   */
+  poll(queue: PolledQueue, after: number, options: { dontBlock: boolean; signal?: AbortSignal }): Promise<Record<string, unknown>[]>;
+  /**
+   * Starts following the organization's events in this process (done at /register, so that ephemeral
+   * events sent before the client's first poll are kept for it).
+   */
+  watch(realmId: number): void;
+  /** Number of polls parked in this process (figures, tests). */
+  readonly parked: number;
+  /** Answers every parked poll (with a heartbeat) and stops fetching. */
+  close(): void;
+}
+
+interface BufferedEvent extends DeliverableEvent {
+  at: number;
+}
+
+interface ParkedPoll {
+  queue: PolledQueue;
+  after: number;
+  done: (events: Record<string, unknown>[]) => void;
+}
+
+interface Tail {
+  realmId: number;
+  /** Every stored event with an id above `start` that has committed up to the last fetch is in `buffer`. */
+  start: number;
+  cursor: number;
+  buffer: BufferedEvent[];
+  polls: Set<ParkedPoll>;
+  ready: Promise<void>;
+  fetching: Promise<void> | null;
+  fetchAgain: boolean;
+  /** Ephemeral events waiting for the fetch that makes their predecessors known. */
+  ephemeralWaiting: BufferedEvent[];
+  lastUsed: number;
+}
+
+const fromRow = (r: EventRow, at: number): BufferedEvent => ({ ...r, at });
+
+export function createEventDelivery(db: Db, listener: DatabaseListener, logger: Logger, options: DeliveryOptions = DEFAULT_DELIVERY_OPTIONS): EventDelivery {
+  const tails = new Map<number, Tail>();
+  let parkedCount = 0;
+  let closed = false;
+
+  function tailFor(realmId: number): Tail {
+    let tail = tails.get(realmId);
+    if (!tail) {
+      const t: Tail = {
+        realmId,
+        start: 0,
+        cursor: 0,
+        buffer: [],
+        polls: new Set(),
+        ready: Promise.resolve(),
+        fetching: null,
+        fetchAgain: false,
+        ephemeralWaiting: [],
+        lastUsed: Date.now(),
+      };
+      t.ready = newestEventId(db, realmId).then((newest) => {
+        t.start = newest;
+        t.cursor = newest;
+      });
+      t.ready.catch(() => tails.delete(realmId));
+      tails.set(realmId, t);
+      tail = t;
+    }
+    tail.lastUsed = Date.now();
+    return tail;
+  }
+
+  /** Fetches what was committed since the cursor (coalescing announcements), then answers polls. */
+  function requestFetch(tail: Tail): Promise<void> {
+    if (tail.fetching) {
+      tail.fetchAgain = true;
+      return tail.fetching;
+    }
+    const run = async () => {
+      await tail.ready;
+      do {
+        tail.fetchAgain = false;
+        const ephemeral = tail.ephemeralWaiting;
+        tail.ephemeralWaiting = [];
+        for (;;) {
+          const rows = await eventsOfRealmAfter(db, tail.realmId, tail.cursor, options.batchLimit);
+          const now = Date.now();
+          for (const r of rows) tail.buffer.push(fromRow(r, now));
+          if (rows.length) tail.cursor = rows[rows.length - 1]!.id;
+          if (rows.length < options.batchLimit) break;
+        }
+        for (const e of ephemeral) insertInOrder(tail.buffer, e);
+        trim(tail);
+        dispatch(tail);
+      } while (tail.fetchAgain && !closed);
+    };
+    tail.fetching = run()
+      .catch((error) => logger.error({ err: error, realm_id: tail.realmId }, 'event fetch failed'))
+      .finally(() => {
+        tail.fetching = null;
+      });
+    return tail.fetching;
+  }
+
+  function insertInOrder(buffer: BufferedEvent[], e: BufferedEvent) {
+    let i = buffer.length;
+    while (i > 0 && buffer[i - 1]!.id > e.id) i--;
+    if (buffer[i - 1]?.id === e.id) return;
+    buffer.splice(i, 0, e);
+  }
+
+  function trim(tail: Tail) {
+    const horizon = Date.now() - options.bufferMs;
+    let drop = 0;
+    while (drop < tail.buffer.length && (tail.buffer.length - drop > options.bufferMax || tail.buffer[drop]!.at < horizon)) drop++;
+    if (drop === 0) return;
+    tail.start = Math.max(tail.start, tail.buffer[drop - 1]!.id);
+    tail.buffer.splice(0, drop);
+  }
+
+  /** Events of the buffer after `after` for this queue, adapted (oldest first, at most batchLimit). */
+  function collect(tail: Tail, queue: PolledQueue, after: number): Record<string, unknown>[] {
+    const out: Record<string, unknown>[] = [];
+    let i = firstAfter(tail.buffer, after);
+    for (; i < tail.buffer.length && out.length < options.batchLimit; i++) {
+      const presented = presentEvent(tail.buffer[i]!, queue);
+      if (presented) out.push(presented);
+    }
+    return out;
+  }
+
+  function firstAfter(buffer: BufferedEvent[], after: number): number {
+    let lo = 0;
+    let hi = buffer.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (buffer[mid]!.id <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  function dispatch(tail: Tail) {
+    for (const poll of [...tail.polls]) {
+      const events = collect(tail, poll.queue, poll.after);
+      if (events.length) poll.done(events);
+    }
+  }
+
+  listener.on(EVENTS_CHANNEL, (payload) => {
+    const tail = tails.get(Number(payload));
+    if (tail && !closed) void requestFetch(tail);
+  });
+
+  listener.on(EPHEMERAL_CHANNEL, (payload) => {
+    if (closed) return;
+    let message: { realm_id: number; id: number | string; at: number; user_ids: number[]; payload: Record<string, unknown> };
+    try {
+      message = JSON.parse(payload);
+    } catch {
+      return;
+    }
+    const tail = tails.get(message.realm_id);
+    if (!tail) return;
+    const ids = [...message.user_ids].sort((a, b) => a - b);
+    tail.ephemeralWaiting.push({
+      id: Number(message.id),
+      type: String(message.payload['type'] ?? ''),
+      userIds: ids,
+      flags: null,
+      allPublicStreams: false,
+      payload: message.payload,
+      publishedAtMs: message.at,
+      at: Date.now(),
+    });
+    // Its predecessors committed before it was sent: a fetch started from now on sees them.
+    tail.fetchAgain = true;
+    void requestFetch(tail);
+  });
+
+  // Notifications may have been lost while the listener was down: catch up from the database.
+  listener.onReset(() => {
+    for (const tail of tails.values()) void requestFetch(tail);
+  });
+
+  // Organizations nobody polls here any more are forgotten.
+  const sweeper = setInterval(() => {
+    const idle = Date.now() - 10 * 60_000;
+    for (const [realmId, tail] of tails) {
+      if (tail.polls.size === 0 && tail.lastUsed < idle) tails.delete(realmId);
+      else trim(tail);
+    }
+  }, 60_000);
+  sweeper.unref();
+
+  return {
+    get parked() {
+      return parkedCount;
+    },
+    watch(realmId) {
+      if (!closed) tailFor(realmId);
+    },
+    async poll(queue, requestedAfter, { dontBlock, signal }) {
+      if (closed) return [heartbeat(requestedAfter)];
+      const tail = tailFor(queue.realmId);
+      await tail.ready;
+      let after = requestedAfter;
+      let events: Record<string, unknown>[];
+      if (after >= tail.start) {
+        events = collect(tail, queue, after);
+      } else {
+        // Older than the buffer: the database has everything up to its newest id, the buffer what came since.
+        const fromDb = await eventsForQueueAfter(db, queue, after, options.batchLimit);
+        const seen = new Set<number>();
+        events = [];
+        for (const r of fromDb.events) {
+          const presented = presentEvent(fromRow(r, 0), queue);
+          seen.add(r.id);
+          if (presented) events.push(presented);
+        }
+        if (fromDb.events.length < options.batchLimit) {
+          for (const e of collect(tail, queue, Math.max(after, tail.start))) if (!seen.has(e['id'] as number)) events.push(e);
+          events.sort((a, b) => (a['id'] as number) - (b['id'] as number));
+          if (!events.length) after = Math.max(after, Math.min(tail.start, fromDb.newestId));
+        }
+      }
+      if (events.length || dontBlock || signal?.aborted) return events;
+      if (closed) return [heartbeat(after)];
+
+      // Park until a fetch brings something, a heartbeat is due, the client leaves, or we stop.
+      return new Promise((resolve) => {
+        const poll: ParkedPoll = {
+          queue,
+          after,
+          done: (result) => {
+            if (!tail.polls.delete(poll)) return;
+            parkedCount--;
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', onAbort);
+            tail.lastUsed = Date.now();
+            resolve(result);
+          },
+        };
+        const onAbort = () => poll.done([]);
+        const timer = setTimeout(() => poll.done([heartbeat(after)]), options.heartbeatMs + Math.random() * options.heartbeatJitterMs);
+        timer.unref();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        tail.polls.add(poll);
+        parkedCount++;
+      });
+    },
+    close() {
+      closed = true;
+      clearInterval(sweeper);
+      for (const tail of tails.values()) for (const poll of [...tail.polls]) poll.done([heartbeat(poll.after)]);
+    },
+  };
+}
+
+/** A heartbeat carries the id the client has already seen, so acknowledging it skips nothing. */
+function heartbeat(after: number): Record<string, unknown> {
+  return { type: 'heartbeat', id: after };
+}

@@ -1,0 +1,35 @@
+// Real-time events: POST /register, GET /events (long-poll), DELETE /events.
+import type { SuccessData } from '@parley/api-types';
+import type { Handler } from '../http/handler.ts';
+import { doDeleteQueue, doGetEvents, doRegisterQueue } from '../actions/event-queues.ts';
+
+export const registerQueue: Handler<'register-queue'> = async ({ params, realm, user, deps }) => {
+  const state = await doRegisterQueue(deps, realm, user, {
+    eventTypes: params.event_types ?? null,
+    fetchEventTypes: params.fetch_event_types ?? null,
+    applyMarkdown: params.apply_markdown ?? false,
+    clientGravatar: params.client_gravatar ?? true,
+    includeSubscribers: params.include_subscribers ?? false,
+    allPublicStreams: params.all_public_streams ?? false,
+    clientCapabilities: params.client_capabilities ?? {},
+    narrow: params.narrow ?? [],
+    queueLifespanSecs: params.queue_lifespan_secs ?? 0,
+  });
+  return state as SuccessData<'register-queue'>;
+};
+
+export const getEvents: Handler<'get-events'> = async ({ params, user, deps, signal, detachFromAdmission }) => {
+  const answer = await doGetEvents(deps, user, {
+    queueId: params.queue_id,
+    lastEventId: params.last_event_id,
+    dontBlock: params.dont_block ?? false,
+    signal,
+    onWait: detachFromAdmission,
+  });
+  return answer as SuccessData<'get-events'>;
+};
+
+export const deleteQueue: Handler<'delete-queue'> = async ({ params, user, deps }) => {
+  await doDeleteQueue(deps, user, params.queue_id);
+  return {};
+};

@@ -1,0 +1,103 @@
+// The message object of GET /messages, GET /messages/{id} and `message` events (Schema<'Message'>),
+// from a stored message and the people and channel it involves.
+import { createHash } from 'node:crypto';
+import type { Realm } from '../data/models.ts';
+import { gravatarUrl } from './user-format.ts';
+import { EMPTY_TOPIC_DISPLAY_NAME } from './message-limits.ts';
+
+/** A stored message, as the data layer reads it. */
+export interface MessageRow {
+  id: number;
+  sender_id: number;
+  channel_id: number | null;
+  topic: string;
+  direct_user_ids: number[];
+  content: string;
+  rendered_content: string;
+  date_sent: Date;
+  last_edit_time: Date | null;
+  sending_client: string;
+}
+
+/** What a message shows of a person (sender or direct-message participant). */
+export interface MessagePerson {
+  id: number;
+  full_name: string;
+  /** The address others see (Zulip's `email`). */
+  email: string;
+  delivery_email: string;
+  avatar_version: number;
+  avatar_source: string;
+  /** email_address_visibility is "everyone". */
+  email_public: boolean;
+}
+
+export interface MessageFormatContext {
+  realm: Realm;
+  people: ReadonlyMap<number, MessagePerson>;
+  channelNames: ReadonlyMap<number, string>;
+  applyMarkdown: boolean;
+  clientGravatar: boolean;
+  /** Clients that understand the empty topic get ""; others get realm_empty_topic_display_name. */
+  allowEmptyTopicName: boolean;
+}
+
+export type FormattedMessage = Record<string, unknown>;
+
+/**
+ * An id for the conversation of a message, stable and distinct across channels, one-to-one and group
+ * conversations (Zulip's recipient_id): 3n+1 for channel n, 3n for the other person n of a one-to-one
+ * conversation (the user n for a conversation with oneself), 3h+2 for a group with hash h of its ids.
+ */
+export function recipientIdOf(row: Pick<MessageRow, 'channel_id' | 'direct_user_ids' | 'sender_id'>, viewerId: number | null): number {
+  if (row.channel_id !== null) return 3 * row.channel_id + 1;
+  const ids = row.direct_user_ids;
+  if (ids.length <= 2) {
+    const other = ids.find((id) => id !== (viewerId ?? row.sender_id)) ?? ids[0] ?? row.sender_id;
+    return 3 * other;
+  }
+  const h = createHash('sha1').update(ids.join(',')).digest().readUInt32BE(0) & 0x0fffffff;
+  return 3 * h + 2;
+}
+
+export const isMeMessage = (content: string) => content.startsWith('/me ');
+
+export function formatMessage(row: MessageRow, ctx: MessageFormatContext, viewerId: number | null): FormattedMessage {
+  const sender = ctx.people.get(row.sender_id);
+  const channel = row.channel_id !== null;
+  const out: FormattedMessage = {
+    id: row.id,
+    sender_id: row.sender_id,
+    sender_full_name: sender?.full_name ?? '',
+    sender_email: sender?.email ?? '',
+    sender_realm_str: '',
+    timestamp: Math.floor(row.date_sent.getTime() / 1000),
+    client: row.sending_client,
+    content: ctx.applyMarkdown ? row.rendered_content : row.content,
+    content_type: ctx.applyMarkdown ? 'text/html' : 'text/x-markdown',
+    subject: channel ? (row.topic === '' && !ctx.allowEmptyTopicName ? EMPTY_TOPIC_DISPLAY_NAME : row.topic) : '',
+    topic_links: [],
+    is_me_message: isMeMessage(row.content),
+    reactions: [],
+    submessages: [],
+    recipient_id: recipientIdOf(row, viewerId),
+    type: channel ? 'stream' : 'private',
+    avatar_url: sender ? avatarUrlOf(sender, ctx.clientGravatar) : null,
+  };
+  if (channel) {
+    out['stream_id'] = row.channel_id;
+    out['display_recipient'] = ctx.channelNames.get(row.channel_id!) ?? '';
+  } else {
+    const people = row.direct_user_ids.map((id) => ctx.people.get(id)).filter((p): p is MessagePerson => p !== undefined);
+    // One-to-one conversations list both people by address; groups by id (as Zulip does).
+    if (people.length <= 2) people.sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0));
+    out['display_recipient'] = people.map((p) => ({ id: p.id, email: p.email, full_name: p.full_name, is_mirror_dummy: false }));
+  }
+  if (row.last_edit_time) out['last_edit_timestamp'] = Math.floor(row.last_edit_time.getTime() / 1000);
+  return out;
+}
+
+function avatarUrlOf(person: MessagePerson, clientGravatar: boolean): string | null {
+  if (clientGravatar && person.email_public && person.avatar_source === 'G') return null;
+  return gravatarUrl(person.delivery_email, person.avatar_version);
+}

@@ -1,0 +1,11 @@
+// Limits and names of messages and topics (Zulip's values; /register reports them).
+export const MAX_MESSAGE_LENGTH = 10_000;
+export const MAX_TOPIC_LENGTH = 60;
+/** How clients show the empty topic (realm_empty_topic_display_name). */
+export const EMPTY_TOPIC_DISPLAY_NAME = 'general chat';
+/** Older clients' name for the empty topic, read as "". */
+export const LEGACY_EMPTY_TOPIC_NAME = '(no topic)';
+/** num_before + num_after above this is refused (GET /messages). */
+export const MAX_MESSAGES_PER_FETCH = 5_000;
+/** Typing notifications are not sent to channels with more subscribers than this. */
+export const MAX_CHANNEL_SIZE_FOR_TYPING = 100;

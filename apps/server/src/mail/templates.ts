@@ -1,0 +1,116 @@
+// The e-mails Parley sends, as plain text and HTML. Every value from users (names, the organization's
+// name) is escaped in the HTML and flattened to one line in the subject.
+import { escapeHtml } from '../lib/html.ts';
+import { oneLine } from './outbox.ts';
+
+export interface EmailContent {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+const ROLE_NAMES: Record<number, string> = { 100: 'an organization owner', 200: 'an organization administrator', 300: 'a moderator', 400: 'a member', 600: 'a guest' };
+
+function expiryText(expiresAt: Date | null): string {
+  if (!expiresAt) return 'The link does not expire.';
+  return `The link expires on ${expiresAt.toUTCString()}.`;
+}
+
+function page(paragraphs: string[]): string {
+  return [
+    '<!DOCTYPE html>',
+    '<html><body style="font-family: sans-serif; line-height: 1.5; max-width: 40em">',
+    ...paragraphs.map((p) => `<p>${p}</p>`),
+    '</body></html>',
+  ].join('\n');
+}
+
+const button = (url: string, label: string) =>
+  `<a href="${escapeHtml(url)}" style="display: inline-block; padding: 0.5em 1em; background: #2a6ebb; color: #fff; text-decoration: none; border-radius: 4px">${escapeHtml(label)}</a>`;
+
+export function invitationEmail(input: {
+  realmName: string;
+  realmUrl: string;
+  inviterName: string;
+  inviterEmail: string;
+  invitedAs: number;
+  link: string;
+  expiresAt: Date | null;
+}): EmailContent {
+  const role = ROLE_NAMES[input.invitedAs] ?? 'a member';
+  return {
+    subject: oneLine(`${input.inviterName} invited you to join ${input.realmName}`),
+    text: [
+      'Hi,',
+      '',
+      `${input.inviterName} (${input.inviterEmail}) has invited you to join ${input.realmName} (${input.realmUrl}) as ${role}.`,
+      '',
+      'To accept, open this link and choose your name and password:',
+      input.link,
+      '',
+      expiryText(input.expiresAt),
+      '',
+      'If you were not expecting this invitation, you can ignore this e-mail.',
+      '',
+    ].join('\n'),
+    html: page([
+      'Hi,',
+      `${escapeHtml(input.inviterName)} (${escapeHtml(input.inviterEmail)}) has invited you to join <strong>${escapeHtml(input.realmName)}</strong> (${escapeHtml(input.realmUrl)}) as ${role}.`,
+      button(input.link, 'Accept the invitation'),
+      `Or copy this link into your browser: ${escapeHtml(input.link)}`,
+      escapeHtml(expiryText(input.expiresAt)),
+      'If you were not expecting this invitation, you can ignore this e-mail.',
+    ]),
+  };
+}
+
+/** Sent to an address given on the page of a reusable invitation link, to confirm it before sign-up. */
+export function signupConfirmationEmail(input: { realmName: string; realmUrl: string; link: string; expiresAt: Date | null }): EmailContent {
+  return {
+    subject: oneLine(`Confirm your e-mail address for ${input.realmName}`),
+    text: [
+      'Hi,',
+      '',
+      `Someone (hopefully you) asked to join ${input.realmName} (${input.realmUrl}) with this e-mail address.`,
+      '',
+      'To continue, open this link and choose your name and password:',
+      input.link,
+      '',
+      expiryText(input.expiresAt),
+      '',
+      'If it was not you, you can ignore this e-mail.',
+      '',
+    ].join('\n'),
+    html: page([
+      'Hi,',
+      `Someone (hopefully you) asked to join <strong>${escapeHtml(input.realmName)}</strong> (${escapeHtml(input.realmUrl)}) with this e-mail address.`,
+      button(input.link, 'Continue the sign-up'),
+      `Or copy this link into your browser: ${escapeHtml(input.link)}`,
+      escapeHtml(expiryText(input.expiresAt)),
+      'If it was not you, you can ignore this e-mail.',
+    ]),
+  };
+}
+
+/**
+ * Zulip tells the inviter with a direct message from its notification bot; Parley has no such bot, so
+ * the inviter gets this e-mail instead.
+ */
+export function invitationAcceptedEmail(input: { realmName: string; realmUrl: string; newUserName: string; newUserEmail: string }): EmailContent {
+  return {
+    subject: oneLine(`${input.newUserName} accepted your invitation to join ${input.realmName}`),
+    text: [
+      'Hi,',
+      '',
+      `${input.newUserName} (${input.newUserEmail}) accepted your invitation and joined ${input.realmName} (${input.realmUrl}).`,
+      '',
+      'You receive this e-mail because you asked to be told when they join.',
+      '',
+    ].join('\n'),
+    html: page([
+      'Hi,',
+      `${escapeHtml(input.newUserName)} (${escapeHtml(input.newUserEmail)}) accepted your invitation and joined <strong>${escapeHtml(input.realmName)}</strong> (${escapeHtml(input.realmUrl)}).`,
+      'You receive this e-mail because you asked to be told when they join.',
+    ]),
+  };
+}

@@ -1,0 +1,506 @@
+// Messages and real-time events: typing throughput against a bare Express floor, sending latency at
+// 1,000 and 10 subscribers, delivery of messages to 1,000 parked long-polls (latency and the server's
+// memory), and reading a topic's newest page out of 1,000,000 stored messages. Not a test: it prints
+// figures. From the repository root:
+//
+//   npx tsx bench/messages.bench.ts
+//
+// Environment:
+//   PARLEY_BENCH_SERVER_CMD  how to start Parley (run by the shell in the repository root; default
+//                            `node --import tsx apps/server/src/main.ts`). It gets DATABASE_URL,
+//                            PARLEY_SECRET_KEY, PARLEY_DATA_DIR, PARLEY_URL, HOST, PORT,
+//                            NODE_ENV=production (no response validation) and PARLEY_RATE_LIMIT=0.
+//   BENCH_ROWS               comma-separated subset of typing,send,delivery,history (all)
+//   BENCH_DURATION           seconds per measured run of typing and send (5); BENCH_WARMUP per side (2)
+//   BENCH_DELIVERY_MESSAGES  messages of the delivery row (30, after 3 warm-up messages)
+//   BENCH_HISTORY_MESSAGES   messages stored for the history row (1000000)
+//   BENCH_CPU_PROF=<dir>     run Parley with --cpu-prof into <dir> when its command starts with `node`
+//                            (summarise with `npx tsx bench/lib/profile-summary.ts <dir>/*.cpuprofile`)
+//   BENCH_KEEP=1             keep the work directory (Parley's log)
+//
+// Set-up (bench/lib/messages-seed.ts): an embedded PostgreSQL with one organization of 5,001 users,
+// a public channel with 1,000 subscribers (all with API keys), one with 10, and 5 channels holding the
+// history messages (written with SQL before Parley starts; 10,000 when the history row is not run).
+// Parley runs as a separate Node process (NODE_ENV=production); the typing floor
+// (bench/lib/messages-floor.ts) as another; autocannon and the other clients run in this process, so
+// their CPU time competes with the server's on a small machine. CPU time per request is read from
+// /proc for the server process and for PostgreSQL (bench/lib/cpu.ts: all processes of the cluster,
+// including backends that exit during a run).
+//
+// Rows:
+//   typing    POST /typing (op=start, to=[one user]) with 16 connections, req/s, against the floor: a
+//             warm-up run of each side, then three alternating runs, medians.
+//   send      POST /messages (stream, ~100 characters) to the 1,000-subscriber channel and to the
+//             10-subscriber one, one request at a time: a warm-up run of each, three alternating runs,
+//             percentiles over every request of the runs.
+//   delivery  1,000 queues (POST /register, event_types ["message"]) of the 1,000 subscribers, each
+//             with a parked GET /events re-parked with last_event_id as soon as its answer arrives;
+//             then 30 messages to the channel, one at a time (each once the server is idle again):
+//             time from the send request's start to each poll's answer, and the server's RSS.
+//   history   GET /messages, narrow channel + topic, anchor=newest, num_before=50, num_after=0, as a
+//             subscriber, 200 sequential requests after 20, with 1,000,000 messages stored.
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { addHistory, createMessagesDatabase, CROWD, pg, type Person, type PgPool } from './lib/messages-seed.ts';
+import { findPostmaster, freePort, rssMb, sampleRss, sleep, startServer, treeCpuMs, waitIdle, type ServerProcess } from './lib/processes.ts';
+import { runLoad, type LoadOptions, type LoadResult } from './lib/load.ts';
+import { fmt, markdownTable, median, percentile } from './lib/stats.ts';
+import { clusterCpuMs } from './lib/cpu.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SERVER_CMD = process.env.PARLEY_BENCH_SERVER_CMD || 'node --import tsx apps/server/src/main.ts';
+const FLOOR_CMD = 'node --import tsx bench/lib/messages-floor.ts';
+const DURATION = Number(process.env.BENCH_DURATION ?? 5);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
+const RUNS = 3;
+const DELIVERY_MESSAGES = Number(process.env.BENCH_DELIVERY_MESSAGES ?? 30);
+const DELIVERY_WARMUP = 3;
+const HISTORY_MESSAGES = Number(process.env.BENCH_HISTORY_MESSAGES ?? 1_000_000);
+const HISTORY_REQUESTS = 200;
+const HISTORY_WARMUP = 20;
+const ROWS = new Set((process.env.BENCH_ROWS ?? 'typing,send,delivery,history').split(',').map((s) => s.trim()));
+
+const basic = (p: Person) => `Basic ${Buffer.from(`${p.email}:${p.apiKey}`).toString('base64')}`;
+const FORM = 'application/x-www-form-urlencoded';
+const form = (fields: Record<string, string | number>) => new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString();
+const log = (line: string) => console.log(`[bench] ${line}`);
+
+// ---------------------------------------------------------------------------------------------------
+// HTTP from this process (sequential latency, registrations, long-polls)
+
+interface Answer {
+  status: number;
+  body: string;
+  /** performance.now() when the last byte of the answer arrived. */
+  at: number;
+}
+
+/** One request on `agent`; resolves when the whole answer has arrived. */
+function request(agent: http.Agent, url: string, options: { method?: string; headers?: Record<string, string>; body?: string }): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: options.method ?? 'GET', headers: { ...options.headers, ...(options.body !== undefined ? { 'content-length': String(Buffer.byteLength(options.body)) } : {}) }, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), at: performance.now() }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+async function json(agent: http.Agent, url: string, options: Parameters<typeof request>[2]): Promise<Record<string, unknown>> {
+  const answer = await request(agent, url, options);
+  if (answer.status !== 200) throw new Error(`${options.method ?? 'GET'} ${url}: ${answer.status} ${answer.body.slice(0, 300)}`);
+  return JSON.parse(answer.body) as Record<string, unknown>;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Measurements
+
+/** The CPU time the server process and PostgreSQL (all its processes) spent per answered request. */
+interface Cpu {
+  serverCpuMs: number;
+  pgCpuMs: number;
+}
+
+/** The postmaster of the benchmark's cluster, for PostgreSQL's CPU time (null: not found, not reported). */
+let postmaster: number | null = null;
+
+async function withCpu<T extends { ok: number }>(pid: number, work: () => Promise<T>): Promise<T & Cpu> {
+  const server0 = treeCpuMs(pid);
+  const pg0 = postmaster ? clusterCpuMs(postmaster) : Number.NaN;
+  const result = await work();
+  const serverCpuMs = (treeCpuMs(pid) - server0) / Math.max(1, result.ok);
+  const pgCpuMs = ((postmaster ? clusterCpuMs(postmaster) : Number.NaN) - pg0) / Math.max(1, result.ok);
+  await waitIdle(pid);
+  return { ...result, serverCpuMs, pgCpuMs };
+}
+
+type Measured = LoadResult & Cpu;
+
+/** Sequential requests for `durationS` seconds, or `count` of them: every latency (ms). */
+interface Sequence {
+  latencies: number[];
+  ok: number;
+  failed: number;
+  firstFailure?: string;
+}
+
+async function sequential(agent: http.Agent, make: (n: number) => { url: string; method: string; headers: Record<string, string>; body?: string }, limit: { durationS?: number; count?: number }): Promise<Sequence> {
+  const out: Sequence = { latencies: [], ok: 0, failed: 0 };
+  const deadline = performance.now() + (limit.durationS ?? Infinity) * 1000;
+  for (let n = 0; n < (limit.count ?? Infinity) && performance.now() < deadline; n++) {
+    const r = make(n);
+    const start = performance.now();
+    const answer = await request(agent, r.url, r);
+    if (answer.status === 200) {
+      out.ok++;
+      out.latencies.push(answer.at - start);
+    } else {
+      out.failed++;
+      out.firstFailure ??= `${answer.status} ${answer.body.slice(0, 300)}`;
+    }
+  }
+  return out;
+}
+
+const cpuCells = (runs: Cpu[]) => [fmt(median(runs.map((r) => r.serverCpuMs))), fmt(median(runs.map((r) => r.pgCpuMs)))];
+
+// ---------------------------------------------------------------------------------------------------
+
+async function main() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mbench-'));
+  log(`node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg()[0]!.toFixed(1)}; Parley command: ${SERVER_CMD}; work directory ${dir}`);
+  const t0 = performance.now();
+  const { database, fixture, pgDataDir } = await createMessagesDatabase(dir, log);
+  postmaster = findPostmaster(pgDataDir);
+  log(`seeded ${fixture.users.toLocaleString('en')} users, channels of ${CROWD} and 10 subscribers in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  const sql: PgPool = new pg.Pool({ connectionString: fixture.databaseUrl, max: 3 });
+  // Without the history row, 10,000 messages all the same: with an empty message table at ANALYZE,
+  // PostgreSQL checks user_message's foreign key to message with a sequential scan, and sending gets
+  // slower with every message sent (until autovacuum analyzes the table).
+  const historyMessages = ROWS.has('history') ? HISTORY_MESSAGES : 10_000;
+  {
+    const t = performance.now();
+    await addHistory(sql, fixture, historyMessages, fixture.member.id, log);
+    log(`stored ${historyMessages.toLocaleString('en')} history messages in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  }
+  const running: ServerProcess[] = [];
+  const rows: string[][] = [];
+  const details: string[] = [];
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  try {
+    // --- Parley ---------------------------------------------------------------------------------------
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      NODE_ENV: 'production',
+      DATABASE_URL: fixture.databaseUrl,
+      PARLEY_SECRET_KEY: fixture.secretKey,
+      PARLEY_DATA_DIR: path.join(dir, 'parley'),
+      PARLEY_URL: fixture.realmUrl,
+      PARLEY_RATE_LIMIT: '0',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+    };
+    delete env.PARLEY_VALIDATE_RESPONSES;
+    const command = process.env.BENCH_CPU_PROF ? SERVER_CMD.replace(/^node\b/, `node --cpu-prof --cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`) : SERVER_CMD;
+    const started = performance.now();
+    const parley = await startServer({ label: 'Parley', command, cwd: ROOT, env, port, readyPath: '/api/v1/server_settings', logFile: path.join(dir, 'parley.log') });
+    running.push(parley);
+    log(`Parley answered after ${Math.round(performance.now() - started)} ms (pid ${parley.pid} listens on ${port}; log ${parley.logFile})`);
+    const api = `${parley.url}/api/v1`;
+    const member = { authorization: basic(fixture.member) };
+    await sleep(2000);
+    const rssStarted = rssMb(parley.pid);
+    log(`Parley RSS just started: ${fmt(rssStarted)} MB`);
+
+    // --- typing ---------------------------------------------------------------------------------------
+    if (ROWS.has('typing')) {
+      const floorPort = await freePort();
+      const floor = await startServer({
+        label: 'floor',
+        command: FLOOR_CMD,
+        cwd: ROOT,
+        env: { ...process.env, NODE_ENV: 'production', BENCH_FLOOR_PORT: String(floorPort) },
+        port: floorPort,
+        readyPath: '/ready',
+        logFile: path.join(dir, 'floor.log'),
+      });
+      running.push(floor);
+      const body = form({ op: 'start', to: JSON.stringify([fixture.crowd[1]!.id]) });
+      const options = (base: string, durationS: number): LoadOptions => ({
+        url: `${base}/api/v1/typing`,
+        method: 'POST',
+        headers: { ...member, 'content-type': FORM },
+        body,
+        connections: 16,
+        durationS,
+        captureFailures: true,
+      });
+      const parleyAnswer = await request(agent, `${api}/typing`, { method: 'POST', headers: { ...member, 'content-type': FORM }, body });
+      const floorAnswer = await request(agent, `${floor.url}/api/v1/typing`, { method: 'POST', headers: { ...member, 'content-type': FORM }, body });
+      log(`POST /typing: Parley ${parleyAnswer.status} ${parleyAnswer.body} | floor ${floorAnswer.status} ${floorAnswer.body}`);
+      const measure = (side: ServerProcess, durationS: number) => withCpu(side.pid, () => runLoad(options(side.url, durationS)));
+      log('typing: warming up');
+      await measure(parley, WARMUP);
+      await measure(floor, WARMUP);
+      const p: Measured[] = [];
+      const f: Measured[] = [];
+      const show = (r: Measured) =>
+        `${fmt(r.rps)} req/s, p50 ${fmt(r.p50)} ms, p99 ${fmt(r.p99)} ms, CPU/request ${fmt(r.serverCpuMs)} ms + PostgreSQL ${fmt(r.pgCpuMs)} ms` +
+        (r.failed ? `, ${r.failed} FAILED (${r.firstFailure ?? 'no body captured'})` : '');
+      for (let run = 1; run <= RUNS; run++) {
+        p.push(await measure(parley, DURATION));
+        f.push(await measure(floor, DURATION));
+        log(`typing: run ${run}: Parley ${show(p.at(-1)!)} | floor ${show(f.at(-1)!)}`);
+      }
+      const pr = median(p.map((r) => r.rps));
+      const fr = median(f.map((r) => r.rps));
+      const failed = [...p, ...f].reduce((s, r) => s + r.failed, 0);
+      rows.push(['POST /typing (direct, 1 recipient), 16 connections, req/s', fmt(pr), fmt(fr), `${fmt(pr / fr, 2)}×`, '≥ 0.5×', (pr / fr >= 0.5 ? '✓' : '✗') + (failed ? ` (${failed} failed requests)` : '')]);
+      details.push(
+        `POST /typing, CPU time per answered request, ms (medians; PostgreSQL = all processes of the cluster):\n\n` +
+          markdownTable(['request', 'Parley', 'its PostgreSQL', 'floor', 'its PostgreSQL'], [['POST /typing', ...cpuCells(p), ...cpuCells(f)]]),
+      );
+      await floor.stop();
+      running.splice(running.indexOf(floor), 1);
+    }
+
+    // --- send -----------------------------------------------------------------------------------------
+    if (ROWS.has('send')) {
+      const make = (channelId: number) => (n: number) => ({
+        url: `${api}/messages`,
+        method: 'POST',
+        headers: { ...member, 'content-type': FORM },
+        body: form({
+          type: 'stream',
+          to: channelId,
+          topic: `send bench ${n % 5}`,
+          content: `Send benchmark message ${n}: the quick brown fox jumps over the lazy dog, twice, and the bench times it.`,
+        }),
+      });
+      const sides = [
+        { label: `${CROWD.toLocaleString('en')} subscribers`, make: make(fixture.crowdChannelId), runs: [] as (Sequence & Cpu)[] },
+        { label: '10 subscribers', make: make(fixture.tenChannelId), runs: [] as (Sequence & Cpu)[] },
+      ];
+      log('send: warming up');
+      for (const side of sides) await withCpu(parley.pid, () => sequential(agent, side.make, { durationS: WARMUP }));
+      for (let run = 1; run <= RUNS; run++) {
+        const line: string[] = [];
+        for (const side of sides) {
+          const r = await withCpu(parley.pid, () => sequential(agent, side.make, { durationS: DURATION }));
+          side.runs.push(r);
+          line.push(
+            `${side.label}: ${r.ok} sent, p50 ${fmt(percentile(r.latencies, 50))} ms, p99 ${fmt(percentile(r.latencies, 99))} ms, CPU/request ${fmt(r.serverCpuMs)} ms + PostgreSQL ${fmt(r.pgCpuMs)} ms` +
+              (r.failed ? `, ${r.failed} FAILED (${r.firstFailure})` : ''),
+          );
+        }
+        log(`send: run ${run}: ${line.join(' | ')}`);
+      }
+      const all = (side: (typeof sides)[number]) => side.runs.flatMap((r) => r.latencies);
+      const [crowd, ten] = sides as [(typeof sides)[number], (typeof sides)[number]];
+      const p50 = percentile(all(crowd), 50);
+      const p50ten = percentile(all(ten), 50);
+      const failed = [...crowd.runs, ...ten.runs].reduce((s, r) => s + r.failed, 0);
+      const note = failed ? ` (${failed} failed requests)` : '';
+      rows.push([`POST /messages to a channel of ${CROWD.toLocaleString('en')} subscribers, sequential, p50 ms`, fmt(p50), '', '', '≤ 40 ms', (p50 <= 40 ? '✓' : '✗') + note]);
+      rows.push([`POST /messages p50, ${CROWD.toLocaleString('en')} ÷ 10 subscribers`, fmt(p50), fmt(p50ten), `${fmt(p50 / p50ten, 2)}×`, '≤ 2×', (p50 / p50ten <= 2 ? '✓' : '✗') + note]);
+      details.push(
+        `POST /messages (stream, ~100 characters, no mentions), sequential, ${RUNS} alternating runs of ${DURATION} s per channel; percentiles over every request of the runs, CPU medians of the runs, ms:\n\n` +
+          markdownTable(
+            ['channel', 'requests', 'p50', 'p95', 'p99', 'Parley CPU/request', 'PostgreSQL CPU/request'],
+            sides.map((s) => [s.label, String(all(s).length), fmt(percentile(all(s), 50)), fmt(percentile(all(s), 95)), fmt(percentile(all(s), 99)), ...cpuCells(s.runs)]),
+          ),
+      );
+    }
+
+    // --- delivery -------------------------------------------------------------------------------------
+    if (ROWS.has('delivery')) {
+      await sql.query('TRUNCATE event');
+      const pollAgent = new http.Agent({ keepAlive: true, maxSockets: CROWD + 100, maxFreeSockets: CROWD + 100, timeout: 0 });
+      // Register one queue per crowd member, 8 at a time.
+      log(`delivery: registering ${CROWD} queues …`);
+      const queues: { person: Person; queueId: string; lastEventId: number }[] = [];
+      const registerLatencies: number[] = [];
+      let next = 0;
+      const tr = performance.now();
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          for (let i = next++; i < fixture.crowd.length; i = next++) {
+            const person = fixture.crowd[i]!;
+            const start = performance.now();
+            const body = await json(agent, `${api}/register`, { method: 'POST', headers: { authorization: basic(person), 'content-type': FORM }, body: form({ event_types: JSON.stringify(['message']) }) });
+            registerLatencies.push(performance.now() - start);
+            queues.push({ person, queueId: body['queue_id'] as string, lastEventId: body['last_event_id'] as number });
+          }
+        }),
+      );
+      log(`delivery: ${queues.length} queues registered in ${((performance.now() - tr) / 1000).toFixed(1)} s (POST /register p50 ${fmt(percentile(registerLatencies, 50))} ms, 8 at a time)`);
+      await waitIdle(parley.pid);
+      await sleep(2000);
+      const rssBefore = rssMb(parley.pid);
+
+      // The long-polls: each re-parks as soon as its answer has arrived.
+      const sentAt = new Map<number, number>(); // message number → when its send started
+      const arrivals = new Map<number, number[]>(); // message number → latency per recipient
+      let stopping = false;
+      let heartbeats = 0;
+      let retries = 0;
+      let firstPollFailure: string | undefined;
+      const MARK = /^Delivery benchmark message #(\d+):/;
+      const poll = (q: (typeof queues)[number]) => {
+        if (stopping) return;
+        request(pollAgent, `${api}/events?${form({ queue_id: q.queueId, last_event_id: q.lastEventId })}`, { headers: { authorization: basic(q.person) } }).then(
+          (answer) => {
+            if (answer.status !== 200) {
+              retries++;
+              firstPollFailure ??= `${answer.status} ${answer.body.slice(0, 300)}`;
+              setTimeout(() => poll(q), 1000);
+              return;
+            }
+            const events = (JSON.parse(answer.body) as { events: { id: number; type: string; message?: { content: string } }[] }).events;
+            for (const e of events) {
+              q.lastEventId = Math.max(q.lastEventId, e.id);
+              if (e.type === 'heartbeat') heartbeats++;
+              const m = e.type === 'message' ? MARK.exec(e.message?.content ?? '') : null;
+              if (m) {
+                const k = Number(m[1]);
+                const list = arrivals.get(k) ?? [];
+                list.push(answer.at - sentAt.get(k)!);
+                arrivals.set(k, list);
+              }
+            }
+            poll(q);
+          },
+          (error: Error) => {
+            if (stopping) return;
+            retries++;
+            firstPollFailure ??= error.message;
+            setTimeout(() => poll(q), 1000);
+          },
+        );
+      };
+      log(`delivery: parking ${queues.length} long-polls (RSS ${fmt(rssBefore)} MB before)`);
+      for (const q of queues) poll(q);
+      await sleep(1000);
+      await waitIdle(parley.pid);
+      await sleep(2000);
+      const rssParked = rssMb(parley.pid);
+      log(`delivery: RSS with ${queues.length} polls parked ${fmt(rssParked)} MB (+${fmt(rssParked - rssBefore)} MB)`);
+
+      const sampler = sampleRss(parley.pid);
+      const sendLatencies: number[] = [];
+      const lastArrival: number[] = [];
+      let missing = 0;
+      const cpu0 = { server: 0, pg: Number.NaN };
+      for (let k = 1 - DELIVERY_WARMUP; k <= DELIVERY_MESSAGES; k++) {
+        if (k === 1) {
+          // CPU is counted from the first measured message.
+          cpu0.server = treeCpuMs(parley.pid);
+          cpu0.pg = postmaster ? clusterCpuMs(postmaster) : Number.NaN;
+        }
+        // The previous message's re-polls are parked again (the server is idle).
+        await waitIdle(parley.pid);
+        await sleep(200);
+        const start = performance.now();
+        sentAt.set(k, start);
+        const answer = await request(agent, `${api}/messages`, {
+          method: 'POST',
+          headers: { ...member, 'content-type': FORM },
+          body: form({ type: 'stream', to: fixture.crowdChannelId, topic: 'delivery', content: `Delivery benchmark message #${k}: the quick brown fox jumps over the lazy dog while 1,000 polls wait.` }),
+        });
+        if (answer.status !== 200) throw new Error(`POST /messages: ${answer.status} ${answer.body.slice(0, 300)}`);
+        if (k >= 1) sendLatencies.push(answer.at - start);
+        const deadline = performance.now() + 30_000;
+        while ((arrivals.get(k)?.length ?? 0) < queues.length && performance.now() < deadline) await sleep(5);
+        const got = arrivals.get(k) ?? [];
+        if (k >= 1) {
+          missing += queues.length - got.length;
+          lastArrival.push(Math.max(...got));
+          log(`delivery: message ${k}: sent in ${fmt(answer.at - start)} ms; ${got.length} answers, p50 ${fmt(percentile(got, 50))} ms, last ${fmt(Math.max(...got))} ms`);
+        }
+      }
+      await waitIdle(parley.pid);
+      const serverCpuPerMessage = (treeCpuMs(parley.pid) - cpu0.server) / DELIVERY_MESSAGES;
+      const pgCpuPerMessage = ((postmaster ? clusterCpuMs(postmaster) : Number.NaN) - cpu0.pg) / DELIVERY_MESSAGES;
+      const samples = sampler.stop();
+      const rssAfter = rssMb(parley.pid);
+      stopping = true;
+      pollAgent.destroy();
+
+      const pairs = [...arrivals.entries()].filter(([k]) => k >= 1).flatMap(([, l]) => l);
+      const extra = rssParked - rssBefore;
+      rows.push([`delivery to ${CROWD.toLocaleString('en')} parked polls, send start → answer, p50 ms`, fmt(percentile(pairs, 50)), '', '', '', 'info' + (missing ? ` (${missing} not delivered)` : '')]);
+      rows.push([`delivery to ${CROWD.toLocaleString('en')} parked polls, send start → answer, p99 ms`, fmt(percentile(pairs, 99)), '', '', '', 'info']);
+      rows.push([`RSS MB, extra while ${CROWD.toLocaleString('en')} polls are parked (over ${fmt(rssBefore)} MB with the queues registered)`, fmt(extra), '', '', '≤ 100 MB', extra <= 100 ? '✓' : '✗']);
+      rows.push([`RSS MB, extra at the peak while delivering to the ${CROWD.toLocaleString('en')} polls`, fmt(Math.max(...samples) - rssBefore), '', '', '', 'info']);
+      details.push(
+        `Delivery: ${queues.length} queues (event_types ["message"], one per subscriber, the sender's included), each with a parked GET /events re-parked with last_event_id as soon as its answer arrived; ${DELIVERY_MESSAGES} messages after ${DELIVERY_WARMUP} warm-up messages, one at a time, each once the server was idle again:\n\n` +
+          markdownTable(
+            ['figure', 'value'],
+            [
+              ['(message, recipient) pairs delivered', `${pairs.length} of ${DELIVERY_MESSAGES * queues.length}`],
+              ['delivery latency p50 / p90 / p99 / max, ms', [50, 90, 99, 100].map((q) => fmt(percentile(pairs, q))).join(' / ')],
+              ['time to the last recipient per message, median / max, ms', `${fmt(median(lastArrival))} / ${fmt(Math.max(...lastArrival))}`],
+              ['POST /messages latency while polls are parked, p50 / max, ms', `${fmt(percentile(sendLatencies, 50))} / ${fmt(Math.max(...sendLatencies))}`],
+              ['CPU per message (send + 1,000 answers + 1,000 re-polls), Parley / PostgreSQL, ms', `${fmt(serverCpuPerMessage)} / ${fmt(pgCpuPerMessage)}`],
+              ['RSS MB: just started / queues registered, no poll / 1,000 parked / peak while delivering / after (still parked)', `${fmt(rssStarted)} / ${fmt(rssBefore)} / ${fmt(rssParked)} / ${fmt(Math.max(...samples))} / ${fmt(rssAfter)}`],
+              ['heartbeats, polls retried (errors)', `${heartbeats}, ${retries}${firstPollFailure ? ` (first: ${firstPollFailure})` : ''}`],
+            ],
+          ),
+      );
+      await waitIdle(parley.pid);
+    }
+
+    // --- history --------------------------------------------------------------------------------------
+    if (ROWS.has('history')) {
+      const url = (channelId: number, topic: string) =>
+        `${api}/messages?${form({
+          anchor: 'newest',
+          num_before: 50,
+          num_after: 0,
+          narrow: JSON.stringify([
+            { operator: 'channel', operand: channelId },
+            { operator: 'topic', operand: topic },
+          ]),
+        })}`;
+      const probe = await request(agent, url(fixture.historyChannelIds[0]!, fixture.historyTopics[6]!), { headers: member });
+      const notServed = probe.status === 404 && probe.body.includes('NOT_IMPLEMENTED');
+      if (notServed || probe.status !== 200) {
+        const why = notServed ? 'not served yet (404 NOT_IMPLEMENTED)' : `answered ${probe.status}: ${probe.body.slice(0, 200)}`;
+        log(`history: GET /messages ${why}`);
+        rows.push([`GET /messages channel + topic narrow, newest 50 of ${HISTORY_MESSAGES.toLocaleString('en')}, p50 ms`, notServed ? 'not served yet' : `error ${probe.status}`, '', '', '≤ 20 ms', '—']);
+      } else {
+        const cases = [
+          { label: 'with the reader\'s user_message rows', channelId: fixture.historyChannelIds[0]!, topic: fixture.historyTopics[6]! },
+          { label: 'channel history, no rows of the reader', channelId: fixture.historyChannelIds[1]!, topic: fixture.historyTopics[13]! },
+        ];
+        const table: string[][] = [];
+        for (const c of cases) {
+          const first = JSON.parse((await request(agent, url(c.channelId, c.topic), { headers: member })).body) as { messages?: { id: number; flags: string[] }[]; found_newest?: boolean };
+          log(`history (${c.label}): ${first.messages?.length ?? 0} messages, found_newest ${first.found_newest}, flags of the newest ${JSON.stringify(first.messages?.at(-1)?.flags)}`);
+          const make = () => ({ url: url(c.channelId, c.topic), method: 'GET', headers: member });
+          await sequential(agent, make, { count: HISTORY_WARMUP });
+          const r = await withCpu(parley.pid, () => sequential(agent, make, { count: HISTORY_REQUESTS }));
+          log(`history (${c.label}): p50 ${fmt(percentile(r.latencies, 50))} ms, p95 ${fmt(percentile(r.latencies, 95))} ms, CPU/request ${fmt(r.serverCpuMs)} ms + PostgreSQL ${fmt(r.pgCpuMs)} ms${r.failed ? `, ${r.failed} FAILED (${r.firstFailure})` : ''}`);
+          const p50 = percentile(r.latencies, 50);
+          rows.push([`GET /messages channel + topic narrow, newest 50 of ${HISTORY_MESSAGES.toLocaleString('en')}, ${c.label}, p50 ms`, fmt(p50), '', '', '≤ 20 ms', (p50 <= 20 ? '✓' : '✗') + (r.failed ? ` (${r.failed} failed requests)` : '')]);
+          table.push([c.label, String(r.ok), fmt(p50), fmt(percentile(r.latencies, 95)), fmt(percentile(r.latencies, 99)), fmt(r.serverCpuMs), fmt(r.pgCpuMs)]);
+        }
+        details.push(
+          `GET /messages, narrow channel + topic, anchor=newest, num_before=50, num_after=0, as a subscriber; ${HISTORY_REQUESTS} sequential requests after ${HISTORY_WARMUP}; ${HISTORY_MESSAGES.toLocaleString('en')} messages in 5 channels × 20 topics (10,000 per topic), ms:\n\n` +
+            markdownTable(['case', 'requests', 'p50', 'p95', 'p99', 'Parley CPU/request', 'PostgreSQL CPU/request'], table),
+        );
+      }
+    }
+
+    console.log('');
+    console.log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? ''}); Parley: \`${SERVER_CMD}\`; ${fixture.users.toLocaleString('en')} users`);
+    console.log(`load average (1 min) at the end: ${os.loadavg()[0]!.toFixed(1)} (other work on the machine slows every figure)\n`);
+    console.log(markdownTable(['measurement', 'Parley', 'floor / reference', 'ratio', 'goal', 'pass'], rows));
+    for (const d of details) console.log(`\n${d}`);
+    log(`total ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  } finally {
+    agent.destroy();
+    for (const server of running.reverse()) await server.stop();
+    await sql.end();
+    // Idle connections that the seeding's Prisma client keeps are cut when PostgreSQL stops.
+    process.on('uncaughtException', (error: Error & { code?: string }) => {
+      if (error.code === '57P01') return;
+      console.error(error);
+      process.exit(1);
+    });
+    await database.stop();
+    if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
