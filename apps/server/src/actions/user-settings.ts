@@ -29,8 +29,8 @@ import {
 } from '../data/user-settings.repo.ts';
 import { JsonableError, RateLimitedError } from '../errors.ts';
 import { isAdmin, requireHuman } from '../access/roles.ts';
-import { enqueueEmail, oneLine } from '../mail/outbox.ts';
-import { escapeHtml } from '../lib/html.ts';
+import { enqueueEmail } from '../mail/outbox.ts';
+import { confirmNewEmailEmail, emailChangedEmail } from '../mail/templates.ts';
 import { canSeeDeliveryEmail, formatUser, gravatarUrl } from '../lib/user-format.ts';
 import { checkPasswordStrength, isPlausibleEmail, validateFullName } from '../lib/validation.ts';
 import { currentValue, settingChangeEvents, settingParams, settingsColumns, validateSettingValues, type UserSettingValue } from '../lib/user-settings.ts';
@@ -164,27 +164,7 @@ async function startEmailChange(tx: Db, deps: AppDeps, realm: Realm, user: User,
   });
   await updateOwnUserColumns(tx, user.id, { pendingEmail: newEmail });
   const link = `${realm.url}${CONFIRM_NEW_EMAIL_PATH}/${key}`;
-  const host = new URL(realm.url).host;
-  await enqueueEmail(tx, deps, {
-    to: newEmail,
-    subject: oneLine(`Verify your new e-mail address for ${host}`),
-    text: [
-      'Hello,',
-      '',
-      `Someone asked to change the e-mail address of the account ${user.deliveryEmail} in ${realm.name} (${realm.url}) to this address, ${newEmail}.`,
-      'To confirm the change, open this link:',
-      '',
-      link,
-      '',
-      'The link works for 24 hours. If you did not ask for this change, ignore this e-mail: nothing changes until the link is opened.',
-    ].join('\n'),
-    html: [
-      '<p>Hello,</p>',
-      `<p>Someone asked to change the e-mail address of the account ${escapeHtml(user.deliveryEmail)} in ${escapeHtml(realm.name)} (${escapeHtml(realm.url)}) to this address, ${escapeHtml(newEmail)}.</p>`,
-      `<p><a href="${escapeHtml(link)}">Confirm the e-mail change</a></p>`,
-      '<p>The link works for 24 hours. If you did not ask for this change, ignore this e-mail: nothing changes until the link is opened.</p>',
-    ].join('\n'),
-  });
+  await enqueueEmail(tx, deps, { to: newEmail, ...confirmNewEmailEmail({ realmName: realm.name, realmUrl: realm.url, oldEmail: user.deliveryEmail, newEmail, link }) });
 }
 
 export type EmailChangeLink = { state: 'valid'; newEmail: string } | { state: 'invalid' } | { state: 'expired' };
@@ -244,22 +224,7 @@ export async function doConfirmEmailChange(deps: AppDeps, key: string): Promise<
     await deps.events.publish(tx, afterCommit, realm.id, events);
     // The old address is told (an account made with an address that is not one has nobody to tell).
     if (isPlausibleEmail(change.oldEmail)) {
-      await enqueueEmail(tx, deps, {
-        to: change.oldEmail,
-        subject: oneLine(`Your e-mail address for ${realm.name} was changed`),
-        text: [
-          'Hello,',
-          '',
-          `The e-mail address of your account in ${realm.name} (${realm.url}) was changed from ${change.oldEmail} to ${change.newEmail}.`,
-          '',
-          'If you did not make this change, contact the administrators of your organization at once.',
-        ].join('\n'),
-        html: [
-          '<p>Hello,</p>',
-          `<p>The e-mail address of your account in ${escapeHtml(realm.name)} (${escapeHtml(realm.url)}) was changed from ${escapeHtml(change.oldEmail)} to ${escapeHtml(change.newEmail)}.</p>`,
-          '<p>If you did not make this change, contact the administrators of your organization at once.</p>',
-        ].join('\n'),
-      });
+      await enqueueEmail(tx, deps, { to: change.oldEmail, ...emailChangedEmail({ realmName: realm.name, realmUrl: realm.url, oldEmail: change.oldEmail, newEmail: change.newEmail }) });
     }
     return { state: 'confirmed', oldEmail: change.oldEmail, newEmail: change.newEmail, realmName: realm.name, realmUrl: realm.url };
   }).catch((error): EmailChangeOutcome => {

@@ -29,6 +29,8 @@ import { accessUserForAdministration, reloadActor } from '../access/users.ts';
 import { canSeeDeliveryEmail, formatUser } from '../lib/user-format.ts';
 import { subscribeToDefaultChannels } from './subscriptions.ts';
 import { checkPasswordStrength, isPlausibleEmail, validateEmailAddress, validateFullName } from '../lib/validation.ts';
+import { enqueueEmail } from '../mail/outbox.ts';
+import { deactivationNoticeEmail } from '../mail/templates.ts';
 
 export interface NewUser {
   email: string;
@@ -195,7 +197,11 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, actor: User | nu
  * read again under that lock, so "only owners deactivate owners" and "the organization keeps an owner"
  * hold under concurrency.
  */
-export async function doDeactivateUser(deps: AppDeps, realm: Realm, actor: User, targetId: number): Promise<void> {
+/**
+ * DELETE /users/{id}. With `notificationComment` (even empty) the user is told by e-mail, in the same
+ * transaction, as Zulip does when `deactivation_notification_comment` is given.
+ */
+export async function doDeactivateUser(deps: AppDeps, realm: Realm, actor: User, targetId: number, options: { notificationComment?: string } = {}): Promise<void> {
   await inTransaction(deps.db, async (tx, afterCommit) => {
     await lockRealm(tx, realm.id);
     const caller = await reloadActor(tx, realm, actor);
@@ -207,6 +213,10 @@ export async function doDeactivateUser(deps: AppDeps, realm: Realm, actor: User,
     // An administrator's attempt is a plain error; one's own has its own code (doDeactivateOwnUser).
     if (await isOnlyHumanOwner(tx, realm, target)) throw new JsonableError('Cannot deactivate the only organization owner');
     await deactivate(tx, deps, realm, target, afterCommit);
+    if (options.notificationComment !== undefined && isPlausibleEmail(target.deliveryEmail)) {
+      const notice = deactivationNoticeEmail({ realmName: realm.name, realmUrl: realm.url, comment: options.notificationComment.trim() });
+      await enqueueEmail(tx, deps, { to: target.deliveryEmail, ...notice });
+    }
   });
 }
 

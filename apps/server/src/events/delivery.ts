@@ -249,6 +249,12 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
       if (closed) return [heartbeat(requestedAfter)];
       const tail = tailFor(queue.realmId);
       await tail.ready;
+      if (dontBlock) {
+        // A poll that will not wait answers with everything committed before it began: let every
+        // announcement of those reach this process (barrier), and the fetch they started finish.
+        await listener.barrier();
+        if (tail.fetching) await tail.fetching;
+      }
       let after = requestedAfter;
       let events: Record<string, unknown>[];
       if (after >= tail.start) {

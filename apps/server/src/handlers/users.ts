@@ -37,8 +37,9 @@ export const updateUser: Handler<'update-user'> = async ({ params, path, realm, 
   return {};
 };
 
-export const deactivateUser: Handler<'deactivate-user'> = async ({ path, realm, user, deps }) => {
-  await doDeactivateUser(deps, realm, user, path.user_id);
+export const deactivateUser: Handler<'deactivate-user'> = async ({ params, path, realm, user, deps }) => {
+  const notificationComment = params.deactivation_notification_comment;
+  await doDeactivateUser(deps, realm, user, path.user_id, notificationComment === undefined ? {} : { notificationComment });
   return {};
 };
 

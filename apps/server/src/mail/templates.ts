@@ -114,3 +114,43 @@ export function invitationAcceptedEmail(input: { realmName: string; realmUrl: st
     ]),
   };
 }
+
+/** Sent to the new address of an e-mail change: the address changes only once its link is opened. */
+export function confirmNewEmailEmail(input: { realmName: string; realmUrl: string; oldEmail: string; newEmail: string; link: string }): EmailContent {
+  const request = `Someone asked to change the e-mail address of the account ${input.oldEmail} in ${input.realmName} (${input.realmUrl}) to this address, ${input.newEmail}.`;
+  const validity = 'The link works for 24 hours. If you did not ask for this change, ignore this e-mail: nothing changes until the link is opened.';
+  return {
+    subject: oneLine(`Verify your new e-mail address for ${new URL(input.realmUrl).host}`),
+    text: ['Hello,', '', request, 'To confirm the change, open this link:', '', input.link, '', validity].join('\n'),
+    html: page(['Hello,', escapeHtml(request), button(input.link, 'Confirm the e-mail change'), `Or copy this link into your browser: ${escapeHtml(input.link)}`, escapeHtml(validity)]),
+  };
+}
+
+/** Sent to the old address once an e-mail change is confirmed. */
+export function emailChangedEmail(input: { realmName: string; realmUrl: string; oldEmail: string; newEmail: string }): EmailContent {
+  const change = `The e-mail address of your account in ${input.realmName} (${input.realmUrl}) was changed from ${input.oldEmail} to ${input.newEmail}.`;
+  const warning = 'If you did not make this change, contact the administrators of your organization at once.';
+  return {
+    subject: oneLine(`Your e-mail address for ${input.realmName} was changed`),
+    text: ['Hello,', '', change, '', warning].join('\n'),
+    html: page(['Hello,', escapeHtml(change), escapeHtml(warning)]),
+  };
+}
+
+/**
+ * Sent to a user an administrator deactivated with a `deactivation_notification_comment` (Zulip sends
+ * it whenever the parameter is given, even empty; the comment is quoted only when it is not empty).
+ */
+export function deactivationNoticeEmail(input: { realmName: string; realmUrl: string; comment: string }): EmailContent {
+  const notice = `Your account in ${input.realmName} (${input.realmUrl}) has been deactivated: you can no longer log in.`;
+  const intro = 'The administrators added this comment:';
+  return {
+    subject: oneLine(`Your account in ${input.realmName} has been deactivated`),
+    text: ['Hello,', '', notice, ...(input.comment ? ['', intro, '', input.comment] : []), ''].join('\n'),
+    html: page([
+      'Hello,',
+      escapeHtml(notice),
+      ...(input.comment ? [escapeHtml(intro), `<span style="display: block; white-space: pre-wrap; border-left: 3px solid #ccc; padding-left: 0.75em">${escapeHtml(input.comment)}</span>`] : []),
+    ]),
+  };
+}

@@ -8,9 +8,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
-import { simpleParser, type ParsedMail } from 'mailparser';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { startSmtp } from '../helpers/smtp.ts';
 import { TEST_SECRET } from '../helpers/fixtures.ts';
 import { uniqueEmail } from '../helpers/people.ts';
 import { inTransaction } from '../../src/data/db.ts';
@@ -63,45 +62,6 @@ async function waitFor<T>(what: string, probe: () => Promise<T | null | undefine
 async function jobStates(emailId: number): Promise<string[]> {
   const rows = await db().$queryRawUnsafe<Array<{ state: string }>>(`SELECT state::text AS state FROM pgboss.job WHERE name = 'send-email' AND (data->>'emailId')::int = $1`, emailId);
   return rows.map((r) => r.state);
-}
-
-interface Received {
-  session: SMTPServerSession;
-  raw: string;
-  mail: ParsedMail;
-}
-
-/** A real SMTP server on 127.0.0.1 (random port), recording what it accepts. */
-async function startSmtp(options: Partial<SMTPServerOptions> & { refuseFirst?: (to: string) => boolean } = {}) {
-  const received: Received[] = [];
-  const refused = new Set<string>();
-  const { refuseFirst, ...serverOptions } = options;
-  const server = new SMTPServer({
-    logger: false,
-    authOptional: false,
-    onAuth(auth, _session, callback) {
-      if (auth.username === 'parley' && auth.password === 'p@ss word') return callback(null, { user: 'parley' });
-      callback(new Error('Invalid username or password'));
-    },
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', async () => {
-        const to = session.envelope.rcptTo.map((r) => r.address).join(',');
-        if (refuseFirst?.(to) && !refused.has(to)) {
-          refused.add(to);
-          return callback(Object.assign(new Error('Mailbox busy, try again later'), { responseCode: 451 }));
-        }
-        const raw = Buffer.concat(chunks).toString('utf8');
-        received.push({ session: structuredClone({ ...session, envelope: session.envelope, secure: session.secure, user: session.user }) as SMTPServerSession, raw, mail: await simpleParser(raw) });
-        callback(null);
-      });
-    },
-    ...serverOptions,
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.server.address() as { port: number }).port;
-  return { server, port, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -221,7 +181,7 @@ describe('without SMTP (the outbox)', () => {
 describe('with SMTP', () => {
   it('STARTTLS and authentication from the URL; the message as stored, sent once', async () => {
     const smtp = await startSmtp();
-    deps().config.smtpUrl = `smtp://parley:p%40ss%20word@127.0.0.1:${smtp.port}/?tls.rejectUnauthorized=false`;
+    deps().config.smtpUrl = smtp.url('smtp');
     try {
       const to = uniqueEmail('starttls');
       const id = await enqueue(message(to, { replyTo: 'iago@parley.test', subject: 'Grüße, welcome' }));
@@ -256,7 +216,7 @@ describe('with SMTP', () => {
 
   it('smtps:// speaks TLS from the first byte', async () => {
     const smtp = await startSmtp({ secure: true });
-    deps().config.smtpUrl = `smtps://parley:p%40ss%20word@127.0.0.1:${smtp.port}/?tls.rejectUnauthorized=false`;
+    deps().config.smtpUrl = smtp.url('smtps');
     try {
       const to = uniqueEmail('smtps');
       const id = await enqueue(message(to));
@@ -273,7 +233,7 @@ describe('with SMTP', () => {
   it('a temporary refusal is recorded and retried with backoff; the e-mail arrives once', async () => {
     const to = uniqueEmail('retry');
     const smtp = await startSmtp({ refuseFirst: (rcpt) => rcpt === to });
-    deps().config.smtpUrl = `smtp://parley:p%40ss%20word@127.0.0.1:${smtp.port}/?tls.rejectUnauthorized=false`;
+    deps().config.smtpUrl = smtp.url('smtp');
     try {
       const id = await enqueue(message(to));
       const failed = await waitFor('the first failure', async () => {
@@ -308,7 +268,7 @@ describe('with SMTP', () => {
       });
       expect(failed.lastError).toMatch(/Invalid username or password|auth/i);
       expect(failed.sentAt).toBeNull();
-      deps().config.smtpUrl = `smtp://parley:p%40ss%20word@127.0.0.1:${smtp.port}/?tls.rejectUnauthorized=false`;
+      deps().config.smtpUrl = smtp.url('smtp');
       const sent = await waitFor('delivery after the fix', async () => {
         const r = await outboxRow(id);
         return r.sentAt ? r : null;
@@ -323,7 +283,7 @@ describe('with SMTP', () => {
 
   it('deliveries of one e-mail at once (job and retries racing) send it once', async () => {
     const smtp = await startSmtp();
-    deps().config.smtpUrl = `smtp://parley:p%40ss%20word@127.0.0.1:${smtp.port}/?tls.rejectUnauthorized=false`;
+    deps().config.smtpUrl = smtp.url('smtp');
     try {
       const to = uniqueEmail('race');
       const id = await enqueue(message(to));
@@ -345,7 +305,7 @@ describe('with SMTP', () => {
     const id = await enqueue(message(to));
     await waitFor('the e-mail to be kept', async () => (await outboxRow(id)).kept);
     const smtp = await startSmtp();
-    deps().config.smtpUrl = `smtp://parley:p%40ss%20word@127.0.0.1:${smtp.port}/?tls.rejectUnauthorized=false`;
+    deps().config.smtpUrl = smtp.url('smtp');
     try {
       expect(await deliverOutboxEmail(deps(), id)).toBe('already-done');
       expect(await deliverOutboxEmail(deps(), 2_000_000_000)).toBe('missing');
@@ -360,7 +320,7 @@ describe('with SMTP', () => {
 describe('invitations through SMTP', () => {
   it('an invitation e-mail arrives over SMTP with its link', async () => {
     const smtp = await startSmtp();
-    deps().config.smtpUrl = `smtp://parley:p%40ss%20word@127.0.0.1:${smtp.port}/?tls.rejectUnauthorized=false`;
+    deps().config.smtpUrl = smtp.url('smtp');
     try {
       const to = uniqueEmail('smtp-invitee');
       const { error } = await env.client('iago').POST('/invites', { body: { invitee_emails: to, stream_ids: [] } });

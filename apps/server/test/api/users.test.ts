@@ -479,6 +479,38 @@ describe('DELETE /users/{user_id}', () => {
     expect(after.headers.get('www-authenticate')).toBe('Basic realm="zulip"');
   });
 
+  it('with deactivation_notification_comment, tells the user by e-mail with the comment; without it, sends none', async () => {
+    const outboxTo = (to: string) => env.running.deps.db.emailOutbox.findMany({ where: { to }, orderBy: { id: 'asc' } });
+    const told = await newUser();
+    const comment = await env.client('iago').DELETE('/users/{user_id}', {
+      params: { path: { user_id: told.id } },
+      body: { deactivation_notification_comment: '  Thanks for <everything>!\nSee you.  ' },
+    });
+    expect(comment.response.status).toBe(200);
+    const [notice, ...more] = await outboxTo(told.email);
+    expect(more).toEqual([]);
+    expect(notice!.subject).toBe('Your account in Parley has been deactivated');
+    expect(notice!.text).toContain('has been deactivated');
+    expect(notice!.text).toContain('\n\nThanks for <everything>!\nSee you.\n'); // stripped, kept verbatim in the text part
+    expect(notice!.html).toContain('Thanks for &lt;everything&gt;!'); // escaped in the HTML part
+
+    const emptyComment = await newUser();
+    const empty = await env.raw(`/users/${emptyComment.id}?deactivation_notification_comment=`, { method: 'DELETE', as: 'iago' });
+    expect(empty.status).toBe(200);
+    const [plain] = await outboxTo(emptyComment.email);
+    expect(plain!.text).not.toContain('comment');
+
+    const silent = await newUser();
+    expect((await env.client('iago').DELETE('/users/{user_id}', { params: { path: { user_id: silent.id } } })).response.status).toBe(200);
+    expect(await outboxTo(silent.email)).toEqual([]);
+
+    const tooLong = await newUser();
+    const refused = await env.raw(`/users/${tooLong.id}?deactivation_notification_comment=${'x'.repeat(2001)}`, { method: 'DELETE', as: 'iago' });
+    expect(refused.status).toBe(400);
+    expect((await readUser(env, tooLong.id, 'iago')).is_active).toBe(true);
+    expect(await outboxTo(tooLong.email)).toEqual([]);
+  });
+
   it('works as the Python zulip client sends it (no body, no Content-Type)', async () => {
     const target = await newUser();
     const res = await env.raw(`/users/${target.id}`, { method: 'DELETE', as: 'desdemona' });
