@@ -48,7 +48,8 @@ import { formatChannel, formatSubscription, pickColors } from '../lib/channel-fo
 import { formatUser } from '../lib/user-format.ts';
 import { checkPasswordStrength, isPlausibleEmail } from '../lib/validation.ts';
 import { enqueueEmail } from '../mail/outbox.ts';
-import { invitationAcceptedEmail, invitationEmail, signupConfirmationEmail } from '../mail/templates.ts';
+import { invitationEmail, signupConfirmationEmail } from '../mail/templates.ts';
+import { sendNotificationMessage } from './system-bots.ts';
 import { prepareNewUser, type PreparedUser } from './users.ts';
 import { streamCreateEvent } from './channels.ts';
 
@@ -374,9 +375,10 @@ export async function doRequestSignupFromLink(deps: AppDeps, key: string, rawEma
 /**
  * The sign-up form of a single-use link: creates the account with the invitation's role, channels
  * (and the organization's default channels when the invitation asked for them) and groups, marks the
- * invitation used and revokes the address's other pending invitations, tells the inviter by e-mail
- * when asked, and sends the events a new user causes. A bad name or weak password is a JsonableError
- * (the form shows its message); a link that cannot be used is a problem of the result.
+ * invitation used and revokes the address's other pending invitations, tells the inviter (a direct
+ * message from the notification bot) when asked, and sends the events a new user causes. A bad name
+ * or weak password is a JsonableError (the form shows its message); a link that cannot be used is a
+ * problem of the result.
  */
 export async function doAcceptInvitation(deps: AppDeps, key: string, form: { fullName: string; password: string }): Promise<SignupResult<{ user: User; realm: Realm }>> {
   const before = await invitationLinkStateByKey(deps, key, 'single');
@@ -400,9 +402,9 @@ export async function doAcceptInvitation(deps: AppDeps, key: string, form: { ful
       await updateInvitation(tx, invitation.id, { status: InvitationStatus.USED, createdUserId: user.id });
       await revokePendingInvitationsOfEmail(tx, realm.id, invitation.email!, invitation.id);
       await notifyInvitesChanged(tx, deps, afterCommit, realm, referrer.id);
-      if (invitation.notifyReferrerOnJoin && isPlausibleEmail(referrer.deliveryEmail)) {
-        const content = invitationAcceptedEmail({ realmName: realm.name, realmUrl: realm.url, newUserName: user.fullName, newUserEmail: user.deliveryEmail });
-        await enqueueEmail(tx, deps, { to: referrer.deliveryEmail, ...content });
+      // As in Zulip, the notification bot tells the inviter in a direct message.
+      if (invitation.notifyReferrerOnJoin) {
+        await sendNotificationMessage(tx, afterCommit, deps, realm, referrer, `${user.fullName} (\`${user.email}\`) joined ${realm.name} through your invitation.`);
       }
       return { ok: true, user, realm };
     });

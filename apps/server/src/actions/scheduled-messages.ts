@@ -21,6 +21,7 @@ import { JsonableError } from '../errors.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import { formatScheduledMessage } from '../lib/scheduled-message-format.ts';
 import { checkMessage, normalizeTopic, READ_BY_SENDER_CLIENTS, storeCheckedMessage, truncateTopic, type SendMessageRequest } from './messages.ts';
+import { sendNotificationMessage } from './system-bots.ts';
 
 const inFuture = (seconds: number) => {
   if (seconds * 1000 <= Date.now()) throw new JsonableError('Scheduled delivery time must be in the future.');
@@ -181,6 +182,8 @@ export async function deliverScheduledMessage(deps: AppDeps, job: { id: number; 
     const fail = async (reason: string) => {
       const updated = await updateScheduledMessage(tx, row.id, { failed: true, failureMessage: reason });
       await publishScheduled(deps, tx, afterCommit, realm.id, sender.id, { op: 'update', scheduled_message: formatScheduledMessage(updated) });
+      // As Zulip does, the notification bot tells the sender (a deactivated sender is not told).
+      await sendNotificationMessage(tx, afterCommit, deps, realm, sender, scheduledMessageFailedNotice(row.scheduledAt, reason));
       return 'failed' as const;
     };
     if (!sender.isActive || realm.deactivated) return fail('Account is deactivated');
@@ -196,6 +199,12 @@ export async function deliverScheduledMessage(deps: AppDeps, job: { id: number; 
     await publishScheduled(deps, tx, afterCommit, realm.id, sender.id, { op: 'remove', scheduled_message_id: row.id });
     return 'sent';
   });
+}
+
+/** The notification bot's message to a sender whose scheduled message could not be sent. */
+export function scheduledMessageFailedNotice(scheduledAt: Date, reason: string): string {
+  const when = `${scheduledAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  return `Your message scheduled for ${when} could not be sent:\n\n> ${reason}\n\n[View scheduled messages](#scheduled)`;
 }
 
 export type { ScheduledMessageRow };

@@ -65,6 +65,8 @@ export interface PreparedUser {
   fullName: string;
   passwordHash: string | null;
   role: number;
+  /** A bot Parley itself speaks through (a system bot): no default channels. */
+  systemBot?: { kind: string; botType: number };
 }
 
 /** Validation and password hashing, done before any transaction opens. */
@@ -81,7 +83,8 @@ export async function prepareNewUser(input: NewUser): Promise<PreparedUser> {
 export async function insertUser(tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'>, realm: Realm, input: PreparedUser): Promise<{ user: User; apiKey: string }> {
   const { email, fullName, passwordHash, role } = input;
   if (await findUserByDeliveryEmail(tx, realm.id, email)) throw new JsonableError(`Email '${email}' already in use`);
-  const user = await createUser(tx, { realmId: realm.id, email, deliveryEmail: email, fullName, role, passwordHash });
+  const bot = input.systemBot ? { isBot: true, botType: input.systemBot.botType, botOwnerId: null, systemBot: input.systemBot.kind } : {};
+  const user = await createUser(tx, { realmId: realm.id, email, deliveryEmail: email, fullName, role, passwordHash, ...bot });
   const membership = await syncSystemGroupMembership(tx, realm.id, user.id, user.role);
   const apiKey = generateApiKey();
   await upsertApiKey(tx, user.id, deps.cipher.lookupHash(apiKey), deps.cipher.encrypt(apiKey));
@@ -90,7 +93,7 @@ export async function insertUser(tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'
     // The whole user, as every member sees it in GET /users (e-mail visible to everyone at first).
     { realmWide: true, payload: { type: 'realm_user', op: 'add', person: formatUser(user, { realm, viewer: user, clientGravatar: false, emailVisibility: 1, profileValues: [] }) } },
     ...systemGroupEvents(user.id, membership).map((payload) => ({ realmWide: true as const, payload })),
-    ...(await subscribeToDefaultChannels(tx, realm, user)),
+    ...(input.systemBot ? [] : await subscribeToDefaultChannels(tx, realm, user)),
   ]);
   return { user, apiKey };
 }

@@ -43,9 +43,18 @@ export const createUser = (
     isBot?: boolean;
     botType?: number | null;
     botOwnerId?: number | null;
+    systemBot?: string | null;
     timezone?: string;
   },
 ) => db.user.create({ data: { ...data, settings: { create: {} } } });
+
+/** The organization's system bot of this kind (see actions/system-bots.ts), if it exists yet. */
+export const findSystemBot = (db: Db, realmId: number, kind: string) => db.user.findUnique({ where: { realmId_systemBot: { realmId, systemBot: kind } } });
+
+/** Serialises the creation of an organization's system bots. */
+export async function lockSystemBots(db: Db, realmId: number): Promise<void> {
+  await db.$executeRaw`SELECT pg_advisory_xact_lock(7265010, ${realmId}::int)`;
+}
 
 export const updateUser = (db: Db, id: number, data: { fullName?: string; role?: number; isActive?: boolean; email?: string; deliveryEmail?: string }) =>
   db.user.update({ where: { id }, data });

@@ -51,7 +51,7 @@ export function gravatarUrl(email: string, version: number): string {
 
 const hostnames = new Map<string, string>();
 /** The host name of an organization URL (parsed once per URL). */
-function hostnameOf(url: string): string {
+export function hostnameOf(url: string): string {
   let host = hostnames.get(url);
   if (host === undefined) {
     host = new URL(url).hostname;

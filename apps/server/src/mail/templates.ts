@@ -92,29 +92,6 @@ export function signupConfirmationEmail(input: { realmName: string; realmUrl: st
   };
 }
 
-/**
- * Zulip tells the inviter with a direct message from its notification bot; Parley has no such bot, so
- * the inviter gets this e-mail instead.
- */
-export function invitationAcceptedEmail(input: { realmName: string; realmUrl: string; newUserName: string; newUserEmail: string }): EmailContent {
-  return {
-    subject: oneLine(`${input.newUserName} accepted your invitation to join ${input.realmName}`),
-    text: [
-      'Hi,',
-      '',
-      `${input.newUserName} (${input.newUserEmail}) accepted your invitation and joined ${input.realmName} (${input.realmUrl}).`,
-      '',
-      'You receive this e-mail because you asked to be told when they join.',
-      '',
-    ].join('\n'),
-    html: page([
-      'Hi,',
-      `${escapeHtml(input.newUserName)} (${escapeHtml(input.newUserEmail)}) accepted your invitation and joined <strong>${escapeHtml(input.realmName)}</strong> (${escapeHtml(input.realmUrl)}).`,
-      'You receive this e-mail because you asked to be told when they join.',
-    ]),
-  };
-}
-
 /** Sent to the new address of an e-mail change: the address changes only once its link is opened. */
 export function confirmNewEmailEmail(input: { realmName: string; realmUrl: string; oldEmail: string; newEmail: string; link: string }): EmailContent {
   const request = `Someone asked to change the e-mail address of the account ${input.oldEmail} in ${input.realmName} (${input.realmUrl}) to this address, ${input.newEmail}.`;

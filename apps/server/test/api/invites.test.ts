@@ -669,10 +669,10 @@ describe('sign-up from an e-mail invitation', () => {
     expect(peerAdds.find((e) => e.payload.stream_ids[0] === privateChannel.id)!.userIds).not.toContain(uid('othello'));
     expect(events.filter((e) => e.payload.type === 'invites_changed')).toEqual([{ userIds: await adminIds(), payload: { type: 'invites_changed' } }]);
 
-    // The inviter asked to be told (the default): an e-mail, since Parley has no notification bot.
-    const told = await emailTo(env.users.iago.email);
-    expect(told.subject).toBe('New Admin accepted your invitation to join Parley');
-    expect(told.text).toContain(`New Admin (${email}) accepted your invitation`);
+    // The inviter asked to be told (the default): a direct message from the notification bot.
+    const told = events.find((e) => e.payload.type === 'message' && e.userIds.includes(uid('iago')))!.payload.message;
+    expect(told).toMatchObject({ type: 'private', sender_full_name: 'Notification Bot', content: `<p>New Admin (<code>${email}</code>) joined Parley through your invitation.</p>` });
+    expect(await emailCount(env.users.iago.email)).toBe(0);
 
     // The new user logs in with the password and uses the API.
     const login = await env.raw('/fetch_api_key', {
@@ -713,7 +713,9 @@ describe('sign-up from an e-mail invitation', () => {
     const [plain, withDefaults] = [uniqueEmail('no-defaults'), uniqueEmail('defaults')];
     const plainPath = await invitedLink('hamlet', plain, { stream_ids: [publicChannel.id], notify_referrer_on_join: false });
     const defaultsPath = await invitedLink('hamlet', withDefaults, { stream_ids: [publicChannel.id], include_realm_default_subscriptions: true, notify_referrer_on_join: false });
-    const toldBefore = await emailCount(env.users.hamlet.email);
+    /** Direct messages hamlet received from the notification bot. */
+    const notices = () => db().message.count({ where: { sender: { systemBot: 'notification-bot' }, userMessages: { some: { userId: uid('hamlet') } } } });
+    const toldBefore = await notices();
     expect((await postForm(plainPath, { full_name: 'Plain Person', password: 'plain password' })).status).toBe(200);
     expect((await postForm(defaultsPath, { full_name: 'Default Person', password: 'default password' })).status).toBe(200);
     const channelsOf = async (email: string) => {
@@ -724,7 +726,11 @@ describe('sign-up from an e-mail invitation', () => {
     const defaults = (await db().channel.findMany({ where: { realmId, isDefault: true, isArchived: false } })).map((c) => c.id);
     expect(defaults).toContain(defaultChannel.id);
     expect(await channelsOf(withDefaults)).toEqual(sortedIds([publicChannel.id, ...defaults]));
-    expect(await emailCount(env.users.hamlet.email)).toBe(toldBefore);
+    expect(await notices()).toBe(toldBefore);
+    // Told when they did not say so (the default).
+    const toldPath = await invitedLink('hamlet', uniqueEmail('told'), { stream_ids: [publicChannel.id] });
+    expect((await postForm(toldPath, { full_name: 'Told Person', password: 'told password here' })).status).toBe(200);
+    expect(await notices()).toBe(toldBefore + 1);
   });
 
   it('a guest joins with the guest role; an archived or deleted channel is skipped', async () => {

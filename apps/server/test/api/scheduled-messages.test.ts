@@ -122,6 +122,14 @@ describe('delivery', () => {
     expect(row.failureMessage).toBe(`Not authorized to send to channel '${secret.name}'`);
     expect(row.delivered).toBe(false);
     expect((await list('othello')).find((m) => m.scheduled_message_id === id)).toMatchObject({ failed: true });
+    // The notification bot tells the sender in a direct message, as Zulip does.
+    const narrow = encodeURIComponent(JSON.stringify([{ operator: 'is', operand: 'dm' }]));
+    const history = await env.raw(`/messages?anchor=newest&num_before=5&num_after=0&apply_markdown=false&narrow=${narrow}`, { as: 'othello' });
+    const notice = history.body.messages.find((m: any) => m.content.includes(`> Not authorized to send to channel '${secret.name}'`));
+    expect(notice).toMatchObject({ type: 'private', sender_full_name: 'Notification Bot' });
+    expect(notice.content).toContain('[View scheduled messages](#scheduled)');
+    const { data: bot } = await env.client('othello').GET('/users/{user_id}', { params: { path: { user_id: notice.sender_id } } });
+    expect(bot!.user).toMatchObject({ is_bot: true, bot_type: 1, full_name: 'Notification Bot', bot_owner_id: null });
     // Editing a failed message needs a new time.
     const res = await env.client('othello').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } }, body: { content: 'again' } as any });
     expectJsonError(res, 400, 'Scheduled delivery time must be in the future.');

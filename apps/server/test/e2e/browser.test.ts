@@ -127,9 +127,11 @@ describe.skipIf(!haveChromium)('in headless Chromium', () => {
     for (const d of defaults) expect(names).toContain(d.stream_id);
     expect(await directMembers(env, group)).toContain(me.body.user_id);
 
-    // The referrer asked to be told.
-    const told = await smtp.waitForEmailTo(env.users.iago.email, { subject: /accepted your invitation/ });
-    expect(told.text).toContain(invitee);
+    // The referrer asked to be told: a direct message from the notification bot.
+    const narrow = encodeURIComponent(JSON.stringify([{ operator: 'is', operand: 'dm' }]));
+    const history = await env.raw(`/messages?anchor=newest&num_before=10&num_after=0&apply_markdown=false&narrow=${narrow}`, { as: 'iago' });
+    const told = (history.body.messages as Array<{ sender_full_name: string; content: string }>).find((m) => m.content.includes(invitee));
+    expect(told).toMatchObject({ sender_full_name: 'Notification Bot', content: `${fullName} (\`${invitee}\`) joined Parley through your invitation.` });
   });
 
   it('an e-mail change is confirmed from the link in the e-mail; the old address is told', async () => {

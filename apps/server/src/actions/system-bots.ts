@@ -1,0 +1,69 @@
+// The bots Parley itself speaks through, as Zulip's system bots: the notification bot sends the direct
+// messages that tell a user something happened (their scheduled message could not be sent, someone they
+// invited joined). Each organization gets its own, created in the transaction that first needs it; it
+// is listed like any other bot (GET /users, realm_user events), owns nothing, joins no channel, and
+// nobody can log in as it.
+import type { AppDeps } from '../deps.ts';
+import type { AfterCommit } from '../events/bus.ts';
+import type { Db } from '../data/db.ts';
+import type { Realm, User } from '../data/models.ts';
+import { findSystemBot, lockSystemBots } from '../data/users.repo.ts';
+import { JsonableError } from '../errors.ts';
+import { Role } from '../access/roles.ts';
+import { hostnameOf } from '../lib/user-format.ts';
+import { insertUser } from './users.ts';
+import { checkMessage, storeCheckedMessage } from './messages.ts';
+
+export const NOTIFICATION_BOT = { kind: 'notification-bot', fullName: 'Notification Bot', botType: 1 } as const;
+
+/** The organization's notification bot, created inside `tx` the first time it is needed. */
+export async function notificationBot(tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'>, realm: Realm): Promise<User> {
+  const existing = await findSystemBot(tx, realm.id, NOTIFICATION_BOT.kind);
+  if (existing) return existing;
+  await lockSystemBots(tx, realm.id);
+  const raced = await findSystemBot(tx, realm.id, NOTIFICATION_BOT.kind);
+  if (raced) return raced;
+  const { user } = await insertUser(tx, deps, realm, {
+    email: `${NOTIFICATION_BOT.kind}@${hostnameOf(realm.url)}`,
+    fullName: NOTIFICATION_BOT.fullName,
+    passwordHash: null,
+    role: Role.MEMBER,
+    systemBot: { kind: NOTIFICATION_BOT.kind, botType: NOTIFICATION_BOT.botType },
+  });
+  return user;
+}
+
+/**
+ * A direct message from the notification bot to `recipient`, stored inside `tx` (it exists exactly when
+ * the change that prompted it commits). Returns false, sending nothing, when it cannot be sent (the
+ * recipient is no longer active, or the message is refused); the change itself never fails for it.
+ */
+export async function sendNotificationMessage(
+  tx: Db,
+  afterCommit: AfterCommit,
+  deps: Pick<AppDeps, 'cipher' | 'events' | 'jobs' | 'config'>,
+  realm: Realm,
+  recipient: User,
+  content: string,
+): Promise<boolean> {
+  if (!recipient.isActive) return false;
+  const bot = await notificationBot(tx, deps, realm);
+  let checked;
+  try {
+    checked = await checkMessage(tx, realm, bot, {
+      type: 'private',
+      to: JSON.stringify([recipient.id]),
+      topic: undefined,
+      content,
+      queueId: undefined,
+      localId: undefined,
+      readBySender: true,
+      client: 'Internal',
+    });
+  } catch (error) {
+    if (error instanceof JsonableError) return false;
+    throw error;
+  }
+  await storeCheckedMessage(tx, afterCommit, deps, realm, bot, checked, { client: 'Internal' });
+  return true;
+}
