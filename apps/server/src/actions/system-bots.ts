@@ -47,9 +47,10 @@ export async function sendNotificationMessage(
   content: string,
 ): Promise<boolean> {
   if (!recipient.isActive) return false;
-  const bot = await notificationBot(tx, deps, realm);
   let checked;
+  let bot: User;
   try {
+    bot = await notificationBot(tx, deps, realm); // refused if a person holds the bot's address
     checked = await checkMessage(tx, realm, bot, {
       type: 'private',
       to: JSON.stringify([recipient.id]),

@@ -15,7 +15,8 @@ export const findUsersByIds = (db: Db, realmId: number, ids: number[]) =>
 export const listUsers = (db: Db, realmId: number, ids?: number[]) =>
   db.user.findMany({ where: { realmId, ...(ids ? { id: { in: ids } } : {}) }, orderBy: { id: 'asc' } });
 
-export const countActiveUsers = (db: Db, realmId: number) => db.user.count({ where: { realmId, isActive: true } });
+/** Active accounts of the organization, its system bots aside (they are Parley's, not the organization's). */
+export const countActiveUsers = (db: Db, realmId: number) => db.user.count({ where: { realmId, isActive: true, systemBot: null } });
 
 export const countActiveHumanOwners = (db: Db, realmId: number) =>
   db.user.count({ where: { realmId, isActive: true, isBot: false, role: 100 } });
