@@ -63,8 +63,8 @@ function typeLiteralsWithoutOp(): Array<{ type: string; key: string; file: strin
   return found;
 }
 
-// `{ type: …, key: … }` literals of the server that are not events (group-deactivation objections).
-const NOT_EVENTS = new Set(['subgroup supergroup_ids', 'channel channel_id', 'user_group group_id', 'realm settings', 'stream stream_id', 'private user_ids']);
+// `{ type: …, key: … }` literals of the server that are not events (group-deactivation objections, message send requests).
+const NOT_EVENTS = new Set(['subgroup supergroup_ids', 'channel channel_id', 'user_group group_id', 'realm settings', 'stream stream_id', 'private user_ids', 'private to']);
 // Events that are delivered but never stored: heartbeats are made by the long-poll itself, typing is
 // ephemeral. Both are checked as delivered, against the spec, in test/api/events.test.ts (responses are
 // validated in tests).
