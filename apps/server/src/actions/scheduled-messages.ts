@@ -13,6 +13,8 @@ import {
   deleteScheduledMessage,
   insertScheduledMessage,
   lockScheduledMessage,
+  lockScheduledMessages,
+  markScheduledMessagesDelivered,
   updateScheduledMessage,
   type ScheduledMessageFields,
   type ScheduledMessageRow,
@@ -172,32 +174,80 @@ export async function doDeleteScheduledMessage(deps: AppDeps, realm: Realm, send
  * still scheduled for the time the job was made for), re-checking everything sending checks. When it
  * cannot be sent it is marked failed with the reason, and the sender's clients are told.
  */
-export async function deliverScheduledMessage(deps: AppDeps, job: { id: number; at: string }): Promise<'sent' | 'failed' | 'skipped'> {
+export async function deliverScheduledMessage(deps: AppDeps, job: { id: number; at: string }): Promise<DeliveryOutcome> {
+  return (await deliverScheduledMessages(deps, [job]))[0]!;
+}
+
+export type DeliveryOutcome = 'sent' | 'failed' | 'skipped';
+
+/** How late a scheduled message may still be sent (Zulip's rule); later, it is marked failed. */
+export const LATE_DELIVERY_CUTOFF_MS = 10 * 60_000;
+
+/**
+ * Delivers the jobs a worker fetched together (outcomes in the order of `jobs`), in one transaction:
+ * every row is locked (in id order), every message checked, and only then are they stored, by
+ * organization, delivery time and id — so the organization's event-order lock, which the first store takes, is held
+ * for the stores alone — marked delivered in one statement, and the senders told. (A topic wildcard
+ * mention is checked against the topic as it was before the batch.)
+ */
+export async function deliverScheduledMessages(deps: AppDeps, jobs: Array<{ id: number; at: string }>): Promise<DeliveryOutcome[]> {
   return inTransaction(deps.db, async (tx, afterCommit) => {
-    const row = await lockScheduledMessage(tx, job.id);
-    if (!row || row.delivered || row.failed || row.scheduledAt.toISOString() !== job.at) return 'skipped';
-    const realm = await findRealmById(tx, row.realmId);
-    const sender = await findUserById(tx, row.realmId, row.senderId);
-    if (!realm || !sender) return 'skipped';
-    const fail = async (reason: string) => {
-      const updated = await updateScheduledMessage(tx, row.id, { failed: true, failureMessage: reason });
-      await publishScheduled(deps, tx, afterCommit, realm.id, sender.id, { op: 'update', scheduled_message: formatScheduledMessage(updated) });
-      // As Zulip does, the notification bot tells the sender (a deactivated sender is not told).
-      await sendNotificationMessage(tx, afterCommit, deps, realm, sender, scheduledMessageFailedNotice(row.scheduledAt, reason));
-      return 'failed' as const;
-    };
-    if (!sender.isActive || realm.deactivated) return fail('Account is deactivated');
-    let checked;
-    try {
-      checked = await checkMessage(tx, realm, sender, asSendRequest(row as ScheduledMessageFields, row.readBySender));
-    } catch (error) {
-      if (error instanceof JsonableError) return fail(error.message);
-      throw error;
+    const outcomes: DeliveryOutcome[] = jobs.map(() => 'skipped');
+    const rows = new Map((await lockScheduledMessages(tx, [...new Set(jobs.map((j) => j.id))])).map((r) => [r.id, r]));
+    const realms = new Map<number, Realm | null>();
+    const senders = new Map<number, User | null>();
+    const due: Array<{ index: number; row: ScheduledMessageRow; realm: Realm; sender: User; checked: Awaited<ReturnType<typeof checkMessage>> }> = [];
+    const taken = new Set<number>();
+    for (const [index, job] of jobs.entries()) {
+      const row = rows.get(job.id);
+      if (!row || row.delivered || row.failed || taken.has(row.id) || row.scheduledAt.toISOString() !== job.at) continue;
+      taken.add(row.id);
+      if (!realms.has(row.realmId)) realms.set(row.realmId, await findRealmById(tx, row.realmId));
+      if (!senders.has(row.senderId)) senders.set(row.senderId, await findUserById(tx, row.realmId, row.senderId));
+      const realm = realms.get(row.realmId);
+      const sender = senders.get(row.senderId);
+      if (!realm || !sender) continue;
+      const fail = async (reason: string) => {
+        const updated = await updateScheduledMessage(tx, row.id, { failed: true, failureMessage: reason });
+        await publishScheduled(deps, tx, afterCommit, realm.id, sender.id, { op: 'update', scheduled_message: formatScheduledMessage(updated) });
+        // As Zulip does, the notification bot tells the sender (a deactivated sender is not told).
+        await sendNotificationMessage(tx, afterCommit, deps, realm, sender, scheduledMessageFailedNotice(row.scheduledAt, reason));
+        outcomes[index] = 'failed';
+      };
+      if (!sender.isActive || realm.deactivated) {
+        await fail('Account is deactivated');
+        continue;
+      }
+      // As Zulip: a message more than 10 minutes overdue (the servers were down) is not sent late.
+      if (Date.now() - row.scheduledAt.getTime() > LATE_DELIVERY_CUTOFF_MS) {
+        await fail('Message could not be sent at the scheduled time.');
+        continue;
+      }
+      try {
+        due.push({ index, row, realm, sender, checked: await checkMessage(tx, realm, sender, asSendRequest(row as ScheduledMessageFields, row.readBySender)) });
+      } catch (error) {
+        if (error instanceof JsonableError) await fail(error.message);
+        else throw error;
+      }
     }
-    const message = await storeCheckedMessage(tx, afterCommit, deps, realm, sender, checked, { client: 'Internal' });
-    await updateScheduledMessage(tx, row.id, { delivered: true, deliveredMessageId: message.id });
-    await publishScheduled(deps, tx, afterCommit, realm.id, sender.id, { op: 'remove', scheduled_message_id: row.id });
-    return 'sent';
+    // By organization first: each store takes its organization's event-order lock until commit, and two
+    // batches taking those locks in different orders could deadlock.
+    due.sort((a, b) => a.row.realmId - b.row.realmId || a.row.scheduledAt.getTime() - b.row.scheduledAt.getTime() || a.row.id - b.row.id);
+    const delivered: Array<{ id: number; messageId: number }> = [];
+    for (const { index, row, realm, sender, checked } of due) {
+      const message = await storeCheckedMessage(tx, afterCommit, deps, realm, sender, checked, { client: 'Internal' });
+      delivered.push({ id: row.id, messageId: message.id });
+      outcomes[index] = 'sent';
+    }
+    await markScheduledMessagesDelivered(tx, delivered);
+    const removals = new Map<number, Array<{ userIds: number[]; payload: Record<string, unknown> }>>();
+    for (const { row } of due) {
+      const list = removals.get(row.realmId) ?? [];
+      list.push({ userIds: [row.senderId], payload: { type: 'scheduled_messages', op: 'remove', scheduled_message_id: row.id } });
+      removals.set(row.realmId, list);
+    }
+    for (const [realmId, events] of removals) await deps.events.publish(tx, afterCommit, realmId, events);
+    return outcomes;
   });
 }
 

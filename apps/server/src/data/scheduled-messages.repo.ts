@@ -1,5 +1,5 @@
-// Scheduled messages (table scheduled_message): the sender's list, and the row locked for edits and
-// for delivery.
+// Scheduled messages (table scheduled_message): the sender's list, the row locked for edits and for
+// delivery, and the rows of a delivery batch.
 import type { Db } from './db.ts';
 
 export interface ScheduledMessageRow {
@@ -43,6 +43,25 @@ export async function lockScheduledMessage(db: Db, id: number): Promise<Schedule
   const rows = await db.$queryRaw<{ id: number }[]>`SELECT id FROM scheduled_message WHERE id = ${id}::int FOR UPDATE`;
   if (!rows.length) return null;
   return db.scheduledMessage.findUnique({ where: { id } }) as Promise<ScheduledMessageRow | null>;
+}
+
+/**
+ * Locks the rows of a delivery batch, in id order (so that batches overlapping in any way cannot
+ * deadlock), and returns those that exist.
+ */
+export async function lockScheduledMessages(db: Db, ids: number[]): Promise<ScheduledMessageRow[]> {
+  const locked = await db.$queryRaw<{ id: number }[]>`SELECT id FROM scheduled_message WHERE id = ANY(${ids}::int[]) ORDER BY id FOR UPDATE`;
+  if (!locked.length) return [];
+  return db.scheduledMessage.findMany({ where: { id: { in: locked.map((r) => r.id) } }, orderBy: { id: 'asc' } }) as Promise<ScheduledMessageRow[]>;
+}
+
+/** Marks scheduled messages delivered, each with the message it became, in one statement. */
+export async function markScheduledMessagesDelivered(db: Db, deliveries: Array<{ id: number; messageId: number }>): Promise<void> {
+  if (!deliveries.length) return;
+  await db.$executeRaw`
+    UPDATE scheduled_message s SET delivered = true, delivered_message_id = d.message_id
+    FROM unnest(${deliveries.map((d) => d.id)}::int[], ${deliveries.map((d) => d.messageId)}::int[]) AS d(id, message_id)
+    WHERE s.id = d.id`;
 }
 
 export const updateScheduledMessage = (db: Db, id: number, data: Partial<ScheduledMessageFields> & { failed?: boolean; failureMessage?: string | null; delivered?: boolean; deliveredMessageId?: number | null }) =>

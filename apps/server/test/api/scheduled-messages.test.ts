@@ -8,6 +8,7 @@ import { TEST_SECRET } from '../helpers/fixtures.ts';
 import { createChannel } from '../helpers/channels.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps, listen, type RunningServer } from '../../src/server.ts';
+import { deliverScheduledMessage } from '../../src/actions/scheduled-messages.ts';
 
 let env: TestServer;
 let channel: { id: number; name: string };
@@ -165,5 +166,16 @@ describe('delivery', () => {
     await env.running.deps.jobs.start();
     await waitFor(() => db().scheduledMessage.findFirst({ where: { id, delivered: true } }));
     expect(await db().message.count({ where: { content: 'after restart' } })).toBe(1);
+  });
+
+  it('a message more than 10 minutes overdue (servers down longer) is marked failed, as Zulip does', async () => {
+    const id = await scheduled('hamlet', { type: 'stream', to: channel.id, topic: 'downtime', content: 'far too late', scheduled_delivery_timestamp: inSeconds(3600) });
+    // As if every server had been down since 11 minutes before its time: the job runs now.
+    const overdue = new Date(Math.floor(Date.now() / 1000 - 11 * 60) * 1000);
+    await db().scheduledMessage.update({ where: { id }, data: { scheduledAt: overdue } });
+    expect(await deliverScheduledMessage(env.running.deps, { id, at: overdue.toISOString() })).toBe('failed');
+    expect((await list('hamlet')).find((m) => m.scheduled_message_id === id)).toMatchObject({ failed: true });
+    expect((await db().scheduledMessage.findUniqueOrThrow({ where: { id } })).failureMessage).toBe('Message could not be sent at the scheduled time.');
+    expect(await db().message.count({ where: { content: 'far too late' } })).toBe(0);
   });
 });
