@@ -25,7 +25,7 @@ import { formatMessage, type MessagePerson, type MessageRow } from '../lib/messa
 import { EMPTY_TOPIC_DISPLAY_NAME, LEGACY_EMPTY_TOPIC_NAME, MAX_MESSAGE_LENGTH, MAX_TOPIC_LENGTH } from '../lib/message-limits.ts';
 import type { MessageDeliveryFields } from '../events/present.ts';
 import type { AfterCommit } from '../events/bus.ts';
-import { queuePushesForMessage } from './push.ts';
+import { pushTargetsForMessage, queuePushesForMessage, type MessagePushTargets } from './push.ts';
 
 /** Channels with more subscribers than this need can_mention_many_users_group for @**all** (Zulip's threshold). */
 export const WILDCARD_MENTION_THRESHOLD = 15;
@@ -205,7 +205,11 @@ export async function storeCheckedMessage(
   sender: User,
   checked: CheckedMessage,
   origin: { client: string; queueId?: string | undefined; localId?: string | undefined },
+  /** Looked up beforehand (pushTargetsForMessage) by callers that store several messages at once. */
+  preparedPushTargets?: MessagePushTargets,
 ): Promise<MessageRow> {
+  // Before storeMessage, which takes the organization's event-order lock until commit.
+  const pushTargets = preparedPushTargets ?? (await pushTargetsForMessage(tx, deps, checked, sender.id));
   const row = await storeMessage(
     tx,
     {
@@ -245,7 +249,7 @@ export async function storeCheckedMessage(
       payload: { type: 'message', message: formatted, ...delivery },
     },
   ]);
-  await queuePushesForMessage(tx, deps, realm, checked, row);
+  await queuePushesForMessage(tx, deps, realm, checked, row, pushTargets);
   return row;
 }
 

@@ -129,21 +129,31 @@ export async function doSendTestNotification(deps: AppDeps, realm: Realm, user: 
   });
 }
 
+export type MessagePushTargets = Awaited<ReturnType<typeof pushTargets>>;
+
+/**
+ * The devices a message may be pushed to (recipients other than the sender with a registered device,
+ * and what decides whether they are notified). Looked up before the message is stored, so that the
+ * lookup is not made while the organization's event-order lock is held.
+ */
+export async function pushTargetsForMessage(db: Db, deps: PushDeps, checked: CheckedMessage, senderId: number): Promise<MessagePushTargets> {
+  const others = checked.recipientIds.filter((id) => id !== senderId);
+  if (others.length === 0) return [];
+  return pushTargets(db, {
+    channelId: checked.channel?.id ?? null,
+    userIds: others,
+    senderId,
+    activeWithinSeconds: deps.config.pushActiveClientSeconds,
+  });
+}
+
 /**
  * After a message is stored (in its transaction): a push to each device of each recipient Zulip's rules
  * notify (push/triggers.ts), in Zulip's payload shape. Recipients with a client that polled for events
  * in the last PARLEY_PUSH_ACTIVE_SECONDS count as active (not idle).
  */
-export async function queuePushesForMessage(tx: Db, deps: PushDeps, realm: Realm, checked: CheckedMessage, row: MessageRow): Promise<void> {
+export async function queuePushesForMessage(tx: Db, deps: PushDeps, realm: Realm, checked: CheckedMessage, row: MessageRow, targets: MessagePushTargets): Promise<void> {
   const flagsOf = new Map(checked.recipientIds.map((id, i) => [id, checked.flags[i] ?? 0]));
-  const others = checked.recipientIds.filter((id) => id !== row.sender_id);
-  if (others.length === 0) return;
-  const targets = await pushTargets(tx, {
-    channelId: checked.channel?.id ?? null,
-    userIds: others,
-    senderId: row.sender_id,
-    activeWithinSeconds: deps.config.pushActiveClientSeconds,
-  });
   if (targets.length === 0) return;
   const sender = checked.people.get(row.sender_id);
   const message: PushedMessage = {

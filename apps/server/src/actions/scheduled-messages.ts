@@ -24,6 +24,7 @@ import type { AfterCommit } from '../events/bus.ts';
 import { formatScheduledMessage } from '../lib/scheduled-message-format.ts';
 import { checkMessage, normalizeTopic, READ_BY_SENDER_CLIENTS, storeCheckedMessage, truncateTopic, type SendMessageRequest } from './messages.ts';
 import { sendNotificationMessage } from './system-bots.ts';
+import { pushTargetsForMessage, type MessagePushTargets } from './push.ts';
 
 const inFuture = (seconds: number) => {
   if (seconds * 1000 <= Date.now()) throw new JsonableError('Scheduled delivery time must be in the future.');
@@ -196,7 +197,7 @@ export async function deliverScheduledMessages(deps: AppDeps, jobs: Array<{ id: 
     const rows = new Map((await lockScheduledMessages(tx, [...new Set(jobs.map((j) => j.id))])).map((r) => [r.id, r]));
     const realms = new Map<number, Realm | null>();
     const senders = new Map<number, User | null>();
-    const due: Array<{ index: number; row: ScheduledMessageRow; realm: Realm; sender: User; checked: Awaited<ReturnType<typeof checkMessage>> }> = [];
+    const due: Array<{ index: number; row: ScheduledMessageRow; realm: Realm; sender: User; checked: Awaited<ReturnType<typeof checkMessage>>; pushTargets: MessagePushTargets }> = [];
     const taken = new Set<number>();
     for (const [index, job] of jobs.entries()) {
       const row = rows.get(job.id);
@@ -224,7 +225,8 @@ export async function deliverScheduledMessages(deps: AppDeps, jobs: Array<{ id: 
         continue;
       }
       try {
-        due.push({ index, row, realm, sender, checked: await checkMessage(tx, realm, sender, asSendRequest(row as ScheduledMessageFields, row.readBySender)) });
+        const checked = await checkMessage(tx, realm, sender, asSendRequest(row as ScheduledMessageFields, row.readBySender));
+        due.push({ index, row, realm, sender, checked, pushTargets: await pushTargetsForMessage(tx, deps, checked, sender.id) });
       } catch (error) {
         if (error instanceof JsonableError) await fail(error.message);
         else throw error;
@@ -234,8 +236,8 @@ export async function deliverScheduledMessages(deps: AppDeps, jobs: Array<{ id: 
     // batches taking those locks in different orders could deadlock.
     due.sort((a, b) => a.row.realmId - b.row.realmId || a.row.scheduledAt.getTime() - b.row.scheduledAt.getTime() || a.row.id - b.row.id);
     const delivered: Array<{ id: number; messageId: number }> = [];
-    for (const { index, row, realm, sender, checked } of due) {
-      const message = await storeCheckedMessage(tx, afterCommit, deps, realm, sender, checked, { client: 'Internal' });
+    for (const { index, row, realm, sender, checked, pushTargets } of due) {
+      const message = await storeCheckedMessage(tx, afterCommit, deps, realm, sender, checked, { client: 'Internal' }, pushTargets);
       delivered.push({ id: row.id, messageId: message.id });
       outcomes[index] = 'sent';
     }
