@@ -24,9 +24,10 @@ import { setTypingStatus } from './handlers/typing.ts';
 import { sendMessage } from './handlers/messages.ts';
 import { addApnsToken, addFcmToken, removeApnsToken, removeFcmToken, testNotify } from './handlers/push.ts';
 import { createScheduledMessage, deleteScheduledMessage, getScheduledMessages, updateScheduledMessage } from './handlers/scheduled-messages.ts';
+import { createReminder, deleteReminder, getReminders } from './handlers/reminders.ts';
 import { createDrafts, deleteDraft, editDraft, getDrafts } from './handlers/drafts.ts';
 import { createInviteLink, getInvites, resendEmailInvite, revokeEmailInvite, revokeInviteLink, sendInvites } from './handlers/invitations.ts';
-import { markAllAsRead, markStreamAsRead, markTopicAsRead, updateMessageFlags } from './handlers/message-flags.ts';
+import { markAllAsRead, markStreamAsRead, markTopicAsRead, updateMessageFlags, updateMessageFlagsForNarrow } from './handlers/message-flags.ts';
 import { getMessage, getMessages, getStreamTopics } from './handlers/message-reads.ts';
 import { archiveStream, getStreamById, getStreamId, getStreams, getSubscribers, getSubscriptions, subscribe, unsubscribe, updateStream } from './handlers/channels.ts';
 import { updateDisplaySettings, updateNotificationSettings, updateSettings } from './handlers/user-settings.ts';
@@ -79,8 +80,13 @@ export const routes: RouteTable = {
   'get-scheduled-messages': getScheduledMessages,
   'update-scheduled-message': updateScheduledMessage,
   'delete-scheduled-message': deleteScheduledMessage,
+  // reminders
+  'create-reminder': createReminder,
+  'get-reminders': getReminders,
+  'delete-reminder': deleteReminder,
   // read state
   'update-message-flags': updateMessageFlags,
+  'update-message-flags-for-narrow': updateMessageFlagsForNarrow,
   'mark-all-as-read': markAllAsRead,
   'mark-stream-as-read': markStreamAsRead,
   'mark-topic-as-read': markTopicAsRead,

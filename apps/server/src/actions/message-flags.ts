@@ -1,9 +1,10 @@
-// Read state and personal flags: POST /messages/flags, /mark_all_as_read, /mark_stream_as_read,
-// /mark_topic_as_read. Each change stores an `update_message_flags` event for the user's clients.
+// Read state and personal flags: POST /messages/flags, /messages/flags/narrow, /mark_all_as_read,
+// /mark_stream_as_read, /mark_topic_as_read. Each change stores an `update_message_flags` event for
+// the user's clients.
 import type { AppDeps } from '../deps.ts';
 import { inTransaction } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
-import { changeFlag, countOwnMessages, markReadBatch, messageDetails, newestOwnMessageId, userHasTopic } from '../data/message-flags.repo.ts';
+import { changeFlag, countOwnMessages, markReadBatch, messageDetails, messagesOfUnsubscribedChannels, newestOwnMessageId, userHasTopic } from '../data/message-flags.repo.ts';
 import { findChannelById } from '../data/channels.repo.ts';
 import { subscribedChannelIds } from '../data/subscriptions.repo.ts';
 import { JsonableError } from '../errors.ts';
@@ -11,6 +12,7 @@ import { loadPermissionSubject } from '../access/group-settings.ts';
 import { hasContentAccess } from '../access/channels.ts';
 import { MESSAGE_FLAG_BITS, type MessageFlagName } from '../lib/message-flags.ts';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../lib/message-limits.ts';
+import { messagesInFlagRange, type FlagRange, type FlagRangeRequest } from '../queries/messages-state.ts';
 import { queuePushRemovals } from './push.ts';
 
 /** Flags users may set and clear themselves. */
@@ -18,28 +20,83 @@ const EDITABLE_FLAGS = new Set<MessageFlagName>(['read', 'starred', 'collapsed']
 /** Names clients may send that exist but are the server's (Zulip lists these as not editable). */
 const KNOWN_FLAGS = new Set<string>([...Object.keys(MESSAGE_FLAG_BITS), 'wildcard_mentioned']);
 
-/** Rows marked per transaction by the bulk operations (each batch is its own short transaction). */
-export const MARK_READ_BATCH = 5_000;
-/** The bulk operations stop and answer complete: false after this long (Zulip: about 50 s). */
-export const MARK_READ_TIME_BUDGET_MS = 50_000;
+/**
+ * Rows marked per transaction by the bulk operations (each batch is its own short transaction, of some
+ * tens of milliseconds; the time budget, after which they answer complete: false, is the configuration's
+ * markReadBudgetMs, Zulip's 50 s by default).
+ */
+export const MARK_READ_BATCH = 10_000;
 
 const MENTION_BITS = MESSAGE_FLAG_BITS.mentioned | MESSAGE_FLAG_BITS.stream_wildcard_mentioned | MESSAGE_FLAG_BITS.topic_wildcard_mentioned;
 
-export async function doUpdateMessageFlags(deps: AppDeps, realm: Realm, user: User, messageIds: number[], op: string, flag: string): Promise<void> {
-  if (op !== 'add' && op !== 'remove') throw new JsonableError(`Invalid message flag operation: '${op}'`);
+/** The bit to set or clear, after Zulip's checks of the flag and the operation (in its order of errors). */
+function flagChange(op: string, flag: string): { bit: number; set: boolean } {
   if (!KNOWN_FLAGS.has(flag)) throw new JsonableError(`Invalid flag: '${flag}'`);
   if (!EDITABLE_FLAGS.has(flag as MessageFlagName)) throw new JsonableError(`Flag not editable: '${flag}'`);
-  const ids = [...new Set(messageIds)];
-  const bit = MESSAGE_FLAG_BITS[flag as MessageFlagName];
-  await inTransaction(deps.db, async (tx, afterCommit) => {
-    if ((await countOwnMessages(tx, user.id, ids)) !== ids.length) throw new JsonableError('Invalid message(s)');
-    const changed = await changeFlag(tx, user.id, ids, bit, op === 'add');
-    if (changed.length === 0) return;
-    if (op === 'add' && flag === 'read') await queuePushRemovals(tx, deps, realm, user, changed);
+  if (op !== 'add' && op !== 'remove') throw new JsonableError(`Invalid message flag operation: '${op}'`);
+  return { bit: MESSAGE_FLAG_BITS[flag as MessageFlagName], set: op === 'add' };
+}
+
+/**
+ * Zulip's do_update_message_flags: sets or clears the flag on the user's rows among `messageIds`, in
+ * one transaction, and tells the user's clients which messages changed. Unread messages must be in
+ * channels the user is subscribed to, so marking unread skips the messages of other channels and
+ * answers those channels. `requireRows`: every message (but those skipped) must be one the user has a
+ * row for (`Invalid message(s)` otherwise).
+ */
+async function changeFlagOfMessages(
+  deps: AppDeps,
+  realm: Realm,
+  user: User,
+  messageIds: number[],
+  op: string,
+  flag: string,
+  options: { requireRows: boolean },
+): Promise<{ changed: number[]; ignoredChannelIds: number[] }> {
+  const { bit, set } = flagChange(op, flag);
+  const requested = [...new Set(messageIds)];
+  return inTransaction(deps.db, async (tx, afterCommit) => {
+    let ids = requested;
+    let ignoredChannelIds: number[] = [];
+    if (flag === 'read' && !set && ids.length > 0) {
+      const skipped = await messagesOfUnsubscribedChannels(tx, user.id, ids);
+      if (skipped.length > 0) {
+        const skippedIds = new Set(skipped.map((m) => m.id));
+        ids = ids.filter((id) => !skippedIds.has(id));
+        ignoredChannelIds = [...new Set(skipped.map((m) => m.channel_id))].sort((a, b) => a - b);
+      }
+    }
+    if (options.requireRows && (await countOwnMessages(tx, user.id, ids)) !== ids.length) throw new JsonableError('Invalid message(s)');
+    const changed = ids.length > 0 ? await changeFlag(tx, user.id, ids, bit, set) : [];
+    if (changed.length === 0) return { changed, ignoredChannelIds };
+    if (set && flag === 'read') await queuePushRemovals(tx, deps, realm, user, changed);
     const payload: Record<string, unknown> = { type: 'update_message_flags', op, operation: op, flag, messages: changed, all: false };
-    if (op === 'remove' && flag === 'read') payload['message_details'] = await detailsOf(tx, user.id, changed);
+    if (!set && flag === 'read') payload['message_details'] = await detailsOf(tx, user.id, changed);
     await deps.events.publish(tx, afterCommit, realm.id, [{ userIds: [user.id], payload }]);
+    return { changed, ignoredChannelIds };
   });
+}
+
+export async function doUpdateMessageFlags(deps: AppDeps, realm: Realm, user: User, messageIds: number[], op: string, flag: string): Promise<void> {
+  await changeFlagOfMessages(deps, realm, user, messageIds, op, flag, { requireRows: true });
+}
+
+export interface FlagUpdateForNarrow extends FlagRange {
+  /** How many of the range's messages had their flag changed. */
+  updatedCount: number;
+  /** Marking unread: the channels whose messages were skipped because the user is not subscribed. */
+  ignoredChannelIds: number[];
+}
+
+/**
+ * POST /messages/flags/narrow: the flag change of POST /messages/flags on the range of the user's
+ * messages around an anchor in a narrow (queries/messages-state.ts messagesInFlagRange).
+ */
+export async function doUpdateMessageFlagsForNarrow(deps: AppDeps, realm: Realm, user: User, request: FlagRangeRequest, op: string, flag: string): Promise<FlagUpdateForNarrow> {
+  const range = await messagesInFlagRange(deps.db, realm, user, request);
+  // The range comes from the user's rows; a message deleted meanwhile is simply not flagged.
+  const { changed, ignoredChannelIds } = await changeFlagOfMessages(deps, realm, user, range.ids, op, flag, { requireRows: false });
+  return { ...range, updatedCount: changed.length, ignoredChannelIds };
 }
 
 async function detailsOf(tx: Parameters<typeof messageDetails>[0], userId: number, ids: number[]) {
@@ -56,28 +113,29 @@ async function detailsOf(tx: Parameters<typeof messageDetails>[0], userId: numbe
 }
 
 /**
- * Marks the user's unread messages read, newest first, in batches that are each their own short
- * transaction (so no lock is held long), up to the newest message the user had when the call started:
- * messages arriving meanwhile stay unread. Answers false when the time budget ran out first; the
- * remaining messages stay unread and another call finishes them.
+ * Marks the user's unread messages read (optionally of one channel, and one topic), newest first, in
+ * batches that are each their own short transaction (so no lock is held long). Answers false when the
+ * time budget ran out first; the remaining messages stay unread and another call finishes them.
+ *
+ * - One channel or topic (Zulip's do_mark_stream_messages_as_read): up to the newest message the user
+ *   had when the call started (messages arriving meanwhile stay unread); each batch tells the user's
+ *   clients which messages it marked.
+ * - Everything (Zulip's do_mark_all_as_read): every unread message, those arriving meanwhile too; the
+ *   clients are told once, when the last batch commits, with Zulip's `all: true` event (no message
+ *   IDs: clients mark everything read), and not at all when the budget ran out (as Zulip does).
  */
-async function markReadInBatches(
-  deps: AppDeps,
-  realm: Realm,
-  user: User,
-  scope: { channelId?: number; topic?: string },
-  budgetMs = MARK_READ_TIME_BUDGET_MS,
-): Promise<boolean> {
-  const upTo = await newestOwnMessageId(deps.db, user.id);
+async function markReadInBatches(deps: AppDeps, realm: Realm, user: User, scope: { channelId?: number; topic?: string } | 'everything', budgetMs: number): Promise<boolean> {
+  const everything = scope === 'everything';
+  const upTo = everything ? null : await newestOwnMessageId(deps.db, user.id);
   const deadline = Date.now() + budgetMs;
   for (;;) {
     const marked = await inTransaction(deps.db, async (tx, afterCommit) => {
-      const ids = await markReadBatch(tx, user.id, upTo, MARK_READ_BATCH, scope);
+      const ids = await markReadBatch(tx, user.id, upTo, MARK_READ_BATCH, everything ? {} : scope);
       await queuePushRemovals(tx, deps, realm, user, ids);
-      if (ids.length) {
-        await deps.events.publish(tx, afterCommit, realm.id, [
-          { userIds: [user.id], payload: { type: 'update_message_flags', op: 'add', operation: 'add', flag: 'read', messages: ids, all: false } },
-        ]);
+      const last = ids.length < MARK_READ_BATCH;
+      if (everything ? last : ids.length > 0) {
+        const payload = { type: 'update_message_flags', op: 'add', operation: 'add', flag: 'read', messages: everything ? [] : ids, all: everything };
+        await deps.events.publish(tx, afterCommit, realm.id, [{ userIds: [user.id], payload }]);
       }
       return ids.length;
     });
@@ -87,7 +145,7 @@ async function markReadInBatches(
 }
 
 export async function doMarkAllAsRead(deps: AppDeps, realm: Realm, user: User): Promise<{ complete: boolean }> {
-  return { complete: await markReadInBatches(deps, realm, user, {}, deps.config.markReadBudgetMs) };
+  return { complete: await markReadInBatches(deps, realm, user, 'everything', deps.config.markReadBudgetMs) };
 }
 
 /** The channel if the user may read it (Zulip's access_stream_by_id), else `Invalid channel ID`. */

@@ -10,6 +10,7 @@ import type { Realm, User } from '../data/models.ts';
 import { findUserById } from '../data/users.repo.ts';
 import { findRealmById } from '../data/realms.repo.ts';
 import {
+  DeliveryType,
   deleteScheduledMessage,
   insertScheduledMessage,
   lockScheduledMessage,
@@ -23,7 +24,7 @@ import { JsonableError } from '../errors.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import { formatScheduledMessage } from '../lib/scheduled-message-format.ts';
 import { checkMessage, normalizeTopic, READ_BY_SENDER_CLIENTS, storeCheckedMessage, truncateTopic, type SendMessageRequest } from './messages.ts';
-import { sendNotificationMessage } from './system-bots.ts';
+import { notificationBot, sendNotificationMessage } from './system-bots.ts';
 import { pushTargetsForMessage, type MessagePushTargets } from './push.ts';
 
 const inFuture = (seconds: number) => {
@@ -113,7 +114,7 @@ export async function doUpdateScheduledMessage(deps: AppDeps, realm: Realm, send
   const newTime = scheduledDeliveryTimestamp === undefined ? undefined : inFuture(scheduledDeliveryTimestamp);
   await inTransaction(deps.db, async (tx, afterCommit) => {
     const row = await lockScheduledMessage(tx, id);
-    if (!row || row.senderId !== sender.id || row.realmId !== realm.id) throw notFound();
+    if (!row || row.senderId !== sender.id || row.realmId !== realm.id || row.deliveryType !== DeliveryType.SEND_LATER) throw notFound();
     if (row.delivered) throw new JsonableError('Scheduled message was already sent');
     if (row.failed && newTime === undefined) throw new JsonableError('Scheduled delivery time must be in the future.');
 
@@ -164,7 +165,7 @@ export async function doUpdateScheduledMessage(deps: AppDeps, realm: Realm, send
 export async function doDeleteScheduledMessage(deps: AppDeps, realm: Realm, sender: User, id: number): Promise<void> {
   await inTransaction(deps.db, async (tx, afterCommit) => {
     const row = await lockScheduledMessage(tx, id);
-    if (!row || row.senderId !== sender.id || row.realmId !== realm.id || row.delivered) throw notFound();
+    if (!row || row.senderId !== sender.id || row.realmId !== realm.id || row.deliveryType !== DeliveryType.SEND_LATER || row.delivered) throw notFound();
     await deleteScheduledMessage(tx, id);
     await publishScheduled(deps, tx, afterCommit, realm.id, sender.id, { op: 'remove', scheduled_message_id: id });
   });
@@ -197,7 +198,8 @@ export async function deliverScheduledMessages(deps: AppDeps, jobs: Array<{ id: 
     const rows = new Map((await lockScheduledMessages(tx, [...new Set(jobs.map((j) => j.id))])).map((r) => [r.id, r]));
     const realms = new Map<number, Realm | null>();
     const senders = new Map<number, User | null>();
-    const due: Array<{ index: number; row: ScheduledMessageRow; realm: Realm; sender: User; checked: Awaited<ReturnType<typeof checkMessage>>; pushTargets: MessagePushTargets }> = [];
+    // `author` sends the message: the sender, or for a reminder the notification bot (to the sender).
+    const due: Array<{ index: number; row: ScheduledMessageRow; realm: Realm; author: User; checked: Awaited<ReturnType<typeof checkMessage>>; pushTargets: MessagePushTargets }> = [];
     const taken = new Set<number>();
     for (const [index, job] of jobs.entries()) {
       const row = rows.get(job.id);
@@ -208,25 +210,30 @@ export async function deliverScheduledMessages(deps: AppDeps, jobs: Array<{ id: 
       const realm = realms.get(row.realmId);
       const sender = senders.get(row.senderId);
       if (!realm || !sender) continue;
+      const reminder = row.deliveryType === DeliveryType.REMIND;
       const fail = async (reason: string) => {
         const updated = await updateScheduledMessage(tx, row.id, { failed: true, failureMessage: reason });
+        outcomes[index] = 'failed';
+        if (reminder) return; // reminders have no update event, and nobody to tell but their owner
         await publishScheduled(deps, tx, afterCommit, realm.id, sender.id, { op: 'update', scheduled_message: formatScheduledMessage(updated) });
         // As Zulip does, the notification bot tells the sender (a deactivated sender is not told).
         await sendNotificationMessage(tx, afterCommit, deps, realm, sender, scheduledMessageFailedNotice(row.scheduledAt, reason));
-        outcomes[index] = 'failed';
       };
       if (!sender.isActive || realm.deactivated) {
         await fail('Account is deactivated');
         continue;
       }
-      // As Zulip: a message more than 10 minutes overdue (the servers were down) is not sent late.
-      if (Date.now() - row.scheduledAt.getTime() > LATE_DELIVERY_CUTOFF_MS) {
+      // As Zulip: a message more than 10 minutes overdue (the servers were down) is not sent late; a
+      // reminder still is.
+      if (!reminder && Date.now() - row.scheduledAt.getTime() > LATE_DELIVERY_CUTOFF_MS) {
         await fail('Message could not be sent at the scheduled time.');
         continue;
       }
       try {
-        const checked = await checkMessage(tx, realm, sender, asSendRequest(row as ScheduledMessageFields, row.readBySender));
-        due.push({ index, row, realm, sender, checked, pushTargets: await pushTargetsForMessage(tx, deps, checked, sender.id) });
+        const author = reminder ? await notificationBot(tx, deps, realm) : sender;
+        const request = reminder ? reminderDelivery(row, sender) : asSendRequest(row as ScheduledMessageFields, row.readBySender);
+        const checked = await checkMessage(tx, realm, author, request);
+        due.push({ index, row, realm, author, checked, pushTargets: await pushTargetsForMessage(tx, deps, checked, author.id) });
       } catch (error) {
         if (error instanceof JsonableError) await fail(error.message);
         else throw error;
@@ -236,8 +243,8 @@ export async function deliverScheduledMessages(deps: AppDeps, jobs: Array<{ id: 
     // batches taking those locks in different orders could deadlock.
     due.sort((a, b) => a.row.realmId - b.row.realmId || a.row.scheduledAt.getTime() - b.row.scheduledAt.getTime() || a.row.id - b.row.id);
     const delivered: Array<{ id: number; messageId: number }> = [];
-    for (const { index, row, realm, sender, checked, pushTargets } of due) {
-      const message = await storeCheckedMessage(tx, afterCommit, deps, realm, sender, checked, { client: 'Internal' }, pushTargets);
+    for (const { index, row, realm, author, checked, pushTargets } of due) {
+      const message = await storeCheckedMessage(tx, afterCommit, deps, realm, author, checked, { client: 'Internal' }, pushTargets);
       delivered.push({ id: row.id, messageId: message.id });
       outcomes[index] = 'sent';
     }
@@ -245,12 +252,21 @@ export async function deliverScheduledMessages(deps: AppDeps, jobs: Array<{ id: 
     const removals = new Map<number, Array<{ userIds: number[]; payload: Record<string, unknown> }>>();
     for (const { row } of due) {
       const list = removals.get(row.realmId) ?? [];
-      list.push({ userIds: [row.senderId], payload: { type: 'scheduled_messages', op: 'remove', scheduled_message_id: row.id } });
+      const payload =
+        row.deliveryType === DeliveryType.REMIND
+          ? { type: 'reminders', op: 'remove', reminder_id: row.id }
+          : { type: 'scheduled_messages', op: 'remove', scheduled_message_id: row.id };
+      list.push({ userIds: [row.senderId], payload });
       removals.set(row.realmId, list);
     }
     for (const [realmId, events] of removals) await deps.events.publish(tx, afterCommit, realmId, events);
     return outcomes;
   });
+}
+
+/** A reminder as it is delivered: a direct message to its owner (from the notification bot). */
+function reminderDelivery(row: ScheduledMessageRow, owner: User): SendMessageRequest {
+  return { type: 'private', to: JSON.stringify([owner.id]), topic: undefined, content: row.content, queueId: undefined, localId: undefined, readBySender: undefined, client: 'Internal' };
 }
 
 /** The notification bot's message to a sender whose scheduled message could not be sent. */

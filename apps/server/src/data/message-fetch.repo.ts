@@ -161,17 +161,16 @@ export interface PageQuery {
 }
 
 /**
- * The page's messages, ascending, in one statement: the matching ids (each side of the anchor ordered
+ * The ids (and the viewer's flags) of the page's messages, unordered: each side of the anchor ordered
  * by id with its limit, so that an index on the narrow's columns ending in id is walked, never the
- * whole history), then the messages, flags, channel names and search highlights of those ids only.
+ * whole history. Null when the page is empty by construction.
  */
-export async function fetchMessagePage(db: Db, q: PageQuery): Promise<PageRow[]> {
+function pageIdsSql(q: Pick<PageQuery, 'scope' | 'conditions' | 'selection'>): Prisma.Sql | null {
   const base = baseOf(q.scope);
   const side = (bound: Prisma.Sql | null, order: 'ASC' | 'DESC', limit: number) =>
     Prisma.sql`(SELECT ${base.id} AS id, ${base.flags} AS flags FROM ${base.from} WHERE ${whereOf(base, q.conditions, bound ? [bound] : [])}
       ORDER BY ${base.id} ${Prisma.raw(order)} LIMIT ${limit}::int)`;
   const s = q.selection;
-  let page: Prisma.Sql;
   if (s.kind === 'range') {
     const sides: Prisma.Sql[] = [];
     // Over user_message rows the bound goes on both id columns: PostgreSQL does not carry inequalities
@@ -182,12 +181,27 @@ export async function fetchMessagePage(db: Db, q: PageQuery): Promise<PageRow[]>
         : Prisma.sql`${base.id} ${Prisma.raw(op)} ${id}::bigint`;
     if (s.before) sides.push(side(s.before.maxId === null ? null : bounded('<=', s.before.maxId), 'DESC', s.before.limit));
     if (s.after) sides.push(side(s.after.minId === null ? null : bounded('>=', s.after.minId), 'ASC', s.after.limit));
-    if (sides.length === 0) return [];
-    page = Prisma.join(sides, ' UNION ALL ');
-  } else {
-    const bound = s.kind === 'exact' ? Prisma.sql`${base.id} = ${s.id}::bigint` : Prisma.sql`${base.id} = ANY(${s.ids}::int[])`;
-    page = Prisma.sql`SELECT ${base.id} AS id, ${base.flags} AS flags FROM ${base.from} WHERE ${whereOf(base, q.conditions, [bound])}`;
+    return sides.length === 0 ? null : Prisma.join(sides, ' UNION ALL ');
   }
+  const bound = s.kind === 'exact' ? Prisma.sql`${base.id} = ${s.id}::bigint` : Prisma.sql`${base.id} = ANY(${s.ids}::int[])`;
+  return Prisma.sql`SELECT ${base.id} AS id, ${base.flags} AS flags FROM ${base.from} WHERE ${whereOf(base, q.conditions, [bound])}`;
+}
+
+/** The ids of the page's messages, ascending, without the messages (for work on the ids only). */
+export async function fetchPageIds(db: Db, q: Pick<PageQuery, 'scope' | 'conditions' | 'selection'>): Promise<number[]> {
+  const page = pageIdsSql(q);
+  if (!page) return [];
+  const rows = await db.$queryRaw<{ id: number }[]>`SELECT p.id FROM (${page}) p ORDER BY p.id`;
+  return rows.map((r) => r.id);
+}
+
+/**
+ * The page's messages, ascending, in one statement: the matching ids (see pageIdsSql), then the
+ * messages, flags, channel names and search highlights of those ids only.
+ */
+export async function fetchMessagePage(db: Db, q: PageQuery): Promise<PageRow[]> {
+  const page = pageIdsSql(q);
+  if (!page) return [];
   let searchColumns = Prisma.empty;
   if (q.search) {
     const options = `HighlightAll = TRUE, StartSel = ${TS_START}, StopSel = ${TS_STOP}`;

@@ -18,7 +18,13 @@ export interface ScheduledMessageRow {
   deliveredMessageId: number | null;
   failed: boolean;
   failureMessage: string | null;
+  /** DeliveryType: a message sent later, or a reminder. */
+  deliveryType: number;
+  reminderTargetMessageId: number | null;
 }
+
+/** Zulip's kinds of scheduled message. */
+export const DeliveryType = { SEND_LATER: 1, REMIND: 2 } as const;
 
 export interface ScheduledMessageFields {
   type: 'stream' | 'private';
@@ -34,9 +40,32 @@ export interface ScheduledMessageFields {
 export const insertScheduledMessage = (db: Db, realmId: number, senderId: number, f: ScheduledMessageFields) =>
   db.scheduledMessage.create({ data: { realmId, senderId, ...f } }) as Promise<ScheduledMessageRow>;
 
-/** The sender's undelivered scheduled messages, by delivery time. */
+/** A reminder: a note to the user themself, about a message, delivered by the notification bot. */
+export const insertReminder = (db: Db, realmId: number, userId: number, f: { content: string; renderedContent: string; scheduledAt: Date; targetMessageId: number }) =>
+  db.scheduledMessage.create({
+    data: {
+      realmId,
+      senderId: userId,
+      type: 'private',
+      channelId: null,
+      directUserIds: [userId],
+      topic: '',
+      content: f.content,
+      renderedContent: f.renderedContent,
+      scheduledAt: f.scheduledAt,
+      readBySender: false,
+      deliveryType: DeliveryType.REMIND,
+      reminderTargetMessageId: f.targetMessageId,
+    },
+  }) as Promise<ScheduledMessageRow>;
+
+/** The sender's undelivered scheduled messages (reminders aside), by delivery time. */
 export const pendingScheduledMessagesOf = (db: Db, senderId: number) =>
-  db.scheduledMessage.findMany({ where: { senderId, delivered: false }, orderBy: [{ scheduledAt: 'asc' }, { id: 'asc' }] }) as Promise<ScheduledMessageRow[]>;
+  db.scheduledMessage.findMany({ where: { senderId, delivered: false, deliveryType: DeliveryType.SEND_LATER }, orderBy: [{ scheduledAt: 'asc' }, { id: 'asc' }] }) as Promise<ScheduledMessageRow[]>;
+
+/** The user's undelivered reminders, by delivery time. */
+export const pendingRemindersOf = (db: Db, userId: number) =>
+  db.scheduledMessage.findMany({ where: { senderId: userId, delivered: false, deliveryType: DeliveryType.REMIND }, orderBy: [{ scheduledAt: 'asc' }, { id: 'asc' }] }) as Promise<ScheduledMessageRow[]>;
 
 /** Locks the row (edits and delivery serialise on it); null when missing. */
 export async function lockScheduledMessage(db: Db, id: number): Promise<ScheduledMessageRow | null> {

@@ -125,7 +125,8 @@ function canReadMessage(subject: PermissionSubject | null, found: { flags: numbe
 }
 
 /** The message if the viewer may read it (with their flags, null without a row), else null. */
-async function readableMessage(db: Db, realm: Realm, viewer: User | null, messageId: number) {
+/** The message if `viewer` may read it (null otherwise, or when it does not exist). */
+export async function readableMessage(db: Db, realm: Realm, viewer: User | null, messageId: number) {
   if (messageId < 1 || messageId > MAX_MESSAGE_ID) return null;
   const found = await messageWithViewerRow(db, realm.id, messageId, viewer?.id ?? null);
   if (!found) return null;
@@ -143,7 +144,7 @@ const CONVERSATION_OPERATORS = new Set(['stream', 'channel', 'topic', 'dm', 'pm-
  * holds the message (channel and topic, or direct-message participants); when the viewer cannot read it,
  * the other terms stand if they define a conversation.
  */
-async function expandWith(db: Db, realm: Realm, viewer: User | null, terms: NarrowTerm[]): Promise<NarrowTerm[]> {
+export async function expandWith(db: Db, realm: Realm, viewer: User | null, terms: NarrowTerm[]): Promise<NarrowTerm[]> {
   const withTerms = terms.filter((t) => t.operator === 'with');
   if (withTerms.length > 1) throw new InvalidNarrowCombinationError("Duplicate 'with' operators.");
   if (withTerms.length === 0) return terms;
@@ -167,7 +168,7 @@ async function expandWith(db: Db, realm: Realm, viewer: User | null, terms: Narr
   return [...conversation, ...others];
 }
 
-interface ResolvedNarrow {
+export interface ResolvedNarrow {
   scope: MessageScope;
   conditions: NarrowCondition[];
   search: { highlight: string | null } | null;
@@ -180,7 +181,7 @@ interface ResolvedNarrow {
  * Looks up the channels and users the terms name (one statement each) and the channels the viewer can
  * no longer read, then builds the conditions and decides the scope.
  */
-async function resolveNarrow(db: Db, realm: Realm, viewer: User | null, terms: NarrowTerm[]): Promise<ResolvedNarrow> {
+export async function resolveNarrow(db: Db, realm: Realm, viewer: User | null, terms: NarrowTerm[]): Promise<ResolvedNarrow> {
   const lookups = narrowLookups(terms);
   const guest = viewer !== null && isGuest(viewer);
   const [channels, usersById, usersByEmail] = await Promise.all([
@@ -219,7 +220,7 @@ async function resolveNarrow(db: Db, realm: Realm, viewer: User | null, terms: N
 // ---------------------------------------------------------------------------------------------
 // GET /messages
 
-interface Range {
+export interface Range {
   selection: PageSelection;
   anchoredToLeft: boolean;
   anchoredToRight: boolean;
@@ -227,7 +228,7 @@ interface Range {
 }
 
 /** Zulip's limit_query_to_range (no organization history limit: the first visible id is 0). */
-function rangeAround(anchor: number, numBefore: number, numAfter: number, includeAnchor: boolean): Range {
+export function rangeAround(anchor: number, numBefore: number, numAfter: number, includeAnchor: boolean): Range {
   const anchoredToLeft = anchor === 0;
   const anchoredToRight = anchor >= LARGER_THAN_MAX_MESSAGE_ID;
   if (anchoredToRight) numAfter = 0;
@@ -253,10 +254,10 @@ function rangeAround(anchor: number, numBefore: number, numAfter: number, includ
 }
 
 /** Zulip's post_process_limited_query. */
-function limitRows(rows: PageRow[], anchor: number, numBefore: number, range: Range) {
-  let before: PageRow[];
-  let at: PageRow[];
-  let after: PageRow[];
+export function limitRows<R extends { id: number }>(rows: R[], anchor: number, numBefore: number, range: Range) {
+  let before: R[];
+  let at: R[];
+  let after: R[];
   if (range.anchoredToRight) {
     before = rows;
     at = [];
@@ -357,7 +358,7 @@ export async function fetchMessages(db: Db, realm: Realm, viewer: User | null, r
  * Zulip's find_first_unread_anchor: the oldest unread message of the viewer's own rows matching the
  * narrow, skipping muted channels unless the narrow names a channel; none: the newest position.
  */
-async function firstUnread(db: Db, narrow: ResolvedNarrow): Promise<number> {
+export async function firstUnread(db: Db, narrow: ResolvedNarrow): Promise<number> {
   if (!narrow.receivedScope) return LARGER_THAN_MAX_MESSAGE_ID;
   const conditions: NarrowCondition[] = [...narrow.conditions, { condition: { kind: 'unread' }, negated: false }];
   if (!narrow.hasChannelTerm) conditions.push({ condition: { kind: 'muted-channel' }, negated: true });

@@ -21,7 +21,7 @@ import { customProfileFields } from './profile-fields.ts';
 import { presentChannels, subscriptionsOfUser } from './channels.ts';
 import { formatGroupSettingValues } from './group-settings.ts';
 import { unreadMessagesState, recentDirectConversations } from './messages-state.ts';
-import { scheduledMessagesOf } from './scheduled-messages.ts';
+import { remindersOf, scheduledMessagesOf } from './scheduled-messages.ts';
 import { draftsState } from './drafts.ts';
 
 export interface RegisterOptions {
@@ -86,7 +86,6 @@ const EMPTY_STATE: Record<string, Record<string, unknown>> = {
   realm_export_consent: {},
   navigation_views: { navigation_views: [] },
   channel_folders: { channel_folders: [] },
-  reminders: { reminders: [] },
 };
 
 const CONTRIBUTORS: StateContributor[] = [
@@ -293,6 +292,12 @@ const CONTRIBUTORS: StateContributor[] = [
     kinds: ['scheduled_messages'],
     async read({ db, user }) {
       return { scheduled_messages: await scheduledMessagesOf(db, user) };
+    },
+  },
+  {
+    kinds: ['reminders'],
+    async read({ db, user }) {
+      return { reminders: await remindersOf(db, user) };
     },
   },
   {

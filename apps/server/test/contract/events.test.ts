@@ -188,6 +188,9 @@ describe('stored events, after a representative run of API calls', () => {
     await ok(as('iago').DELETE('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: scheduledId } } }), 'delete scheduled');
     const soonId = ((await ok(as('iago').POST('/scheduled_messages', { body: { type: 'stream', to: pub.id, topic: 't', content: 'soon', scheduled_delivery_timestamp: Math.floor(Date.now() / 1000) + 1 } as any }), 'schedule soon')) as any).data.scheduled_message_id as number;
     for (let i = 0; i < 100 && !(await db.scheduledMessage.findFirst({ where: { id: soonId, delivered: true } })); i++) await new Promise((r) => setTimeout(r, 100));
+    // Reminders: one set and deleted (add, remove).
+    const reminderId = ((await ok(as('hamlet').POST('/reminders', { body: { message_id: (direct as any).data.id as number, scheduled_delivery_timestamp: inAnHour, note: 'n' } }), 'set reminder')) as any).data.reminder_id as number;
+    await ok(as('hamlet').DELETE('/reminders/{reminder_id}', { params: { path: { reminder_id: reminderId } } }), 'delete reminder');
 
     // Settings: one display setting.
     await ok(as('hamlet').PATCH('/settings', { body: { twenty_four_hour_time: true, enable_sounds: false } as any }), 'change settings');

@@ -993,6 +993,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/messages/flags/narrow": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update personal message flags for a narrow
+         * @description Adds or removes a personal flag (`read`, `starred`, `collapsed`) on a range of the current user's
+         *     messages matching a narrow, chosen as `GET /messages` chooses a page: up to `num_before` matching
+         *     messages before an anchor, the anchor itself when it matches and `include_anchor` is true, and up
+         *     to `num_after` after it. The range is taken from the messages the user has received (their
+         *     personal history, including messages of channels they have left); channel history they never
+         *     received is not part of it. Feature level 155.
+         *
+         *     To bound each transaction the server lowers the counts so that together they are at most 5000:
+         *     `num_before` to at most the larger of 5000 − `num_after` and 2500, then `num_after` to 5000 −
+         *     `num_before`. Clients flagging more messages repeat the request from `first_processed_id` or
+         *     `last_processed_id` until `found_oldest` or `found_newest` is true.
+         *
+         *     The flag rules, errors and events are those of `POST /messages/flags`: an unknown flag gives
+         *     `Invalid flag: '<flag>'`, a flag the server sets `Flag not editable: '<flag>'`, an operation other
+         *     than `add` and `remove` `Invalid message flag operation: '<op>'`; every client of the user receives
+         *     an `update_message_flags` event listing the messages whose flag changed (none when nothing
+         *     changed). Unread messages must be in channels the user is subscribed to: removing `read` skips the
+         *     messages of other channels and lists those channels in `ignored_because_not_subscribed_channels`
+         *     (feature level 355).
+         */
+        post: operations["update-message-flags-for-narrow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/scheduled_messages": {
         parameters: {
             query?: never;
@@ -1055,6 +1093,56 @@ export interface paths {
          *     when scheduling. The user's clients receive a `scheduled_messages` event with `op` `update`.
          */
         patch: operations["update-scheduled-message"];
+        trace?: never;
+    };
+    "/reminders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get reminders
+         * @description Lists the current user's reminders that are still waiting to be delivered, including those whose
+         *     delivery failed, ordered by their delivery time.
+         */
+        get: operations["get-reminders"];
+        put?: never;
+        /**
+         * Create a message reminder
+         * @description Asks to be reminded of a message the user can read: at the given time the notification bot sends
+         *     the user a direct message that links and quotes it (with the note, if any). Reminders are sent
+         *     even when the server was down at their time. The user's clients receive a `reminders` event with
+         *     `op` `add`, and `op` `remove` once it is delivered.
+         */
+        post: operations["create-reminder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/reminders/{reminder_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a reminder
+         * @description Cancels one of the user's reminders so that it is never sent; another user's reminder, or one
+         *     already delivered, is `Reminder does not exist`. The user's clients receive a `reminders` event
+         *     with `op` `remove`.
+         */
+        delete: operations["delete-reminder"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/drafts": {
@@ -2798,6 +2886,41 @@ export interface components {
             match_subject?: string;
         };
         /**
+         * @description A narrow: a list of terms that must all hold. Each term is an object `{"operator": …, "operand":
+         *     …, "negated": …}` (`negated` true inverts the term) or, in the older form, an `[operator, operand]`
+         *     pair of strings. The operators are those of `GET /messages` (`channel`/`stream`, `channels`/`streams`,
+         *     `topic`, `dm`/`pm-with`, `dm-including`, `group-pm-with`, `sender`, `is`, `in`, `has`, `id`, `near`,
+         *     `with`, `search`); see that operation's `narrow` parameter for what each one matches.
+         * @example [
+         *       {
+         *         "operator": "channel",
+         *         "operand": "Denmark"
+         *       },
+         *       {
+         *         "operator": "is",
+         *         "operand": "unread"
+         *       }
+         *     ]
+         */
+        Narrow: ({
+            /**
+             * @description The operator.
+             * @example channel
+             */
+            operator: string;
+            /**
+             * @description The operand, whose form depends on the operator.
+             * @example Denmark
+             */
+            operand: string | number | number[];
+            /**
+             * @description Whether the term is inverted.
+             * @default false
+             * @example false
+             */
+            negated: boolean;
+        } | string[])[];
+        /**
          * @description A message the user scheduled for later delivery and that has not been delivered yet, as listed by
          *     `GET /scheduled_messages` and carried by `scheduled_messages` events. The server always reports the
          *     legacy type names: `stream` for channel messages and `private` for direct messages.
@@ -2856,6 +2979,56 @@ export interface components {
              * @example false
              */
             failed: boolean;
+        };
+        /**
+         * @description A reminder the user set about a message and that has not been delivered yet, as listed by
+         *     `GET /reminders` and carried by `reminders` events. At its time the notification bot sends it to
+         *     the user as a direct message quoting the message.
+         */
+        Reminder: {
+            /**
+             * @description ID of the reminder; not the ID its message receives once it is sent.
+             * @example 51
+             */
+            reminder_id: number;
+            /**
+             * @description Always `private`; a reminder is a direct message to the user.
+             * @example private
+             * @constant
+             */
+            type: "private";
+            /**
+             * @description The user's own ID.
+             * @example [
+             *       9
+             *     ]
+             */
+            to: number[];
+            /**
+             * @description The reminder's message in Markdown (what it is about, the note, the message quoted).
+             * @example Here is the reminder you asked for about [this message](https://chat.example.com/#narrow/id/1701).
+             */
+            content: string;
+            /**
+             * @description `content` rendered to HTML.
+             * @example <p>Here is the reminder you asked for about <a href="https://chat.example.com/#narrow/id/1701">this message</a>.</p>
+             */
+            rendered_content: string;
+            /**
+             * @description When the reminder is sent, in UNIX seconds (UTC).
+             * @example 1767225600
+             */
+            scheduled_delivery_timestamp: number;
+            /**
+             * @description Whether its delivery was attempted and failed.
+             * @example false
+             */
+            failed: boolean;
+            /**
+             * @description ID of the message the reminder is about.
+             * @example 1701
+             */
+            reminder_target_message_id: number;
         };
         /**
          * @description A draft stored on the server, as returned by `GET /drafts` and carried by `drafts` events.
@@ -4533,6 +4706,82 @@ export interface components {
         /** @description A `scheduled_messages` event, by `op`. */
         EventScheduledMessages: components["schemas"]["EventScheduledMessagesAdd"] | components["schemas"]["EventScheduledMessagesUpdate"] | components["schemas"]["EventScheduledMessagesRemove"];
         /**
+         * @description Sent to the user's clients when they set a reminder.
+         * @example {
+         *       "id": 5,
+         *       "type": "reminders",
+         *       "op": "add",
+         *       "reminders": [
+         *         {
+         *           "reminder_id": 51,
+         *           "type": "private",
+         *           "to": [
+         *             9
+         *           ],
+         *           "content": "Here is the reminder you asked for about [this message](https://chat.example.com/#narrow/id/1701).",
+         *           "rendered_content": "<p>Here is the reminder you asked for about <a href=\"https://chat.example.com/#narrow/id/1701\">this message</a>.</p>",
+         *           "scheduled_delivery_timestamp": 1767225600,
+         *           "failed": false,
+         *           "reminder_target_message_id": 1701
+         *         }
+         *       ]
+         *     }
+         */
+        EventRemindersAdd: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `reminders`.
+             * @example reminders
+             * @constant
+             */
+            type: "reminders";
+            /**
+             * @description Always `add`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "add";
+            /** @description The reminders that were set. */
+            reminders: components["schemas"]["Reminder"][];
+        };
+        /**
+         * @description Sent to the user's clients when a reminder is deleted or has been delivered.
+         * @example {
+         *       "id": 5,
+         *       "type": "reminders",
+         *       "op": "remove",
+         *       "reminder_id": 51
+         *     }
+         */
+        EventRemindersRemove: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `reminders`.
+             * @example reminders
+             * @constant
+             */
+            type: "reminders";
+            /**
+             * @description Always `remove`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "remove";
+            /**
+             * @description ID of the reminder that was deleted or delivered.
+             * @example 51
+             */
+            reminder_id: number;
+        };
+        /** @description A `reminders` event, by `op`. */
+        EventReminders: components["schemas"]["EventRemindersAdd"] | components["schemas"]["EventRemindersRemove"];
+        /**
          * @description Sent when a message is sent, to the queues of its recipients: the subscribers of the channel (and
          *     queues registered with `all_public_streams` for public channels) or the participants of the direct
          *     message, the sender included, subject to each queue's `narrow`. The message is formatted for the
@@ -5095,7 +5344,7 @@ export interface components {
          *     no `discriminator` object because its branches are themselves unions, which code generators do not
          *     accept as discriminator targets.
          */
-        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventMessage"] | components["schemas"]["EventUpdateMessageFlags"] | components["schemas"]["EventTyping"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventUserSettingsUpdate"] | components["schemas"]["EventUpdateDisplaySettings"] | components["schemas"]["EventUpdateGlobalNotifications"] | components["schemas"]["EventHeartbeat"];
+        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventReminders"] | components["schemas"]["EventMessage"] | components["schemas"]["EventUpdateMessageFlags"] | components["schemas"]["EventTyping"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventUserSettingsUpdate"] | components["schemas"]["EventUpdateDisplaySettings"] | components["schemas"]["EventUpdateGlobalNotifications"] | components["schemas"]["EventHeartbeat"];
     };
     responses: {
         /** @description Too many requests; retry after the given number of seconds. */
@@ -5246,6 +5495,8 @@ export interface components {
         MessageId: number;
         /** @description The scheduled message. */
         ScheduledMessageId: number;
+        /** @description The reminder (the ID `POST /reminders` returned, not that of a message). */
+        ReminderId: number;
         /** @description The draft. */
         DraftId: number;
     };
@@ -8753,6 +9004,127 @@ export interface operations {
             503: components["responses"]["Overloaded"];
         };
     };
+    "update-message-flags-for-narrow": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description Where the range is centred. Sent as plain text, not JSON: a message ID in decimal, or one
+                     *     of `newest` (the newest matching message), `oldest` (the oldest one), `first_unread`
+                     *     (the oldest unread matching message, or the newest one when none is unread). An ID needs
+                     *     no matching message: it is a position, clamped to 0 from below. Anything else is refused
+                     *     with `Invalid anchor`.
+                     * @example 43
+                     */
+                    anchor: string | number;
+                    /**
+                     * @description Whether the anchor message is in the range when it matches the narrow. It can be false
+                     *     only when `num_before` or `num_after` is 0 (`The anchor can only be excluded at an end
+                     *     of the range` otherwise).
+                     * @default true
+                     * @example false
+                     */
+                    include_anchor?: boolean;
+                    /**
+                     * @description How many matching messages with IDs below the anchor to include at most (lowered as described above).
+                     * @example 4
+                     */
+                    num_before: number;
+                    /**
+                     * @description How many matching messages with IDs above the anchor to include at most (lowered as described above).
+                     * @example 8
+                     */
+                    num_after: number;
+                    narrow: components["schemas"]["Narrow"];
+                    /**
+                     * @description `add` to set the flag, `remove` to clear it; anything else gives `Invalid message flag operation: '<op>'`.
+                     * @example add
+                     */
+                    op: string;
+                    /**
+                     * @description The flag; an unknown name gives `Invalid flag: '<flag>'` and a flag users cannot change
+                     *     `Flag not editable: '<flag>'`.
+                     * @example read
+                     */
+                    flag: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The flag was updated on the range. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "processed_count": 11,
+                     *       "updated_count": 8,
+                     *       "first_processed_id": 35,
+                     *       "last_processed_id": 55,
+                     *       "found_oldest": false,
+                     *       "found_newest": true,
+                     *       "ignored_because_not_subscribed_channels": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description How many messages were in the range (at most `num_before` + 1 + `num_after`).
+                         * @example 11
+                         */
+                        processed_count: number;
+                        /**
+                         * @description How many of them had their flag changed (at most `processed_count`).
+                         * @example 8
+                         */
+                        updated_count: number;
+                        /**
+                         * @description The ID of the oldest message of the range; null when the range was empty.
+                         * @example 35
+                         */
+                        first_processed_id: number | null;
+                        /**
+                         * @description The ID of the newest message of the range; null when the range was empty.
+                         * @example 55
+                         */
+                        last_processed_id: number | null;
+                        /**
+                         * @description Whether the range reaches back to the oldest matching message (no need to continue from `first_processed_id`).
+                         * @example false
+                         */
+                        found_oldest: boolean;
+                        /**
+                         * @description Whether the range reaches forward to the newest matching message (no need to continue from `last_processed_id`).
+                         * @example true
+                         */
+                        found_newest: boolean;
+                        /**
+                         * @description When removing `read`: the IDs of the channels, ascending, whose messages in the range
+                         *     were left read because the user is not subscribed to them. Empty otherwise
+                         *     (feature level 355).
+                         * @example [
+                         *       12
+                         *     ]
+                         */
+                        ignored_because_not_subscribed_channels: number[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
     "get-scheduled-messages": {
         parameters: {
             query?: never;
@@ -8980,6 +9352,147 @@ export interface operations {
                     "application/json": components["schemas"]["JsonError"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-reminders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user's undelivered reminders. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "reminders": [
+                     *         {
+                     *           "reminder_id": 51,
+                     *           "type": "private",
+                     *           "to": [
+                     *             9
+                     *           ],
+                     *           "content": "Here is the reminder you asked for about [this message](https://chat.example.com/#narrow/id/1701).",
+                     *           "rendered_content": "<p>Here is the reminder you asked for about <a href=\"https://chat.example.com/#narrow/id/1701\">this message</a>.</p>",
+                     *           "scheduled_delivery_timestamp": 1767225600,
+                     *           "failed": false,
+                     *           "reminder_target_message_id": 1701
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /** @description The reminders, earliest delivery first. */
+                        reminders: components["schemas"]["Reminder"][];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "create-reminder": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "message_id": 1701,
+                 *       "scheduled_delivery_timestamp": 1767225600,
+                 *       "note": "Answer this before the meeting."
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The message to be reminded of; one the user cannot read (or that does not exist) is
+                     *     refused with `Invalid message(s)`.
+                     * @example 1701
+                     */
+                    message_id: number;
+                    /**
+                     * @description When to send the reminder, in UNIX seconds (UTC). It must lie in the future
+                     *     (`Scheduled delivery time must be in the future.`).
+                     * @example 1767225600
+                     */
+                    scheduled_delivery_timestamp: number;
+                    /**
+                     * @description A note shown with the reminder. Trailing whitespace and leading blank lines are removed;
+                     *     longer than 1000 characters is refused (`Maximum reminder note length: 1000 characters`).
+                     *     Feature level 415.
+                     * @example Answer this before the meeting.
+                     */
+                    note?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The reminder was set. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "reminder_id": 51
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description ID of the new reminder.
+                         * @example 51
+                         */
+                        reminder_id: number;
+                    };
+                };
+            };
+            /** @description An unknown or unreadable message, a time not in the future, or a note too long. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "delete-reminder": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The reminder (the ID `POST /reminders` returned, not that of a message). */
+                reminder_id: components["parameters"]["ReminderId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["ServerError"];
@@ -10002,6 +10515,8 @@ export interface operations {
                         drafts?: components["schemas"]["Draft"][];
                         /** @description With `scheduled_messages` state: the user's scheduled messages not delivered yet, as in `GET /scheduled_messages`. */
                         scheduled_messages?: components["schemas"]["ScheduledMessage"][];
+                        /** @description With `reminders` state: the user's reminders not delivered yet, as in `GET /reminders`. */
+                        reminders?: components["schemas"]["Reminder"][];
                         /**
                          * @description With `recent_private_conversations` state: the direct-message conversations the user
                          *     took part in recently (the server decides how far back; Zulip looks at the user's

@@ -142,6 +142,30 @@ export const wirePlan = {
       }
     }
   },
+  "create-reminder": {
+    "operationId": "create-reminder",
+    "method": "post",
+    "path": "/reminders",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "message_id": {
+        "json": true,
+        "in": "body",
+        "required": true
+      },
+      "scheduled_delivery_timestamp": {
+        "json": true,
+        "in": "body",
+        "required": true
+      },
+      "note": {
+        "json": false,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
   "create-scheduled-message": {
     "operationId": "create-scheduled-message",
     "method": "post",
@@ -321,6 +345,16 @@ export const wirePlan = {
         "required": true
       }
     }
+  },
+  "delete-reminder": {
+    "operationId": "delete-reminder",
+    "method": "delete",
+    "path": "/reminders/{reminder_id}",
+    "pathParams": [
+      "reminder_id"
+    ],
+    "auth": "required",
+    "params": {}
   },
   "delete-scheduled-message": {
     "operationId": "delete-scheduled-message",
@@ -521,6 +555,14 @@ export const wirePlan = {
     "operationId": "get-own-user",
     "method": "get",
     "path": "/users/me",
+    "pathParams": [],
+    "auth": "required",
+    "params": {}
+  },
+  "get-reminders": {
+    "operationId": "get-reminders",
+    "method": "get",
+    "path": "/reminders",
     "pathParams": [],
     "auth": "required",
     "params": {}
@@ -1554,6 +1596,50 @@ export const wirePlan = {
     "auth": "required",
     "params": {
       "messages": {
+        "json": true,
+        "in": "body",
+        "required": true
+      },
+      "op": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "flag": {
+        "json": false,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
+  "update-message-flags-for-narrow": {
+    "operationId": "update-message-flags-for-narrow",
+    "method": "post",
+    "path": "/messages/flags/narrow",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "anchor": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "include_anchor": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "num_before": {
+        "json": true,
+        "in": "body",
+        "required": true
+      },
+      "num_after": {
+        "json": true,
+        "in": "body",
+        "required": true
+      },
+      "narrow": {
         "json": true,
         "in": "body",
         "required": true
