@@ -12,11 +12,8 @@ import { JsonableError } from '../errors.ts';
 import { formatReminder } from '../lib/scheduled-message-format.ts';
 import { readableMessage } from '../queries/messages.ts';
 import { checkMessage } from './messages.ts';
+import { MAX_MESSAGE_LENGTH, MAX_REMINDER_NOTE_LENGTH } from '../lib/message-limits.ts';
 
-/** The longest note a reminder may carry (`max_reminder_note_length` of /register). */
-export const MAX_REMINDER_NOTE_LENGTH = 1000;
-
-const MAX_MESSAGE_LENGTH = 10_000;
 const TRUNCATED = '\n[message truncated]';
 
 const notFound = () => new JsonableError('Reminder does not exist', { status: 404 });

@@ -1,6 +1,8 @@
 // Limits and names of messages and topics (Zulip's values; /register reports them).
 export const MAX_MESSAGE_LENGTH = 10_000;
 export const MAX_TOPIC_LENGTH = 60;
+/** The longest note of a reminder (POST /reminders; max_reminder_note_length). */
+export const MAX_REMINDER_NOTE_LENGTH = 1000;
 /** How clients show the empty topic (realm_empty_topic_display_name). */
 export const EMPTY_TOPIC_DISPLAY_NAME = 'general chat';
 /** Older clients' name for the empty topic, read as "". */

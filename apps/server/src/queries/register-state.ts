@@ -14,7 +14,7 @@ import { Role } from '../access/roles.ts';
 import { settingsOf } from '../lib/group-settings.ts';
 import { MAX_CHANNEL_DESCRIPTION_LENGTH, MAX_CHANNEL_NAME_LENGTH } from '../lib/channel-format.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
-import { MAX_MESSAGE_LENGTH, MAX_TOPIC_LENGTH, EMPTY_TOPIC_DISPLAY_NAME } from '../lib/message-limits.ts';
+import { MAX_MESSAGE_LENGTH, MAX_REMINDER_NOTE_LENGTH, MAX_TOPIC_LENGTH, EMPTY_TOPIC_DISPLAY_NAME } from '../lib/message-limits.ts';
 import { formatUsers } from './users.ts';
 import { listUserGroups } from './user-groups.ts';
 import { customProfileFields } from './profile-fields.ts';
@@ -130,6 +130,7 @@ const CONTRIBUTORS: StateContributor[] = [
         realm_authentication_methods: { Email: { enabled: true, available: true } },
         max_message_length: MAX_MESSAGE_LENGTH,
         max_topic_length: MAX_TOPIC_LENGTH,
+        max_reminder_note_length: MAX_REMINDER_NOTE_LENGTH,
         max_stream_name_length: MAX_CHANNEL_NAME_LENGTH,
         max_stream_description_length: MAX_CHANNEL_DESCRIPTION_LENGTH,
         max_channel_folder_name_length: 60,

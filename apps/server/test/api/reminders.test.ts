@@ -63,8 +63,9 @@ describe('POST /reminders and GET /reminders', () => {
     expect(await reminders('othello')).not.toContainEqual(expect.objectContaining({ reminder_id: id }));
     const { data: scheduled } = await env.client('hamlet').GET('/scheduled_messages');
     expect(scheduled!.scheduled_messages.map((m) => m.scheduled_message_id)).not.toContain(id);
-    const registered = await env.raw('/register', { method: 'POST', as: 'hamlet', body: new URLSearchParams({ fetch_event_types: '["reminders"]' }) });
+    const registered = await env.raw('/register', { method: 'POST', as: 'hamlet', body: new URLSearchParams({ fetch_event_types: '["reminders","realm"]' }) });
     expect(registered.body.reminders).toContainEqual(listed);
+    expect(registered.body.max_reminder_note_length).toBe(1000);
   });
 
   it("answers Zulip's errors, and never touches another user's reminders", async () => {

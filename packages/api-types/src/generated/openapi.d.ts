@@ -10485,6 +10485,11 @@ export interface operations {
                          */
                         max_message_length?: number;
                         /**
+                         * @description With `realm` state: the longest note `POST /reminders` accepts. Feature level 415.
+                         * @example 1000
+                         */
+                        max_reminder_note_length?: number;
+                        /**
                          * @description With `realm` state: how long a client keeps showing that someone types without a new
                          *     `typing` `start` event, in milliseconds (feature level 204).
                          * @example 15000
