@@ -9022,7 +9022,7 @@ export interface operations {
                      *     with `Invalid anchor`.
                      * @example 43
                      */
-                    anchor: string | number;
+                    anchor: string;
                     /**
                      * @description Whether the anchor message is in the range when it matches the narrow. It can be false
                      *     only when `num_before` or `num_after` is 0 (`The anchor can only be excluded at an end
