@@ -175,3 +175,15 @@ describe('100 concurrent senders to one topic', () => {
     expect(received).toEqual([...ids].sort((a, b) => a - b));
   });
 });
+
+describe('user_message rows, their message and their user (checked per statement, not per row)', () => {
+  it('a row for a message or a user that does not exist is refused; deleting a message deletes its rows', async () => {
+    const res = await send('hamlet', { type: 'stream', to: channel.name, topic: 'integrity', content: 'to be deleted' });
+    const id = res.body.id as number;
+    await expect(db().$executeRawUnsafe('INSERT INTO user_message (user_id, message_id, flags) VALUES ($1, 2147483000, 0)', uid('hamlet'))).rejects.toThrow(/violates its reference to table "message"/);
+    await expect(db().$executeRawUnsafe('INSERT INTO user_message (user_id, message_id, flags) VALUES (2147483000, $1, 0)', id)).rejects.toThrow(/violates its reference to table "user"/);
+    expect(await db().userMessage.count({ where: { messageId: id } })).toBeGreaterThan(1);
+    await db().message.delete({ where: { id } });
+    expect(await db().userMessage.count({ where: { messageId: id } })).toBe(0);
+  });
+});
