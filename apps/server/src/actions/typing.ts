@@ -19,9 +19,9 @@ export async function doSetTypingStatus(deps: AppDeps, realm: Realm, sender: Use
   if (request.kind === 'direct') {
     if (request.to === undefined) throw new JsonableError("Missing 'to' argument");
     if (request.to.length === 0) throw new JsonableError("Empty 'to' list");
-    if (!(await typingPreferences(deps.db, sender.id)).direct) throw new JsonableError('User has disabled typing notifications for direct messages');
     const ids = [...new Set([...request.to, sender.id])];
     const people = await typingPeople(deps.db, realm.id, ids);
+    if (people.find((p) => p.id === sender.id)?.sends_direct === false) throw new JsonableError('User has disabled typing notifications for direct messages');
     const found = new Set(people.map((p) => p.id));
     const unknown = request.to.find((id) => !found.has(id));
     if (unknown !== undefined) throw new JsonableError(`Invalid user ID ${unknown}`);

@@ -6,12 +6,18 @@ export interface TypingPerson {
   email: string;
   is_active: boolean;
   receives: boolean;
+  /** send_private_typing_notifications (what the sender's own row is read for). */
+  sends_direct: boolean;
 }
 
-/** Users of the organization among `ids`, with their receives_typing_notifications setting. */
+/**
+ * Users of the organization among `ids`, with their receives_typing_notifications setting (and
+ * send_private_typing_notifications: the sender is among them, so one round trip serves both).
+ */
 export async function typingPeople(db: Db, realmId: number, ids: number[]): Promise<TypingPerson[]> {
   return db.$queryRaw<TypingPerson[]>`
-    SELECT u.id, u.email, u.is_active, COALESCE(s.receives_typing_notifications, TRUE) AS receives
+    SELECT u.id, u.email, u.is_active, COALESCE(s.receives_typing_notifications, TRUE) AS receives,
+      COALESCE(s.send_private_typing_notifications, TRUE) AS sends_direct
     FROM "user" u LEFT JOIN user_settings s ON s.user_id = u.id
     WHERE u.realm_id = ${realmId}::int AND u.id = ANY(${ids}::int[]) ORDER BY u.id`;
 }

@@ -189,6 +189,22 @@ describe('POST /typing', () => {
     expectJsonError(await env.client('hamlet').POST('/typing', { body: { op: 'start', type: 'channel', stream_id: 999999, topic: 'x' } as any }), 400, 'Invalid channel ID');
   });
 
+  it("refuses a sender who turned typing notifications off, before looking at the recipients", async () => {
+    const setSending = (key: string, value: boolean) => env.client('cordelia').PATCH('/settings', { body: { [key]: value } as any });
+    expect((await setSending('send_private_typing_notifications', false)).response.status).toBe(200);
+    expect((await setSending('send_stream_typing_notifications', false)).response.status).toBe(200);
+    try {
+      expectJsonError(await env.client('cordelia').POST('/typing', { body: { op: 'start', to: [env.users.othello.id] } as any }), 400, 'User has disabled typing notifications for direct messages');
+      expectJsonError(await env.client('cordelia').POST('/typing', { body: { op: 'start', to: [999999] } as any }), 400, 'User has disabled typing notifications for direct messages');
+      expectJsonError(await env.client('cordelia').POST('/typing', { body: { op: 'start', type: 'channel', stream_id: 999999, topic: 'x' } as any }), 400, 'User has disabled typing notifications for channel messages');
+    } finally {
+      await setSending('send_private_typing_notifications', true);
+      await setSending('send_stream_typing_notifications', true);
+    }
+    const { error } = await env.client('cordelia').POST('/typing', { body: { op: 'start', to: [env.users.othello.id] } as any });
+    expect(error).toBeUndefined();
+  });
+
   it('delivers channel typing only to clients with stream_typing_notifications', async () => {
     const channelId = await anyChannel();
     const capable = await register('othello', { client_capabilities: { stream_typing_notifications: true } });
