@@ -39,13 +39,13 @@
 //             time from the send request's start to each poll's answer, and the server's RSS.
 //   history   GET /messages, narrow channel + topic, anchor=newest, num_before=50, num_after=0, as a
 //             subscriber, 200 sequential requests after 20, with 1,000,000 messages stored.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { addHistory, createMessagesDatabase, CROWD, pg, type Person, type PgPool } from './lib/messages-seed.ts';
-import { findPostmaster, freePort, rssMb, sampleRss, sleep, startServer, treeCpuMs, waitIdle, type ServerProcess } from './lib/processes.ts';
+import { findPostmaster, freePort, rssMb, sampleRss, sleep, startServer, stopBenchDatabase, treeCpuMs, type ServerProcess, waitIdle } from './lib/processes.ts';
 import { runLoad, type LoadOptions, type LoadResult } from './lib/load.ts';
 import { fmt, markdownTable, median, percentile } from './lib/stats.ts';
 import { clusterCpuMs } from './lib/cpu.ts';
@@ -489,14 +489,7 @@ async function main() {
     agent.destroy();
     for (const server of running.reverse()) await server.stop();
     await sql.end();
-    // Idle connections that the seeding's Prisma client keeps are cut when PostgreSQL stops.
-    process.on('uncaughtException', (error: Error & { code?: string }) => {
-      if (error.code === '57P01') return;
-      console.error(error);
-      process.exit(1);
-    });
-    await database.stop();
-    if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
+    await stopBenchDatabase(database, dir);
   }
 }
 

@@ -25,12 +25,12 @@
 // has finished what the run left in flight, and compares the medians. At the end ("queries"), a second
 // Parley and floor connected through a counting proxy (bench/lib/pg-proxy.ts) show how many
 // PostgreSQL statements each request costs.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createBenchDatabase, pg, ACTORS, SUBSCRIBE_CHANNELS, type Fixture, type OrgFixture, type Person, type PgPool } from './lib/seed.ts';
-import { findPostmaster, freePort, rssMb, sampleRss, sleep, startServer, treeCpuMs, waitIdle, type ServerProcess } from './lib/processes.ts';
+import { findPostmaster, freePort, rssMb, sampleRss, sleep, startServer, stopBenchDatabase, treeCpuMs, type ServerProcess, waitIdle } from './lib/processes.ts';
 import { runLoad, type LoadOptions, type LoadResult } from './lib/load.ts';
 import { startPgProxy } from './lib/pg-proxy.ts';
 import { fmt, markdownTable, median } from './lib/stats.ts';
@@ -386,14 +386,7 @@ async function main() {
   } finally {
     for (const side of running.reverse()) await side.process.stop();
     await sql.end();
-    // Idle connections that the seeding's Prisma client keeps are cut when PostgreSQL stops.
-    process.on('uncaughtException', (error: Error & { code?: string }) => {
-      if (error.code === '57P01') return;
-      console.error(error);
-      process.exit(1);
-    });
-    await database.stop();
-    if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
+    await stopBenchDatabase(database, dir);
   }
 }
 

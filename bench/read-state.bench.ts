@@ -35,13 +35,13 @@
 //             max_message_id), as the member with BENCH_UNREAD unread messages; p50 of the runs. Then
 //             the same as a crowd member with BENCH_DIRECT_UNREAD (60000) unread messages all in one
 //             direct-message conversation (from the member), BENCH_DIRECT_RUNS (5) runs after 1.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createMessagesDatabase, pg, type MessagesFixture, type PgPool, type PgQueryable, type Person } from './lib/messages-seed.ts';
-import { freePort, sleep, startServer, waitIdle, type ServerProcess } from './lib/processes.ts';
+import { freePort, sleep, startServer, stopBenchDatabase, type ServerProcess, waitIdle } from './lib/processes.ts';
 import { fmt, markdownTable, median, percentile } from './lib/stats.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -306,14 +306,7 @@ async function main() {
     agent.destroy();
     for (const server of running.reverse()) await server.stop();
     await sql.end();
-    // Idle connections that the seeding's Prisma client keeps are cut when PostgreSQL stops.
-    process.on('uncaughtException', (error: Error & { code?: string }) => {
-      if (error.code === '57P01') return;
-      console.error(error);
-      process.exit(1);
-    });
-    await database.stop();
-    if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
+    await stopBenchDatabase(database, dir);
   }
 }
 

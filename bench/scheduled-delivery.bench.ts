@@ -35,12 +35,12 @@
 //   - failures: scheduled messages marked failed, plus those neither delivered nor failed (lost)
 //   - job retries (pg-boss retry_count > 0) and jobs in state failed
 //   - CPU time per delivery of the server processes and of PostgreSQL
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { addHistory, createMessagesDatabase, pg, type PgPool } from './lib/messages-seed.ts';
-import { findPostmaster, freePort, sleep, startServer, treeCpuMs, type ServerProcess } from './lib/processes.ts';
+import { findPostmaster, freePort, sleep, startServer, stopBenchDatabase, treeCpuMs, type ServerProcess } from './lib/processes.ts';
 import { clusterCpuMs } from './lib/cpu.ts';
 import { fmt, markdownTable } from './lib/stats.ts';
 import { loadConfig } from '../apps/server/src/config.ts';
@@ -252,13 +252,7 @@ async function main() {
     await deps?.db.$disconnect();
     for (const server of running.reverse()) await server.stop();
     await sql.end();
-    process.on('uncaughtException', (error: Error & { code?: string }) => {
-      if (error.code === '57P01') return;
-      console.error(error);
-      process.exit(1);
-    });
-    await database.stop();
-    if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
+    await stopBenchDatabase(database, dir);
   }
 }
 

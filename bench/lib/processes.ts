@@ -2,7 +2,7 @@
 // answers, finding the process that actually listens (the command may be a wrapper such as a shell
 // or `pnpm start`) and reading its resident set size from /proc.
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import net from 'node:net';
 
 export async function freePort(): Promise<number> {
@@ -226,4 +226,19 @@ export function findPostmaster(dataDir: string): number | null {
     } catch {}
   }
   return null;
+}
+
+/**
+ * A bench's last step: stops its embedded PostgreSQL and removes its work directory (kept with
+ * BENCH_KEEP). Idle connections that the seeding's Prisma client keeps are cut when PostgreSQL stops
+ * (57P01, admin shutdown): that error, and only that one, is expected from then on.
+ */
+export async function stopBenchDatabase(database: { stop(): Promise<void> }, dir: string): Promise<void> {
+  process.on('uncaughtException', (error: Error & { code?: string }) => {
+    if (error.code === '57P01') return;
+    console.error(error);
+    process.exit(1);
+  });
+  await database.stop();
+  if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
 }

@@ -17,6 +17,10 @@ import { enqueueEmail, type OutgoingEmail } from '../../src/mail/outbox.ts';
 import { deliverOutboxEmail } from '../../src/mail/jobs.ts';
 import { smtpOptions } from '../../src/mail/transport.ts';
 import { loadConfig } from '../../src/config.ts';
+import { waitFor as waitForProbe } from '../helpers/wait.ts';
+
+/** Waits for work the job queue does after commit (e-mails are slow to retry: 40 s by default). */
+const waitUntil = <T,>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 40_000) => waitForProbe(probe, { what, timeoutMs });
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 let env: TestServer;
@@ -48,15 +52,6 @@ const enqueue = (email: OutgoingEmail) => inTransaction(db(), (tx) => enqueueEma
 
 const outboxRow = (id: number) => db().emailOutbox.findUniqueOrThrow({ where: { id } });
 
-async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 40_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** The state of the pg-boss job of an e-mail (created, retry, active, completed, failed…). */
 async function jobStates(emailId: number): Promise<string[]> {
@@ -95,9 +90,9 @@ describe('without SMTP (the outbox)', () => {
     const to = uniqueEmail('kept');
     const id = await enqueue(message(to, { replyTo: 'iago@parley.test' }));
     expect(await outboxRow(id)).toMatchObject({ to, subject: `Hello ${to}`, replyTo: 'iago@parley.test', sentAt: null });
-    await waitFor('the e-mail to be kept', async () => (await outboxRow(id)).kept);
+    await waitUntil('the e-mail to be kept', async () => (await outboxRow(id)).kept);
     expect(await outboxRow(id)).toMatchObject({ kept: true, sentAt: null, attempts: 0, lastError: null, messageId: null });
-    await waitFor('its job to complete', async () => (await jobStates(id)).includes('completed'));
+    await waitUntil('its job to complete', async () => (await jobStates(id)).includes('completed'));
   });
 
   it('a transaction that rolls back leaves neither e-mail nor job', async () => {
@@ -130,7 +125,7 @@ describe('without SMTP (the outbox)', () => {
   it('GET /devtools/outbox shows the e-mails, escaped, only to this machine and only without SMTP', async () => {
     const to = uniqueEmail('devtools');
     const id = await enqueue(message(to, { subject: 'Look <script>alert(1)</script>', html: '<p onclick="x()">Hi &amp; bye</p>' }));
-    await waitFor('the e-mail to be kept', async () => (await outboxRow(id)).kept);
+    await waitUntil('the e-mail to be kept', async () => (await outboxRow(id)).kept);
     const res = await fetch(`${env.url}/devtools/outbox`);
     const html = await res.text();
     expect(res.status).toBe(200);
@@ -158,7 +153,7 @@ describe('without SMTP (the outbox)', () => {
   it('pnpm manage outbox lists the outbox and shows one e-mail', async () => {
     const to = uniqueEmail('manage');
     const id = await enqueue(message(to));
-    await waitFor('the e-mail to be kept', async () => (await outboxRow(id)).kept);
+    await waitUntil('the e-mail to be kept', async () => (await outboxRow(id)).kept);
     const run = (...args: string[]) =>
       promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(here, '../../src/manage.ts'), ...args], {
         cwd: path.join(here, '../..'),
@@ -185,7 +180,7 @@ describe('with SMTP', () => {
     try {
       const to = uniqueEmail('starttls');
       const id = await enqueue(message(to, { replyTo: 'iago@parley.test', subject: 'Grüße, welcome' }));
-      const row = await waitFor('delivery', async () => {
+      const row = await waitUntil('delivery', async () => {
         const r = await outboxRow(id);
         return r.sentAt ? r : null;
       });
@@ -220,7 +215,7 @@ describe('with SMTP', () => {
     try {
       const to = uniqueEmail('smtps');
       const id = await enqueue(message(to));
-      await waitFor('delivery', async () => (await outboxRow(id)).sentAt);
+      await waitUntil('delivery', async () => (await outboxRow(id)).sentAt);
       const mine = smtp.received.filter((r) => JSON.stringify(r.mail.to).includes(to));
       expect(mine).toHaveLength(1);
       expect(mine[0]!.session.secure).toBe(true);
@@ -236,19 +231,19 @@ describe('with SMTP', () => {
     deps().config.smtpUrl = smtp.url('smtp');
     try {
       const id = await enqueue(message(to));
-      const failed = await waitFor('the first failure', async () => {
+      const failed = await waitUntil('the first failure', async () => {
         const r = await outboxRow(id);
         return r.lastError ? r : null;
       });
       expect(failed.sentAt).toBeNull();
       expect(failed.attempts).toBe(1);
       expect(failed.lastError).toMatch(/451/);
-      const sent = await waitFor('the retry', async () => {
+      const sent = await waitUntil('the retry', async () => {
         const r = await outboxRow(id);
         return r.sentAt ? r : null;
       });
       expect(sent.attempts).toBe(2);
-      await waitFor('the job to complete', async () => (await jobStates(id)).includes('completed'));
+      await waitUntil('the job to complete', async () => (await jobStates(id)).includes('completed'));
       expect(smtp.received.filter((r) => JSON.stringify(r.mail.to).includes(to))).toHaveLength(1);
     } finally {
       deps().config.smtpUrl = null;
@@ -262,14 +257,14 @@ describe('with SMTP', () => {
     deps().config.smtpUrl = `smtp://parley:wrong@127.0.0.1:${smtp.port}/?tls.rejectUnauthorized=false`;
     try {
       const id = await enqueue(message(to));
-      const failed = await waitFor('the failure', async () => {
+      const failed = await waitUntil('the failure', async () => {
         const r = await outboxRow(id);
         return r.lastError ? r : null;
       });
       expect(failed.lastError).toMatch(/Invalid username or password|auth/i);
       expect(failed.sentAt).toBeNull();
       deps().config.smtpUrl = smtp.url('smtp');
-      const sent = await waitFor('delivery after the fix', async () => {
+      const sent = await waitUntil('delivery after the fix', async () => {
         const r = await outboxRow(id);
         return r.sentAt ? r : null;
       });
@@ -288,7 +283,7 @@ describe('with SMTP', () => {
       const to = uniqueEmail('race');
       const id = await enqueue(message(to));
       const outcomes = await Promise.all([deliverOutboxEmail(deps(), id), deliverOutboxEmail(deps(), id), deliverOutboxEmail(deps(), id)]);
-      await waitFor('the job to complete', async () => (await jobStates(id)).includes('completed'));
+      await waitUntil('the job to complete', async () => (await jobStates(id)).includes('completed'));
       // The job may have been first; either way exactly one delivery happened.
       expect(outcomes.filter((o) => o === 'sent').length).toBeLessThanOrEqual(1);
       expect(outcomes.every((o) => o === 'sent' || o === 'already-done')).toBe(true);
@@ -303,7 +298,7 @@ describe('with SMTP', () => {
   it('an e-mail kept before SMTP was configured stays kept; an unknown e-mail is nothing to do', async () => {
     const to = uniqueEmail('stays-kept');
     const id = await enqueue(message(to));
-    await waitFor('the e-mail to be kept', async () => (await outboxRow(id)).kept);
+    await waitUntil('the e-mail to be kept', async () => (await outboxRow(id)).kept);
     const smtp = await startSmtp();
     deps().config.smtpUrl = smtp.url('smtp');
     try {
@@ -325,7 +320,7 @@ describe('invitations through SMTP', () => {
       const to = uniqueEmail('smtp-invitee');
       const { error } = await env.client('iago').POST('/invites', { body: { invitee_emails: to, stream_ids: [] } });
       expect(error).toBeUndefined();
-      const received = await waitFor('the invitation', async () => smtp.received.find((r) => JSON.stringify(r.mail.to).includes(to)));
+      const received = await waitUntil('the invitation', async () => smtp.received.find((r) => JSON.stringify(r.mail.to).includes(to)));
       expect(received.mail.subject).toBe('Iago invited you to join Parley');
       expect(received.mail.replyTo?.text).toBe(env.users.iago.email);
       const link = /http:\/\/parley\.test(\/accounts\/do_confirm\/[0-9a-f]{40})/.exec(received.mail.text ?? '')?.[1];

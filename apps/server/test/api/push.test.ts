@@ -24,6 +24,7 @@ import { loadConfig, type ApnsConfig } from '../../src/config.ts';
 import { closePushDelivery } from '../../src/push/jobs.ts';
 import { deliverPush, MAX_PUSH_ATTEMPTS } from '../../src/actions/push.ts';
 import { createApnsSenders } from '../../src/push/apns.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const serverDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -76,15 +77,6 @@ async function sendMessage(client: ParleyClient, body: Record<string, unknown>):
 const devicesOf = (userId: number) => db().pushDevice.findMany({ where: { userId }, orderBy: { id: 'asc' } });
 const pushesOf = (userId: number) => db().pushOutbox.findMany({ where: { userId }, orderBy: { id: 'asc' } });
 
-async function waitFor<T>(what: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await what();
-    if (value) return value;
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** The user's pushes once none is pending any more (and there are `count`). */
 async function settledPushes(userId: number, count: number) {

@@ -5,6 +5,7 @@ import { expectJsonError, startTestServer, type TestServer } from '../helpers/te
 import type { Person } from '../helpers/fixtures.ts';
 import { createChannel } from '../helpers/channels.ts';
 import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let env: TestServer;
 let channel: { id: number; name: string };
@@ -33,15 +34,6 @@ async function reminded(as: Person, body: Record<string, unknown>): Promise<numb
 }
 const reminders = async (as: Person) => (await env.client(as).GET('/reminders')).data!.reminders;
 
-async function waitFor<T>(what: () => Promise<T | null | undefined>, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await what();
-    if (value) return value;
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('POST /reminders and GET /reminders', () => {
   it('sets a reminder about a readable message: listed, in /register, told to the user\'s clients, not a scheduled message', async () => {

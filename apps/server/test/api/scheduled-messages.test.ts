@@ -9,6 +9,7 @@ import { createChannel } from '../helpers/channels.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps, listen, type RunningServer } from '../../src/server.ts';
 import { deliverScheduledMessage } from '../../src/actions/scheduled-messages.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let env: TestServer;
 let channel: { id: number; name: string };
@@ -32,15 +33,6 @@ async function scheduled(as: Person, body: Record<string, unknown>): Promise<num
 }
 async function list(as: Person): Promise<any[]> {
   return ((await env.client(as).GET('/scheduled_messages', {})).data as any).scheduled_messages;
-}
-async function waitFor<T>(what: () => Promise<T | null | undefined>, timeoutMs = 8_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await what();
-    if (value) return value;
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('POST /scheduled_messages', () => {
@@ -150,7 +142,7 @@ describe('delivery', () => {
       const at = inSeconds(6); // room for 20 requests on a loaded machine before the time comes
       const ids: number[] = [];
       for (let i = 0; i < 20; i++) ids.push(await scheduled('hamlet', { type: 'stream', to: channel.id, topic: 'burst', content: `burst ${i}`, scheduled_delivery_timestamp: at }));
-      await waitFor(async () => (await db().scheduledMessage.count({ where: { id: { in: ids }, delivered: true } })) === 20 || null, 40_000);
+      await waitFor(async () => (await db().scheduledMessage.count({ where: { id: { in: ids }, delivered: true } })) === 20 || null, { timeoutMs: 40_000 });
       for (let i = 0; i < 20; i++) expect(await db().message.count({ where: { content: `burst ${i}` } })).toBe(1);
     } finally {
       await second.close();
