@@ -77,8 +77,10 @@ async function changeFlagOfMessages(
   });
 }
 
-export async function doUpdateMessageFlags(deps: AppDeps, realm: Realm, user: User, messageIds: number[], op: string, flag: string): Promise<void> {
-  await changeFlagOfMessages(deps, realm, user, messageIds, op, flag, { requireRows: true });
+/** POST /messages/flags; returns the channels of messages left read (removing `read`, unsubscribed). */
+export async function doUpdateMessageFlags(deps: AppDeps, realm: Realm, user: User, messageIds: number[], op: string, flag: string): Promise<{ ignoredChannelIds: number[] }> {
+  const { ignoredChannelIds } = await changeFlagOfMessages(deps, realm, user, messageIds, op, flag, { requireRows: true });
+  return { ignoredChannelIds };
 }
 
 export interface FlagUpdateForNarrow extends FlagRange {

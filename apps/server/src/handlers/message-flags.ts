@@ -3,8 +3,8 @@ import type { Handler } from '../http/handler.ts';
 import { doMarkAllAsRead, doMarkStreamAsRead, doMarkTopicAsRead, doUpdateMessageFlags, doUpdateMessageFlagsForNarrow } from '../actions/message-flags.ts';
 
 export const updateMessageFlags: Handler<'update-message-flags'> = async ({ params, realm, user, deps }) => {
-  await doUpdateMessageFlags(deps, realm, user, params.messages, params.op, params.flag);
-  return { messages: params.messages };
+  const { ignoredChannelIds } = await doUpdateMessageFlags(deps, realm, user, params.messages, params.op, params.flag);
+  return { messages: params.messages, ignored_because_not_subscribed_channels: ignoredChannelIds };
 };
 
 export const updateMessageFlagsForNarrow: Handler<'update-message-flags-for-narrow'> = async ({ params, realm, user, deps }) => {

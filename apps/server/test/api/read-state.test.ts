@@ -245,9 +245,12 @@ describe('POST /messages/flags/narrow', () => {
     expect(starred.data).toMatchObject({ processed_count: 2, updated_count: 2, ignored_because_not_subscribed_channels: [] });
     const again = await flagNarrow('shiva', { anchor: 'newest', num_before: 10, num_after: 0, narrow: inChannel(secret), op: 'remove', flag: 'read' });
     expect(again.data).toMatchObject({ processed_count: 2, updated_count: 0, ignored_because_not_subscribed_channels: [secret.id] });
-    // The message list of POST /messages/flags follows the same rule (its answer has no such list).
-    await env.client('shiva').POST('/messages/flags', { body: { messages: inSecret, op: 'remove', flag: 'read' } as any });
+    // The message list of POST /messages/flags follows the same rule, and its answer lists the channel.
+    const listed = await env.client('shiva').POST('/messages/flags', { body: { messages: [...inSecret, inOpen], op: 'remove', flag: 'read' } as any });
+    expect(listed.data).toMatchObject({ messages: [...inSecret, inOpen], ignored_because_not_subscribed_channels: [secret.id] });
     expect((await flagsOf('shiva', inSecret)).some(isUnread)).toBe(false);
+    const starredAgain = await env.client('shiva').POST('/messages/flags', { body: { messages: inSecret, op: 'add', flag: 'starred' } as any });
+    expect(starredAgain.data).toMatchObject({ ignored_because_not_subscribed_channels: [] });
   });
 
   it('lowers num_before and num_after to 5000 messages in all', async () => {

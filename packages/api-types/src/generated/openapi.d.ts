@@ -8983,7 +8983,8 @@ export interface operations {
                      *       "messages": [
                      *         42,
                      *         43
-                     *       ]
+                     *       ],
+                     *       "ignored_because_not_subscribed_channels": []
                      *     }
                      */
                     "application/json": components["schemas"]["JsonSuccess"] & {
@@ -8995,6 +8996,12 @@ export interface operations {
                          *     ]
                          */
                         messages: number[];
+                        /**
+                         * @description Removing `read`: the channels (ascending IDs) of messages left read because the user
+                         *     is not subscribed to them. Empty otherwise. Feature level 355.
+                         * @example []
+                         */
+                        ignored_because_not_subscribed_channels: number[];
                     };
                 };
             };
