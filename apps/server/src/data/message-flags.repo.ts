@@ -18,12 +18,14 @@ export async function changeFlag(db: Db, userId: number, messageIds: number[], b
 }
 
 /**
- * The channel messages among `messageIds` whose channel the user is not (or no longer) subscribed to,
- * with their channel.
+ * The channel messages among `messageIds` that the user received (has a row for) and whose channel they
+ * are not (or no longer) subscribed to, with their channel. Messages the user never received are not
+ * among them (their channels are nobody's business of theirs).
  */
 export async function messagesOfUnsubscribedChannels(db: Db, userId: number, messageIds: number[]): Promise<{ id: number; channel_id: number }[]> {
   return db.$queryRaw`
     SELECT m.id, m.channel_id FROM message m
+    JOIN user_message um ON um.user_id = ${userId}::int AND um.message_id = m.id
     WHERE m.id = ANY(${messageIds}::int[]) AND m.channel_id IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM subscription s WHERE s.user_id = ${userId}::int AND s.channel_id = m.channel_id AND s.active)`;
 }

@@ -251,6 +251,11 @@ describe('POST /messages/flags/narrow', () => {
     expect((await flagsOf('shiva', inSecret)).some(isUnread)).toBe(false);
     const starredAgain = await env.client('shiva').POST('/messages/flags', { body: { messages: inSecret, op: 'add', flag: 'starred' } as any });
     expect(starredAgain.data).toMatchObject({ ignored_because_not_subscribed_channels: [] });
+    // A message of a private channel the user never received is invalid, not "ignored" (which would
+    // tell them its channel).
+    const hidden = await createChannel(env, 'iago', { name: 'never joined', invite_only: true }, []);
+    const notTheirs = await toChannel('iago', 'hidden', 'x', hidden.name);
+    expectJsonError(await env.client('shiva').POST('/messages/flags', { body: { messages: [notTheirs], op: 'remove', flag: 'read' } as any }), 400, 'Invalid message(s)');
   });
 
   it('lowers num_before and num_after to 5000 messages in all', async () => {
