@@ -6,7 +6,7 @@
 //   npx tsx bench/messages.bench.ts
 //
 // Environment:
-//   PARLEY_BENCH_SERVER_CMD  how to start Parley (run by the shell in the repository root; default
+//   PARLEY_BENCH_PARLEY_SERVER_CMD  how to start Parley (run by the shell in the repository root; default
 //                            `node --import tsx apps/server/src/main.ts`). It gets DATABASE_URL,
 //                            PARLEY_SECRET_KEY, PARLEY_DATA_DIR, PARLEY_URL, HOST, PORT,
 //                            NODE_ENV=production (no response validation) and PARLEY_RATE_LIMIT=0.
@@ -45,13 +45,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { addHistory, createMessagesDatabase, CROWD, pg, type Person, type PgPool } from './lib/messages-seed.ts';
-import { findPostmaster, freePort, rssMb, sampleRss, sleep, startServer, stopBenchDatabase, treeCpuMs, type ServerProcess, waitIdle } from './lib/processes.ts';
+import { findPostmaster, freePort, PARLEY_SERVER_CMD, rssMb, sampleRss, type ServerProcess, sleep, startBenchParley, startServer, stopBenchDatabase, treeCpuMs, waitIdle } from './lib/processes.ts';
 import { runLoad, type LoadOptions, type LoadResult } from './lib/load.ts';
 import { fmt, markdownTable, median, percentile } from './lib/stats.ts';
 import { clusterCpuMs } from './lib/cpu.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SERVER_CMD = process.env.PARLEY_BENCH_SERVER_CMD || 'node --import tsx apps/server/src/main.ts';
 const FLOOR_CMD = 'node --import tsx bench/lib/messages-floor.ts';
 const DURATION = Number(process.env.BENCH_DURATION ?? 5);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
@@ -154,7 +153,7 @@ const cpuCells = (runs: Cpu[]) => [fmt(median(runs.map((r) => r.serverCpuMs))), 
 
 async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'mbench-'));
-  log(`node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg()[0]!.toFixed(1)}; Parley command: ${SERVER_CMD}; work directory ${dir}`);
+  log(`node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg()[0]!.toFixed(1)}; Parley command: ${PARLEY_SERVER_CMD}; work directory ${dir}`);
   const t0 = performance.now();
   const { database, fixture, pgDataDir } = await createMessagesDatabase(dir, log);
   postmaster = findPostmaster(pgDataDir);
@@ -175,24 +174,19 @@ async function main() {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   try {
     // --- Parley ---------------------------------------------------------------------------------------
-    const port = await freePort();
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      NODE_ENV: 'production',
-      DATABASE_URL: fixture.databaseUrl,
-      PARLEY_SECRET_KEY: fixture.secretKey,
-      PARLEY_DATA_DIR: path.join(dir, 'parley'),
-      PARLEY_URL: fixture.realmUrl,
-      PARLEY_RATE_LIMIT: '0',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-    };
-    delete env.PARLEY_VALIDATE_RESPONSES;
-    const command = process.env.BENCH_CPU_PROF ? SERVER_CMD.replace(/^node\b/, `node --cpu-prof --cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`) : SERVER_CMD;
     const started = performance.now();
-    const parley = await startServer({ label: 'Parley', command, cwd: ROOT, env, port, readyPath: '/api/v1/server_settings', logFile: path.join(dir, 'parley.log') });
+    const parley = await startBenchParley({
+      label: 'Parley',
+      root: ROOT,
+      databaseUrl: fixture.databaseUrl,
+      secretKey: fixture.secretKey,
+      realmUrl: fixture.realmUrl,
+      dataDir: path.join(dir, 'parley'),
+      logFile: path.join(dir, 'parley.log'),
+      profile: true,
+    });
     running.push(parley);
-    log(`Parley answered after ${Math.round(performance.now() - started)} ms (pid ${parley.pid} listens on ${port}; log ${parley.logFile})`);
+    log(`Parley answered after ${Math.round(performance.now() - started)} ms (pid ${parley.pid} listens on ${parley.port}; log ${parley.logFile})`);
     const api = `${parley.url}/api/v1`;
     const member = { authorization: basic(fixture.member) };
     await sleep(2000);
@@ -480,7 +474,7 @@ async function main() {
     }
 
     console.log('');
-    console.log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? ''}); Parley: \`${SERVER_CMD}\`; ${fixture.users.toLocaleString('en')} users`);
+    console.log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? ''}); Parley: \`${PARLEY_SERVER_CMD}\`; ${fixture.users.toLocaleString('en')} users`);
     console.log(`load average (1 min) at the end: ${os.loadavg()[0]!.toFixed(1)} (other work on the machine slows every figure)\n`);
     console.log(markdownTable(['measurement', 'Parley', 'floor / reference', 'ratio', 'goal', 'pass'], rows));
     for (const d of details) console.log(`\n${d}`);

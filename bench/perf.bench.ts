@@ -6,7 +6,7 @@
 //   npx tsx bench/perf.bench.ts
 //
 // Environment:
-//   PARLEY_BENCH_SERVER_CMD  how to start Parley (run by the shell in the repository root; default
+//   PARLEY_BENCH_PARLEY_SERVER_CMD  how to start Parley (run by the shell in the repository root; default
 //                            `node --import tsx apps/server/src/main.ts`). It gets DATABASE_URL,
 //                            PARLEY_SECRET_KEY, PARLEY_DATA_DIR, PARLEY_URL, HOST, PORT,
 //                            NODE_ENV=production (no response validation) and PARLEY_RATE_LIMIT=0.
@@ -30,13 +30,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createBenchDatabase, pg, ACTORS, SUBSCRIBE_CHANNELS, type Fixture, type OrgFixture, type Person, type PgPool } from './lib/seed.ts';
-import { findPostmaster, freePort, rssMb, sampleRss, sleep, startServer, stopBenchDatabase, treeCpuMs, type ServerProcess, waitIdle } from './lib/processes.ts';
+import { findPostmaster, freePort, PARLEY_SERVER_CMD, rssMb, sampleRss, type ServerProcess, sleep, startBenchParley, startServer, stopBenchDatabase, treeCpuMs, waitIdle } from './lib/processes.ts';
 import { runLoad, type LoadOptions, type LoadResult } from './lib/load.ts';
 import { startPgProxy } from './lib/pg-proxy.ts';
 import { fmt, markdownTable, median } from './lib/stats.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SERVER_CMD = process.env.PARLEY_BENCH_SERVER_CMD || 'node --import tsx apps/server/src/main.ts';
 const FLOOR_CMD = 'node --import tsx bench/lib/floor-server.ts';
 const DURATION = Number(process.env.BENCH_DURATION ?? 5);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
@@ -62,25 +61,18 @@ interface Side {
 }
 
 async function startParley(dir: string, fixture: Fixture, databaseUrl: string, name: string): Promise<Side> {
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_ENV: 'production',
-    DATABASE_URL: databaseUrl,
-    PARLEY_SECRET_KEY: fixture.secretKey,
-    PARLEY_DATA_DIR: path.join(dir, name),
-    PARLEY_URL: fixture.big.url,
-    PARLEY_RATE_LIMIT: '0',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-  };
-  delete env.PARLEY_VALIDATE_RESPONSES;
-  // Node 20 refuses --cpu-prof in NODE_OPTIONS: it goes after the command's leading `node`.
-  const profile = process.env.BENCH_CPU_PROF && name === 'parley';
-  const command = profile ? SERVER_CMD.replace(/^node\b/, `node --cpu-prof --cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF!)}`) : SERVER_CMD;
   const started = performance.now();
-  const server = await startServer({ label: 'Parley', command, cwd: ROOT, env, port, readyPath: '/api/v1/server_settings', logFile: path.join(dir, `${name}.log`) });
-  log(`${name}: answered after ${Math.round(performance.now() - started)} ms (pid ${server.pid} listens on ${port}; log ${server.logFile})`);
+  const server = await startBenchParley({
+    label: 'Parley',
+    root: ROOT,
+    databaseUrl,
+    secretKey: fixture.secretKey,
+    realmUrl: fixture.big.url,
+    dataDir: path.join(dir, name),
+    logFile: path.join(dir, `${name}.log`),
+    profile: name === 'parley',
+  });
+  log(`${name}: answered after ${Math.round(performance.now() - started)} ms (pid ${server.pid} listens on ${server.port}; log ${server.logFile})`);
   return { label: 'Parley', process: server, url: server.url, meUrl: server.url };
 }
 
@@ -245,7 +237,7 @@ function cpuRow(c: Comparison): string[] {
 
 async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pbench-'));
-  log(`node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg()[0]!.toFixed(1)}; Parley command: ${SERVER_CMD}; work directory ${dir}`);
+  log(`node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg()[0]!.toFixed(1)}; Parley command: ${PARLEY_SERVER_CMD}; work directory ${dir}`);
   const t0 = performance.now();
   const { database, fixture, pgDataDir } = await createBenchDatabase(dir, log);
   postmaster = findPostmaster(pgDataDir);
@@ -373,7 +365,7 @@ async function main() {
     }
 
     console.log('');
-    console.log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? ''}); Parley: \`${SERVER_CMD}\``);
+    console.log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? ''}); Parley: \`${PARLEY_SERVER_CMD}\``);
     console.log(`${RUNS} runs of ${DURATION} s per side after ${WARMUP} s warm-up; figures are medians; ratio = Parley ÷ floor`);
     console.log(`load average (1 min) at the end: ${os.loadavg()[0]!.toFixed(1)} (other work on the machine slows both sides)\n`);
     console.log(markdownTable(['measurement', 'Parley', 'floor', 'ratio', 'goal', 'pass'], rows));

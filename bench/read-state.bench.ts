@@ -5,7 +5,7 @@
 //   npx tsx bench/read-state.bench.ts
 //
 // Environment:
-//   PARLEY_BENCH_SERVER_CMD  how to start Parley (run by the shell in the repository root; default
+//   PARLEY_BENCH_PARLEY_SERVER_CMD  how to start Parley (run by the shell in the repository root; default
 //                            `node --import tsx apps/server/src/main.ts`), with NODE_ENV=production and
 //                            PARLEY_RATE_LIMIT=0, as in bench/messages.bench.ts
 //   BENCH_UNREAD             unread messages of the reader (100000)
@@ -41,11 +41,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createMessagesDatabase, pg, type MessagesFixture, type PgPool, type PgQueryable, type Person } from './lib/messages-seed.ts';
-import { freePort, sleep, startServer, stopBenchDatabase, type ServerProcess, waitIdle } from './lib/processes.ts';
+import { PARLEY_SERVER_CMD, type ServerProcess, sleep, startBenchParley, stopBenchDatabase, waitIdle } from './lib/processes.ts';
 import { fmt, markdownTable, median, percentile } from './lib/stats.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SERVER_CMD = process.env.PARLEY_BENCH_SERVER_CMD || 'node --import tsx apps/server/src/main.ts';
 const UNREAD = Number(process.env.BENCH_UNREAD ?? 100_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const REGISTER_RUNS = Number(process.env.BENCH_REGISTER_RUNS ?? 15);
@@ -179,7 +178,7 @@ function sampleTransactions(databaseUrl: string): { stop(): Promise<{ longestMs:
 
 async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rsbench-'));
-  log(`node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg()[0]!.toFixed(1)}; Parley command: ${SERVER_CMD}; work directory ${dir}`);
+  log(`node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg()[0]!.toFixed(1)}; Parley command: ${PARLEY_SERVER_CMD}; work directory ${dir}`);
   const t0 = performance.now();
   const { database, fixture, pgDataDir } = await createMessagesDatabase(dir, log);
   log(`seeded ${fixture.users.toLocaleString('en')} users in ${seconds(performance.now() - t0)} (PostgreSQL data in ${pgDataDir})`);
@@ -194,23 +193,18 @@ async function main() {
     const firstId = await addUnread(sql, fixture, UNREAD);
     log(`wrote ${UNREAD.toLocaleString('en')} unread messages for the member in ${seconds(performance.now() - t1)}; unread now ${(await unreadCount(sql, member.id)).toLocaleString('en')}`);
 
-    const port = await freePort();
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      NODE_ENV: 'production',
-      DATABASE_URL: fixture.databaseUrl,
-      PARLEY_SECRET_KEY: fixture.secretKey,
-      PARLEY_DATA_DIR: path.join(dir, 'parley'),
-      PARLEY_URL: fixture.realmUrl,
-      PARLEY_RATE_LIMIT: '0',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-    };
-    delete env.PARLEY_VALIDATE_RESPONSES;
-    const command = process.env.BENCH_CPU_PROF ? SERVER_CMD.replace(/^node\b/, `node --cpu-prof --cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`) : SERVER_CMD;
-    const parley = await startServer({ label: 'Parley', command, cwd: ROOT, env, port, readyPath: '/api/v1/server_settings', logFile: path.join(dir, 'parley.log') });
+    const parley = await startBenchParley({
+      label: 'Parley',
+      root: ROOT,
+      databaseUrl: fixture.databaseUrl,
+      secretKey: fixture.secretKey,
+      realmUrl: fixture.realmUrl,
+      dataDir: path.join(dir, 'parley'),
+      logFile: path.join(dir, 'parley.log'),
+      profile: true,
+    });
     running.push(parley);
-    log(`Parley answers (pid ${parley.pid}, port ${port}, log ${parley.logFile})`);
+    log(`Parley answers (pid ${parley.pid}, port ${parley.port}, log ${parley.logFile})`);
     const api = `${parley.url}/api/v1`;
 
     // --- register -------------------------------------------------------------------------------------
@@ -297,7 +291,7 @@ async function main() {
     );
 
     console.log('');
-    console.log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? ''}); Parley: \`${SERVER_CMD}\`; ${fixture.users.toLocaleString('en')} users`);
+    console.log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? ''}); Parley: \`${PARLEY_SERVER_CMD}\`; ${fixture.users.toLocaleString('en')} users`);
     console.log(`load average (1 min) at the end: ${os.loadavg()[0]!.toFixed(1)} (other work on the machine slows every figure)\n`);
     console.log(markdownTable(['measurement', 'Parley', 'reference', 'ratio', 'goal', 'pass'], rows));
     for (const d of details) console.log(`\n${d}`);

@@ -5,7 +5,7 @@
 //   npx tsx bench/scheduled-delivery.bench.ts
 //
 // Environment:
-//   PARLEY_BENCH_SERVER_CMD  how to start Parley (run by the shell in the repository root; default
+//   PARLEY_BENCH_PARLEY_SERVER_CMD  how to start Parley (run by the shell in the repository root; default
 //                            `node --import tsx apps/server/src/main.ts`); it gets DATABASE_URL,
 //                            PARLEY_SECRET_KEY, PARLEY_DATA_DIR, PARLEY_URL, HOST, PORT,
 //                            NODE_ENV=production and PARLEY_RATE_LIMIT=0, as in messages.bench.ts
@@ -40,7 +40,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { addHistory, createMessagesDatabase, pg, type PgPool } from './lib/messages-seed.ts';
-import { findPostmaster, freePort, sleep, startServer, stopBenchDatabase, treeCpuMs, type ServerProcess } from './lib/processes.ts';
+import { findPostmaster, PARLEY_SERVER_CMD, type ServerProcess, sleep, startBenchParley, stopBenchDatabase, treeCpuMs } from './lib/processes.ts';
 import { clusterCpuMs } from './lib/cpu.ts';
 import { fmt, markdownTable } from './lib/stats.ts';
 import { loadConfig } from '../apps/server/src/config.ts';
@@ -51,7 +51,6 @@ import { findUserById } from '../apps/server/src/data/users.repo.ts';
 import { doCreateScheduledMessage } from '../apps/server/src/actions/scheduled-messages.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SERVER_CMD = process.env.PARLEY_BENCH_SERVER_CMD || 'node --import tsx apps/server/src/main.ts';
 const COUNT = Number(process.env.BENCH_SCHEDULED ?? 10_000);
 const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 2);
 const LEAD_SECONDS = Number(process.env.BENCH_LEAD_SECONDS ?? 10);
@@ -103,7 +102,7 @@ function sampleActivity(databaseUrl: string): { stop(): Promise<Map<string, numb
 
 async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'sbench-'));
-  log(`node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg()[0]!.toFixed(1)}; Parley command: ${SERVER_CMD}; ${PROCESSES} processes; work directory ${dir}`);
+  log(`node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg()[0]!.toFixed(1)}; Parley command: ${PARLEY_SERVER_CMD}; ${PROCESSES} processes; work directory ${dir}`);
   const t0 = performance.now();
   const { database, fixture, pgDataDir } = await createMessagesDatabase(dir, log);
   const postmaster = findPostmaster(pgDataDir);
@@ -115,26 +114,21 @@ async function main() {
   let deps: Awaited<ReturnType<typeof createDeps>> | undefined;
   try {
     // --- the server processes ---------------------------------------------------------------------------
-    const command = process.env.BENCH_CPU_PROF ? SERVER_CMD.replace(/^node\b/, `node --cpu-prof --cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`) : SERVER_CMD;
     await Promise.all(
       Array.from({ length: PROCESSES }, async (_, i) => {
-        const port = await freePort();
-        const env: NodeJS.ProcessEnv = {
-          ...process.env,
-          NODE_ENV: 'production',
-          DATABASE_URL: fixture.databaseUrl,
-          PARLEY_SECRET_KEY: fixture.secretKey,
-          PARLEY_DATA_DIR: path.join(dir, `parley-${i + 1}`),
-          PARLEY_URL: fixture.realmUrl,
-          PARLEY_RATE_LIMIT: '0',
-          PARLEY_LOG_LEVEL: process.env.PARLEY_LOG_LEVEL ?? 'warn',
-          HOST: '127.0.0.1',
-          PORT: String(port),
-        };
-        delete env.PARLEY_VALIDATE_RESPONSES;
-        const server = await startServer({ label: `Parley ${i + 1}`, command, cwd: ROOT, env, port, readyPath: '/api/v1/server_settings', logFile: path.join(dir, `parley-${i + 1}.log`) });
+        const server = await startBenchParley({
+          label: `Parley ${i + 1}`,
+          root: ROOT,
+          databaseUrl: fixture.databaseUrl,
+          secretKey: fixture.secretKey,
+          realmUrl: fixture.realmUrl,
+          dataDir: path.join(dir, `parley-${i + 1}`),
+          logFile: path.join(dir, `parley-${i + 1}.log`),
+          profile: true,
+          env: { PARLEY_LOG_LEVEL: process.env.PARLEY_LOG_LEVEL ?? 'warn' },
+        });
         running.push(server);
-        log(`Parley ${i + 1} answers (pid ${server.pid}, port ${port}, log ${server.logFile})`);
+        log(`Parley ${i + 1} answers (pid ${server.pid}, port ${server.port}, log ${server.logFile})`);
       }),
     );
 
@@ -225,7 +219,7 @@ async function main() {
     const allIn = last.delivered === COUNT;
 
     console.log('');
-    console.log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? ''}); Parley: \`${SERVER_CMD}\` × ${PROCESSES}; ${fixture.users.toLocaleString('en')} users, channel of 10 subscribers`);
+    console.log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? ''}); Parley: \`${PARLEY_SERVER_CMD}\` × ${PROCESSES}; ${fixture.users.toLocaleString('en')} users, channel of 10 subscribers`);
     console.log(`load average (1 min) at the end: ${os.loadavg()[0]!.toFixed(1)} (other work on the machine slows every figure)\n`);
     console.log(
       markdownTable(

@@ -4,6 +4,7 @@
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -241,4 +242,42 @@ export async function stopBenchDatabase(database: { stop(): Promise<void> }, dir
   });
   await database.stop();
   if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
+}
+
+/** How the benches start Parley: PARLEY_BENCH_SERVER_CMD, run by the shell in the repository root. */
+export const PARLEY_SERVER_CMD = process.env.PARLEY_BENCH_SERVER_CMD || 'node --import tsx apps/server/src/main.ts';
+
+/**
+ * Starts Parley as every bench does (production mode, no rate limit, no response validation) on a free
+ * port, once it answers /server_settings. With `profile`, node writes a CPU profile into BENCH_CPU_PROF
+ * (Node 20 refuses --cpu-prof in NODE_OPTIONS: it goes after the command's leading `node`).
+ */
+export async function startBenchParley(options: {
+  label: string;
+  root: string;
+  databaseUrl: string;
+  secretKey: string;
+  realmUrl: string;
+  dataDir: string;
+  logFile: string;
+  profile: boolean;
+  env?: NodeJS.ProcessEnv;
+}): Promise<ServerProcess> {
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'production',
+    DATABASE_URL: options.databaseUrl,
+    PARLEY_SECRET_KEY: options.secretKey,
+    PARLEY_DATA_DIR: options.dataDir,
+    PARLEY_URL: options.realmUrl,
+    PARLEY_RATE_LIMIT: '0',
+    ...options.env,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+  };
+  delete env.PARLEY_VALIDATE_RESPONSES;
+  const profileDir = options.profile && process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : null;
+  const command = profileDir ? PARLEY_SERVER_CMD.replace(/^node\b/, `node --cpu-prof --cpu-prof-dir=${profileDir}`) : PARLEY_SERVER_CMD;
+  return startServer({ label: options.label, command, cwd: options.root, env, port, readyPath: '/api/v1/server_settings', logFile: options.logFile });
 }

@@ -46,6 +46,11 @@ export interface SendMessageRequest {
   client: string;
 }
 
+/** A direct message the server itself sends (client `Internal`) to one user. */
+export function internalDirectMessage(recipientId: number, content: string, readBySender?: boolean): SendMessageRequest {
+  return { type: 'private', to: JSON.stringify([recipientId]), topic: undefined, content, queueId: undefined, localId: undefined, readBySender, client: 'Internal' };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Parsing what was sent
 

@@ -11,7 +11,7 @@ import { findUsersByIds } from '../data/users.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { formatReminder } from '../lib/scheduled-message-format.ts';
 import { readableMessage } from '../queries/messages.ts';
-import { checkMessage } from './messages.ts';
+import { checkMessage, internalDirectMessage } from './messages.ts';
 import { MAX_MESSAGE_LENGTH, MAX_REMINDER_NOTE_LENGTH } from '../lib/message-limits.ts';
 
 const TRUNCATED = '\n[message truncated]';
@@ -27,16 +27,7 @@ export async function doCreateReminder(deps: AppDeps, realm: Realm, user: User, 
   const [author] = await findUsersByIds(deps.db, realm.id, [found.message.sender_id]);
   const content = reminderContent(realm, found.message, found.channel?.name ?? null, author?.fullName ?? 'Unknown user', note);
   // Checked as the user's note to themself (it renders the content, and refuses what cannot be sent).
-  const checked = await checkMessage(deps.db, realm, user, {
-    type: 'private',
-    to: JSON.stringify([user.id]),
-    topic: undefined,
-    content,
-    queueId: undefined,
-    localId: undefined,
-    readBySender: undefined,
-    client: 'Internal',
-  });
+  const checked = await checkMessage(deps.db, realm, user, internalDirectMessage(user.id, content));
   return inTransaction(deps.db, async (tx, afterCommit) => {
     const row = await insertReminder(tx, realm.id, user.id, { content: checked.content, renderedContent: checked.renderedContent, scheduledAt, targetMessageId: found.message.id });
     await deps.jobs.send(tx, 'deliver-scheduled-message', { id: row.id, at: scheduledAt.toISOString() }, { startAfter: scheduledAt });

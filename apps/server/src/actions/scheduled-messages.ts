@@ -23,7 +23,7 @@ import {
 import { JsonableError } from '../errors.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import { formatScheduledMessage } from '../lib/scheduled-message-format.ts';
-import { checkMessage, normalizeTopic, READ_BY_SENDER_CLIENTS, storeCheckedMessage, truncateTopic, type SendMessageRequest } from './messages.ts';
+import { checkMessage, internalDirectMessage, normalizeTopic, READ_BY_SENDER_CLIENTS, storeCheckedMessage, truncateTopic, type SendMessageRequest } from './messages.ts';
 import { notificationBot, sendNotificationMessage } from './system-bots.ts';
 import { pushTargetsForMessage, type MessagePushTargets } from './push.ts';
 
@@ -231,7 +231,8 @@ export async function deliverScheduledMessages(deps: AppDeps, jobs: Array<{ id: 
       }
       try {
         const author = reminder ? await notificationBot(tx, deps, realm) : sender;
-        const request = reminder ? reminderDelivery(row, sender) : asSendRequest(row as ScheduledMessageFields, row.readBySender);
+        // A reminder goes to its owner, from the notification bot.
+        const request = reminder ? internalDirectMessage(sender.id, row.content) : asSendRequest(row as ScheduledMessageFields, row.readBySender);
         const checked = await checkMessage(tx, realm, author, request);
         due.push({ index, row, realm, author, checked, pushTargets: await pushTargetsForMessage(tx, deps, checked, author.id) });
       } catch (error) {
@@ -262,11 +263,6 @@ export async function deliverScheduledMessages(deps: AppDeps, jobs: Array<{ id: 
     for (const [realmId, events] of removals) await deps.events.publish(tx, afterCommit, realmId, events);
     return outcomes;
   });
-}
-
-/** A reminder as it is delivered: a direct message to its owner (from the notification bot). */
-function reminderDelivery(row: ScheduledMessageRow, owner: User): SendMessageRequest {
-  return { type: 'private', to: JSON.stringify([owner.id]), topic: undefined, content: row.content, queueId: undefined, localId: undefined, readBySender: undefined, client: 'Internal' };
 }
 
 /** The notification bot's message to a sender whose scheduled message could not be sent. */

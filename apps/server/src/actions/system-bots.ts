@@ -12,7 +12,7 @@ import { JsonableError } from '../errors.ts';
 import { Role } from '../access/roles.ts';
 import { hostnameOf } from '../lib/user-format.ts';
 import { insertUser } from './users.ts';
-import { checkMessage, storeCheckedMessage } from './messages.ts';
+import { checkMessage, internalDirectMessage, storeCheckedMessage } from './messages.ts';
 
 export const NOTIFICATION_BOT = { kind: 'notification-bot', fullName: 'Notification Bot', botType: 1 } as const;
 
@@ -51,16 +51,7 @@ export async function sendNotificationMessage(
   let bot: User;
   try {
     bot = await notificationBot(tx, deps, realm); // refused if a person holds the bot's address
-    checked = await checkMessage(tx, realm, bot, {
-      type: 'private',
-      to: JSON.stringify([recipient.id]),
-      topic: undefined,
-      content,
-      queueId: undefined,
-      localId: undefined,
-      readBySender: true,
-      client: 'Internal',
-    });
+    checked = await checkMessage(tx, realm, bot, internalDirectMessage(recipient.id, content, true));
   } catch (error) {
     if (error instanceof JsonableError) return false;
     throw error;

@@ -59,13 +59,9 @@ export const insertReminder = (db: Db, realmId: number, userId: number, f: { con
     },
   }) as Promise<ScheduledMessageRow>;
 
-/** The sender's undelivered scheduled messages (reminders aside), by delivery time. */
-export const pendingScheduledMessagesOf = (db: Db, senderId: number) =>
-  db.scheduledMessage.findMany({ where: { senderId, delivered: false, deliveryType: DeliveryType.SEND_LATER }, orderBy: [{ scheduledAt: 'asc' }, { id: 'asc' }] }) as Promise<ScheduledMessageRow[]>;
-
-/** The user's undelivered reminders, by delivery time. */
-export const pendingRemindersOf = (db: Db, userId: number) =>
-  db.scheduledMessage.findMany({ where: { senderId: userId, delivered: false, deliveryType: DeliveryType.REMIND }, orderBy: [{ scheduledAt: 'asc' }, { id: 'asc' }] }) as Promise<ScheduledMessageRow[]>;
+/** The sender's undelivered scheduled messages of one kind (messages sent later, or reminders), by delivery time. */
+export const pendingScheduledMessagesOf = (db: Db, senderId: number, deliveryType: number) =>
+  db.scheduledMessage.findMany({ where: { senderId, delivered: false, deliveryType }, orderBy: [{ scheduledAt: 'asc' }, { id: 'asc' }] }) as Promise<ScheduledMessageRow[]>;
 
 /** Locks the row (edits and delivery serialise on it); null when missing. */
 export async function lockScheduledMessage(db: Db, id: number): Promise<ScheduledMessageRow | null> {
