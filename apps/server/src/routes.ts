@@ -25,6 +25,7 @@ import { sendMessage } from './handlers/messages.ts';
 import { addApnsToken, addFcmToken, removeApnsToken, removeFcmToken, testNotify } from './handlers/push.ts';
 import { createScheduledMessage, deleteScheduledMessage, getScheduledMessages, updateScheduledMessage } from './handlers/scheduled-messages.ts';
 import { createReminder, deleteReminder, getReminders } from './handlers/reminders.ts';
+import { muteTopic, updateUserTopic } from './handlers/user-topics.ts';
 import { createDrafts, deleteDraft, editDraft, getDrafts } from './handlers/drafts.ts';
 import { createInviteLink, getInvites, resendEmailInvite, revokeEmailInvite, revokeInviteLink, sendInvites } from './handlers/invitations.ts';
 import { markAllAsRead, markStreamAsRead, markTopicAsRead, updateMessageFlags, updateMessageFlagsForNarrow } from './handlers/message-flags.ts';
@@ -90,7 +91,7 @@ export const routes: RouteTable = {
   'mark-all-as-read': markAllAsRead,
   'mark-stream-as-read': markStreamAsRead,
   'mark-topic-as-read': markTopicAsRead,
-  // not served yet
+  // mobile push devices, drafts
   'add-apns-token': addApnsToken,
   'remove-apns-token': removeApnsToken,
   'add-fcm-token': addFcmToken,
@@ -110,6 +111,8 @@ export const routes: RouteTable = {
   'get-messages': getMessages,
   'get-message': getMessage,
   'get-stream-topics': getStreamTopics,
+  'update-user-topic': updateUserTopic,
+  'mute-topic': muteTopic,
   'update-settings': updateSettings,
   'update-display-settings': updateDisplaySettings,
   'update-notification-settings': updateNotificationSettings,

@@ -36,6 +36,7 @@ export async function doRegisterQueue(deps: AppDeps, realm: Realm, user: User, r
     includeSubscribers: request.includeSubscribers === 'partial' ? 'partial' : request.includeSubscribers ? 'true' : 'false',
     userSettingsObject: capabilities['user_settings_object'] === true,
     includeDeactivatedGroups: capabilities['include_deactivated_groups'] === true,
+    emptyTopicName: capabilities['empty_topic_name'] === true,
     longpollTimeoutSeconds: LONGPOLL_TIMEOUT_SECS,
     pushNotificationsEnabled: deps.config.pushNotificationsEnabled,
   };

@@ -140,7 +140,7 @@ export async function pushTargetsForMessage(db: Db, deps: PushDeps, checked: Che
   const others = checked.recipientIds.filter((id) => id !== senderId);
   if (others.length === 0) return [];
   return pushTargets(db, {
-    channelId: checked.channel?.id ?? null,
+    channel: checked.channel ? { id: checked.channel.id, topic: checked.topic } : null,
     userIds: others,
     senderId,
     activeWithinSeconds: deps.config.pushActiveClientSeconds,
@@ -178,7 +178,15 @@ export async function queuePushesForMessage(tx: Db, deps: PushDeps, realm: Realm
       isSender: false,
       direct: checked.channel === null,
       active: t.active,
-      settings: { offlinePush: t.offline_push, onlinePush: t.online_push, streamPush: t.stream_push, wildcardMentionsNotify: t.wildcard_mentions_notify },
+      settings: {
+        offlinePush: t.offline_push,
+        onlinePush: t.online_push,
+        streamPush: t.stream_push,
+        wildcardMentionsNotify: t.wildcard_mentions_notify,
+        followedTopicPush: t.followed_topic_push,
+        followedTopicWildcardMentionsNotify: t.followed_topic_wildcard_mentions_notify,
+      },
+      topicPolicy: t.topic_policy,
       subscription:
         checked.channel && t.sub_is_muted !== null
           ? { isMuted: t.sub_is_muted, pushNotifications: t.sub_push_notifications, wildcardMentionsNotify: t.sub_wildcard_mentions_notify }

@@ -2,6 +2,7 @@
 // conditions (lib/narrow.ts) compiled to SQL over the viewer's user_message rows or over channel
 // history, a page of them around an anchor in one statement, and the channels and topics these reads
 // need.
+import { VisibilityPolicy } from './user-topics.repo.ts';
 import type { Db } from './db.ts';
 import { Prisma } from './db.ts';
 import type { Channel } from './models.ts';
@@ -93,10 +94,22 @@ function compileCondition(c: MessageCondition, base: Base): Prisma.Sql {
       return Prisma.sql`(${flags} & ${MESSAGE_FLAG_BITS.read}::int) = 0`;
     case 'resolved':
       return Prisma.sql`left(m.topic, 2) = ${'\u2714 '}::text`;
-    case 'muted-channel':
+    case 'muted': {
+      // Zulip's muting conditions: a muted topic, or a topic of a muted channel that the viewer did not
+      // unmute or follow.
+      if (base.userId === null) return Prisma.sql`FALSE`;
+      const policy = Prisma.sql`COALESCE((SELECT ut.visibility_policy FROM user_topic ut
+        WHERE ut.user_id = ${base.userId}::int AND ut.channel_id = m.channel_id AND ut.topic_key = lower(m.topic)), 0)`;
+      if (c.topicsOnly) return Prisma.sql`(m.channel_id IS NOT NULL AND ${policy} = ${VisibilityPolicy.MUTED}::int)`;
+      return Prisma.sql`(m.channel_id IS NOT NULL AND (${policy} = ${VisibilityPolicy.MUTED}::int
+        OR (EXISTS (SELECT 1 FROM subscription s WHERE s.user_id = ${base.userId}::int AND s.channel_id = m.channel_id AND s.active AND s.is_muted)
+          AND ${policy} NOT IN (${VisibilityPolicy.UNMUTED}::int, ${VisibilityPolicy.FOLLOWED}::int))))`;
+    }
+    case 'followed':
       return base.userId === null
         ? Prisma.sql`FALSE`
-        : Prisma.sql`EXISTS (SELECT 1 FROM subscription s WHERE s.user_id = ${base.userId}::int AND s.channel_id = m.channel_id AND s.active AND s.is_muted)`;
+        : Prisma.sql`EXISTS (SELECT 1 FROM user_topic ut WHERE ut.user_id = ${base.userId}::int AND ut.channel_id = m.channel_id
+            AND ut.topic_key = lower(m.topic) AND ut.visibility_policy = ${VisibilityPolicy.FOLLOWED}::int)`;
     case 'id':
       return Prisma.sql`${base.id} = ${c.id}::int`;
     case 'has':

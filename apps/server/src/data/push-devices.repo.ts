@@ -44,6 +44,10 @@ export interface PushTargetRow {
   online_push: boolean;
   stream_push: boolean;
   wildcard_mentions_notify: boolean;
+  followed_topic_push: boolean;
+  followed_topic_wildcard_mentions_notify: boolean;
+  /** Channel messages: the recipient's visibility policy for the topic (0 when none). */
+  topic_policy: number;
   /** Channel messages: the recipient's subscription. */
   sub_is_muted: boolean | null;
   sub_push_notifications: boolean | null;
@@ -55,21 +59,28 @@ export interface PushTargetRow {
 /**
  * The devices of active human users who might be pushed a message: the channel's active subscribers
  * (channel messages) or the listed users (direct messages), the sender excluded, with their settings,
- * subscription and whether a client of theirs is active. Starts from push_device, so a message whose
+ * subscription, policy for the message's topic and whether a client of theirs is active. Starts from push_device, so a message whose
  * recipients have no devices costs one index probe.
  */
-export function pushTargets(db: Db, q: { channelId: number | null; userIds: number[]; senderId: number; activeWithinSeconds: number }): Promise<PushTargetRow[]> {
+export function pushTargets(
+  db: Db,
+  q: { channel: { id: number; topic: string } | null; userIds: number[]; senderId: number; activeWithinSeconds: number },
+): Promise<PushTargetRow[]> {
   const scope =
-    q.channelId !== null
-      ? Prisma.sql`JOIN subscription s ON s.user_id = d.user_id AND s.channel_id = ${q.channelId}::int AND s.active`
-      : Prisma.sql`LEFT JOIN subscription s ON false`;
-  const filter = q.channelId !== null ? Prisma.empty : Prisma.sql`AND d.user_id = ANY(${q.userIds}::int[])`;
+    q.channel !== null
+      ? Prisma.sql`JOIN subscription s ON s.user_id = d.user_id AND s.channel_id = ${q.channel.id}::int AND s.active
+          LEFT JOIN user_topic ut ON ut.user_id = d.user_id AND ut.channel_id = ${q.channel.id}::int AND ut.topic_key = lower(${q.channel.topic}::text)`
+      : Prisma.sql`LEFT JOIN subscription s ON false LEFT JOIN user_topic ut ON false`;
+  const filter = q.channel !== null ? Prisma.empty : Prisma.sql`AND d.user_id = ANY(${q.userIds}::int[])`;
   return db.$queryRaw<PushTargetRow[]>`
     SELECT d.id AS device_id, d.user_id, d.kind, d.token, d.app_id,
       COALESCE(us.enable_offline_push_notifications, true) AS offline_push,
       COALESCE(us.enable_online_push_notifications, true) AS online_push,
       COALESCE(us.enable_stream_push_notifications, false) AS stream_push,
       COALESCE(us.wildcard_mentions_notify, true) AS wildcard_mentions_notify,
+      COALESCE(us.enable_followed_topic_push_notifications, true) AS followed_topic_push,
+      COALESCE(us.enable_followed_topic_wildcard_mentions_notify, true) AS followed_topic_wildcard_mentions_notify,
+      COALESCE(ut.visibility_policy, 0) AS topic_policy,
       s.is_muted AS sub_is_muted, s.push_notifications AS sub_push_notifications, s.wildcard_mentions_notify AS sub_wildcard_mentions_notify,
       EXISTS (
         SELECT 1 FROM event_queue q

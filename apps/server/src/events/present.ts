@@ -52,6 +52,7 @@ export function presentEvent(event: DeliverableEvent, queue: Queue): Record<stri
   if ((event.type === 'update_display_settings' || event.type === 'update_global_notifications') && queue.clientCapabilities['user_settings_object'] === true) return null;
   const out: Record<string, unknown> = { id: event.id };
   for (const [k, v] of Object.entries(event.payload)) if (!k.startsWith('_') && !SERVER_ONLY_FIELDS.has(k)) out[k] = v;
+  if (event.type === 'user_topic' && out['topic_name'] === '' && queue.clientCapabilities['empty_topic_name'] !== true) out['topic_name'] = EMPTY_TOPIC_DISPLAY_NAME;
   return out;
 }
 

@@ -11,3 +11,8 @@ export const LEGACY_EMPTY_TOPIC_NAME = '(no topic)';
 export const MAX_MESSAGES_PER_FETCH = 5_000;
 /** Typing notifications are not sent to channels with more subscribers than this. */
 export const MAX_CHANNEL_SIZE_FOR_TYPING = 100;
+
+/** A topic as a client names it: the empty topic's display names (current and older) mean "". */
+export function topicFromClient(topic: string): string {
+  return topic === EMPTY_TOPIC_DISPLAY_NAME || topic === LEGACY_EMPTY_TOPIC_NAME ? '' : topic;
+}

@@ -208,7 +208,9 @@ export type MessageCondition =
   | { kind: 'flags-set'; mask: number }
   | { kind: 'unread' }
   | { kind: 'resolved' }
-  | { kind: 'muted-channel' }
+  /** Muted for the viewer: a muted topic, or (unless `topicsOnly`) a muted channel's topic not unmuted or followed. */
+  | { kind: 'muted'; topicsOnly: boolean }
+  | { kind: 'followed' }
   | { kind: 'id'; id: number }
   | { kind: 'has'; what: HasOperand }
   /** Full-text match of the query; each quoted phrase must also appear as such in the content or the topic (case-insensitive). */
@@ -297,7 +299,7 @@ export function buildNarrow(terms: NarrowTerm[], ctx: NarrowContext): BuiltNarro
         else throw new BadNarrowError(`unknown 'has' operand ${operandText(operand)}`);
         break;
       case 'in':
-        if (operand === 'home') push({ kind: 'muted-channel' }, !negated);
+        if (operand === 'home') push({ kind: 'muted', topicsOnly: false }, !negated);
         else if (operand !== 'all') throw new BadNarrowError(`unknown 'in' operand ${operandText(operand)}`);
         break;
       case 'is':
@@ -378,11 +380,10 @@ function buildIs(
       push({ kind: 'resolved' }, negated);
       return;
     case 'followed':
-      // Parley does not store followed topics yet: no message is in one.
-      push({ kind: 'never' }, negated);
+      push({ kind: 'followed' }, negated);
       return;
     case 'muted':
-      push({ kind: 'muted-channel' }, negated);
+      push({ kind: 'muted', topicsOnly: false }, negated);
       return;
     default:
       throw new BadNarrowError(`unknown 'is' operand ${operand}`);

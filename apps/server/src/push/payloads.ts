@@ -40,11 +40,16 @@ export function testPayloadFcm(base: BasePayload, now: Date): Record<string, unk
   return { ...base, event: 'test', time: Math.floor(now.getTime() / 1000) };
 }
 
-/**
- * Why a message is pushed (Zulip's NotificationTriggers, in the order they take precedence).
- * Followed topics are not modelled by Parley, so their triggers never occur.
- */
-export type PushTrigger = 'direct_message' | 'mentioned' | 'topic_wildcard_mentioned' | 'stream_wildcard_mentioned' | 'stream_push_notify';
+/** Why a message is pushed (Zulip's NotificationTriggers, in the order they take precedence). */
+export type PushTrigger =
+  | 'direct_message'
+  | 'mentioned'
+  | 'topic_wildcard_mentioned_in_followed_topic'
+  | 'stream_wildcard_mentioned_in_followed_topic'
+  | 'topic_wildcard_mentioned'
+  | 'stream_wildcard_mentioned'
+  | 'followed_topic_push_notify'
+  | 'stream_push_notify';
 
 export interface PushedMessage {
   id: number;
@@ -88,7 +93,7 @@ function alertTitle(message: PushedMessage): string {
 function alertSubtitle(message: PushedMessage, trigger: PushTrigger): string {
   const name = message.sender.fullName;
   if (trigger === 'mentioned') return `${name} mentioned you:`;
-  if (trigger === 'topic_wildcard_mentioned' || trigger === 'stream_wildcard_mentioned') return `${name} mentioned everyone:`;
+  if (trigger.includes('wildcard_mentioned')) return `${name} mentioned everyone:`;
   if (!message.channel && message.participants.length <= 2) return '';
   return `${name}:`;
 }

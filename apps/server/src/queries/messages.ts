@@ -356,12 +356,13 @@ export async function fetchMessages(db: Db, realm: Realm, viewer: User | null, r
 
 /**
  * Zulip's find_first_unread_anchor: the oldest unread message of the viewer's own rows matching the
- * narrow, skipping muted channels unless the narrow names a channel; none: the newest position.
+ * narrow, skipping muted topics, and muted channels unless the narrow names a channel (their unmuted
+ * and followed topics are not skipped); none: the newest position.
  */
 export async function firstUnread(db: Db, narrow: ResolvedNarrow): Promise<number> {
   if (!narrow.receivedScope) return LARGER_THAN_MAX_MESSAGE_ID;
   const conditions: NarrowCondition[] = [...narrow.conditions, { condition: { kind: 'unread' }, negated: false }];
-  if (!narrow.hasChannelTerm) conditions.push({ condition: { kind: 'muted-channel' }, negated: true });
+  conditions.push({ condition: { kind: 'muted', topicsOnly: narrow.hasChannelTerm }, negated: true });
   return (await firstMatchingId(db, narrow.receivedScope, conditions, { order: 'ASC' })) ?? LARGER_THAN_MAX_MESSAGE_ID;
 }
 

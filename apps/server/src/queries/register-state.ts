@@ -23,6 +23,7 @@ import { formatGroupSettingValues } from './group-settings.ts';
 import { unreadMessagesState, recentDirectConversations } from './messages-state.ts';
 import { remindersOf, scheduledMessagesOf } from './scheduled-messages.ts';
 import { draftsState } from './drafts.ts';
+import { mutedTopicsOfUser, userTopicsOfUser } from '../data/user-topics.repo.ts';
 
 export interface RegisterOptions {
   clientGravatar: boolean;
@@ -30,6 +31,8 @@ export interface RegisterOptions {
   userSettingsObject: boolean;
   /** The client understands `"include_deactivated_groups"`. */
   includeDeactivatedGroups: boolean;
+  /** The client understands the empty topic (`""`); others get its display name. */
+  emptyTopicName: boolean;
   longpollTimeoutSeconds: number;
   pushNotificationsEnabled: boolean;
 }
@@ -66,7 +69,6 @@ interface StateContributor {
 /** Kinds Parley has no feature for yet: answered with their empty value so clients find every key. */
 const EMPTY_STATE: Record<string, Record<string, unknown>> = {
   alert_words: { alert_words: [] },
-  muted_topics: { muted_topics: [] },
   muted_users: { muted_users: [] },
   presence: { presences: {}, presence_last_update_id: -1, server_timestamp: 0 },
   realm_emoji: { realm_emoji: {} },
@@ -77,7 +79,6 @@ const EMPTY_STATE: Record<string, Record<string, unknown>> = {
   realm_domains: { realm_domains: [] },
   default_stream_groups: { realm_default_stream_groups: [] },
   user_status: { user_status: {} },
-  user_topic: { user_topics: [] },
   starred_messages: { starred_messages: [] },
   stop_words: { stop_words: [] },
   video_calls: { has_zoom_token: false },
@@ -281,6 +282,26 @@ const CONTRIBUTORS: StateContributor[] = [
     kinds: ['update_message_flags', 'message'],
     async read({ db, realm, user }) {
       return { unread_msgs: await unreadMessagesState(db, realm, user) };
+    },
+  },
+  {
+    kinds: ['user_topic'],
+    async read({ db, user, options }) {
+      const rows = await userTopicsOfUser(db, user.id);
+      return {
+        user_topics: rows.map((r) => ({
+          stream_id: r.channelId,
+          topic_name: r.topicName === '' && !options.emptyTopicName ? EMPTY_TOPIC_DISPLAY_NAME : r.topicName,
+          last_updated: Math.floor(r.lastUpdated.getTime() / 1000),
+          visibility_policy: r.visibilityPolicy,
+        })),
+      };
+    },
+  },
+  {
+    kinds: ['muted_topics'],
+    async read({ db, user }) {
+      return { muted_topics: await mutedTopicsOfUser(db, user.id) };
     },
   },
   {

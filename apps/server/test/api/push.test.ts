@@ -338,6 +338,53 @@ describe('without APNs configuration (the push outbox)', () => {
     expect((push!.payload as any).aps.alert).toEqual({ title: `#${channel.name} > news`, subtitle: 'Othello, the Moor of Venice:', body: 'everyone reads this' });
   });
 
+  it('pushes every message of a followed topic, even in a muted channel, as the followed-topic settings say', async () => {
+    const r = await someone('followed');
+    await addApns(r.client, hexToken());
+    await subscribeDirectly(env, r.id, channel.id);
+    expect((await r.client.POST('/user_topics', { body: { stream_id: channel.id, topic: 'Followed News', visibility_policy: 3 } })).error).toBeUndefined();
+    await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'other news', content: 'not followed' });
+    const id = await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'followed news', content: 'in a followed topic' });
+    const [push] = await settledPushes(r.id, 1);
+    expect(push!.messageId).toBe(id);
+    expect((push!.payload as any).aps.alert).toEqual({ title: `#${channel.name} > followed news`, subtitle: 'Othello, the Moor of Venice:', body: 'in a followed topic' });
+    // A muted channel does not silence a followed topic.
+    await db().subscription.update({ where: { userId_channelId: { userId: r.id, channelId: channel.id } }, data: { isMuted: true } });
+    await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'followed news', content: 'still followed' });
+    await settledPushes(r.id, 2);
+    // Followed-topic pushes turned off: only wildcard mentions, by the followed-topic wildcard setting.
+    expect((await r.client.PATCH('/settings', { body: { enable_followed_topic_push_notifications: false } as any })).error).toBeUndefined();
+    await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'followed news', content: 'quiet now' });
+    expect((await pushesOf(r.id)).length).toBe(2);
+    const wildcard = await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'followed news', content: '@**all** look' });
+    const pushes = await settledPushes(r.id, 3);
+    expect(pushes[2]!.messageId).toBe(wildcard);
+    expect((pushes[2]!.payload as any).aps.alert.subtitle).toBe('Othello, the Moor of Venice mentioned everyone:');
+    // With that setting off too, the muted channel silences the wildcard mention.
+    expect((await r.client.PATCH('/settings', { body: { enable_followed_topic_wildcard_mentions_notify: false } as any })).error).toBeUndefined();
+    await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'followed news', content: '@**all** again' });
+    expect((await pushesOf(r.id)).length).toBe(3);
+  });
+
+  it('silences a muted topic except for personal mentions, and pushes an unmuted topic of a muted channel', async () => {
+    const r = await someone('topic-mute');
+    await addApns(r.client, hexToken());
+    await subscribeDirectly(env, r.id, channel.id);
+    await db().subscription.update({ where: { userId_channelId: { userId: r.id, channelId: channel.id } }, data: { pushNotifications: true } });
+    expect((await r.client.POST('/user_topics', { body: { stream_id: channel.id, topic: 'hush', visibility_policy: 1 } })).error).toBeUndefined();
+    await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'hush', content: 'plain' });
+    await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'Hush', content: '@**all** wildcard' });
+    expect(await pushesOf(r.id)).toEqual([]);
+    const mention = await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'hush', content: `@**${r.fullName}** personal` });
+    const open = await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'open', content: 'channel-wide push' });
+    expect((await settledPushes(r.id, 2)).map((p) => p.messageId)).toEqual([mention, open]);
+    await db().subscription.update({ where: { userId_channelId: { userId: r.id, channelId: channel.id } }, data: { isMuted: true } });
+    expect((await r.client.POST('/user_topics', { body: { stream_id: channel.id, topic: 'loud', visibility_policy: 2 } })).error).toBeUndefined();
+    await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'open', content: 'muted channel' });
+    const loud = await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'loud', content: 'unmuted topic' });
+    expect((await settledPushes(r.id, 3)).map((p) => p.messageId)).toEqual([mention, open, loud]);
+  });
+
   it('does not push to users with an active client unless they want pushes while online', async () => {
     const r = await someone('active');
     await addApns(r.client, hexToken());

@@ -199,6 +199,8 @@ describe('stored events, after a representative run of API calls', () => {
     const draftIds = ((await ok(as('hamlet').POST('/drafts', { body: { drafts: [{ type: 'stream', to: [pub.id], topic: 'd', content: 'draft', timestamp: 1700000000 }] } as any }), 'create draft')) as any).data.ids as number[];
     await ok(as('hamlet').PATCH('/drafts/{draft_id}', { params: { path: { draft_id: draftIds[0]! } }, body: { draft: { type: '', to: [], topic: '', content: 'edited', timestamp: 1700000001 } } as any }), 'edit draft');
     await ok(as('hamlet').DELETE('/drafts/{draft_id}', { params: { path: { draft_id: draftIds[0]! } } }), 'delete draft');
+    await ok(as('hamlet').POST('/user_topics', { body: { stream_id: pub.id, topic: 'events', visibility_policy: 3 } }), 'follow topic');
+    await ok(as('hamlet').PATCH('/users/me/subscriptions/muted_topics', { body: { stream_id: pub.id, topic: 'events', op: 'add' } }), 'mute topic');
 
     // Read state: mark all read, then unread again.
     await ok(as('hamlet').POST('/mark_all_as_read', {}), 'mark all as read');

@@ -761,6 +761,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/users/me/subscriptions/muted_topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Mute or unmute a topic (deprecated)
+         * @deprecated
+         * @description The older form of `POST /user_topics` that the Python client's `mute_topic` still uses: `op` `add`
+         *     sets the topic's policy to muted, `remove` takes whatever policy it has away. The channel is named
+         *     by exactly one of `stream_id` and `stream` (its name). Events are those of `POST /user_topics`.
+         */
+        patch: operations["mute-topic"];
+        trace?: never;
+    };
+    "/user_topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update the personal preference for a topic
+         * @description Sets the caller's visibility policy for one topic of a channel: `0` none (the channel's setting
+         *     applies), `1` muted, `2` unmuted (shown even in a muted channel), `3` followed. Topics are matched
+         *     case-insensitively; the topic need not have any message yet.
+         *
+         *     The policy decides notifications: a muted topic sends none except for personal mentions and direct
+         *     messages; a followed topic sends a mobile push for every message when the user's
+         *     `enable_followed_topic_push_notifications` setting is on, and wildcard mentions in it follow
+         *     `enable_followed_topic_wildcard_mentions_notify`. It also drives the `is:followed` and `is:muted`
+         *     narrows.
+         *
+         *     When the policy changes, the caller's clients receive a `user_topic` event (and the older
+         *     `muted_topics` event with the full list of muted topics). Setting the policy a topic already has
+         *     changes nothing and sends no event.
+         *
+         *     The channel must be one the caller can read; removing a policy (`0`) works for any channel of the
+         *     organization, so that a user can clean up topics of channels they lost access to.
+         */
+        post: operations["update-user-topic"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/messages": {
         parameters: {
             query?: never;
@@ -5182,6 +5240,96 @@ export interface components {
             type: "invites_changed";
         };
         /**
+         * @description Sent to the user's own clients when their visibility policy for a topic changes (`POST /user_topics`
+         *     or the older `PATCH /users/me/subscriptions/muted_topics`). Clients without the `empty_topic_name`
+         *     capability get the organization's `realm_empty_topic_display_name` instead of the empty topic.
+         * @example {
+         *       "id": 5,
+         *       "type": "user_topic",
+         *       "stream_id": 7,
+         *       "topic_name": "dinner plans",
+         *       "last_updated": 1732300000,
+         *       "visibility_policy": 3
+         *     }
+         */
+        EventUserTopic: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `user_topic`.
+             * @example user_topic
+             * @constant
+             */
+            type: "user_topic";
+            /**
+             * @description ID of the topic's channel.
+             * @example 7
+             */
+            stream_id: number;
+            /**
+             * @description The topic, as the user named it.
+             * @example dinner plans
+             */
+            topic_name: string;
+            /**
+             * @description When the policy was set (UNIX seconds).
+             * @example 1732300000
+             */
+            last_updated: number;
+            /**
+             * @description The new policy; `0` means the topic has none any more.
+             * @example 3
+             * @enum {integer}
+             */
+            visibility_policy: 0 | 1 | 2 | 3;
+        };
+        /**
+         * @description The older form of `user_topic` (deprecated): sent with it to the user's own clients, listing every
+         *     topic the user has muted now as `[channel name, topic, UNIX seconds]`.
+         * @example {
+         *       "id": 6,
+         *       "type": "muted_topics",
+         *       "muted_topics": [
+         *         [
+         *           "Denmark",
+         *           "dinner plans",
+         *           1732300000
+         *         ]
+         *       ]
+         *     }
+         */
+        EventMutedTopics: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 6
+             */
+            id: number;
+            /**
+             * @description Always `muted_topics`.
+             * @example muted_topics
+             * @constant
+             */
+            type: "muted_topics";
+            /**
+             * @description The muted topics, oldest first.
+             * @example [
+             *       [
+             *         "Denmark",
+             *         "dinner plans",
+             *         1732300000
+             *       ]
+             *     ]
+             */
+            muted_topics: [
+                string,
+                string,
+                number
+            ][];
+        };
+        /**
          * @description Sent to the user's own clients when one of their personal settings changes (`PATCH /settings`):
          *     one event per changed setting. `value` has the setting's type (a boolean, an integer or a string,
          *     as in `user_settings` of `POST /register`). Clients that registered without the
@@ -5344,7 +5492,7 @@ export interface components {
          *     no `discriminator` object because its branches are themselves unions, which code generators do not
          *     accept as discriminator targets.
          */
-        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventReminders"] | components["schemas"]["EventMessage"] | components["schemas"]["EventUpdateMessageFlags"] | components["schemas"]["EventTyping"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventUserSettingsUpdate"] | components["schemas"]["EventUpdateDisplaySettings"] | components["schemas"]["EventUpdateGlobalNotifications"] | components["schemas"]["EventHeartbeat"];
+        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventReminders"] | components["schemas"]["EventMessage"] | components["schemas"]["EventUpdateMessageFlags"] | components["schemas"]["EventTyping"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventUserTopic"] | components["schemas"]["EventMutedTopics"] | components["schemas"]["EventUserSettingsUpdate"] | components["schemas"]["EventUpdateDisplaySettings"] | components["schemas"]["EventUpdateGlobalNotifications"] | components["schemas"]["EventHeartbeat"];
     };
     responses: {
         /** @description Too many requests; retry after the given number of seconds. */
@@ -8250,6 +8398,98 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["Overloaded"];
+        };
+    };
+    "mute-topic": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description ID of the channel. Exactly one of `stream_id` and `stream` is required.
+                     * @example 7
+                     */
+                    stream_id?: number;
+                    /**
+                     * @description Name of the channel, instead of `stream_id`.
+                     * @example Denmark
+                     */
+                    stream?: string;
+                    /**
+                     * @description The topic's name.
+                     * @example dinner plans
+                     */
+                    topic: string;
+                    /**
+                     * @description `add` mutes the topic; `remove` removes its policy.
+                     * @example add
+                     * @enum {string}
+                     */
+                    op: "add" | "remove";
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description No channel or both ways of naming it, a channel the caller cannot read, a bad topic or op. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    "update-user-topic": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description ID of the channel the topic belongs to.
+                     * @example 7
+                     */
+                    stream_id: number;
+                    /**
+                     * @description The topic's name. The empty string names the empty topic (as does the organization's
+                     *     `realm_empty_topic_display_name`).
+                     * @example dinner plans
+                     */
+                    topic: string;
+                    /**
+                     * @description `0` none, `1` muted, `2` unmuted, `3` followed.
+                     * @example 3
+                     * @enum {integer}
+                     */
+                    visibility_policy: 0 | 1 | 2 | 3;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description A channel the caller cannot read, an over-long topic or an unknown policy. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
         };
     };
     "get-messages": {

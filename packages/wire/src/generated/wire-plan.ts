@@ -833,6 +833,35 @@ export const wirePlan = {
       }
     }
   },
+  "mute-topic": {
+    "operationId": "mute-topic",
+    "method": "patch",
+    "path": "/users/me/subscriptions/muted_topics",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "stream_id": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "stream": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "topic": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "op": {
+        "json": false,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
   "reactivate-user": {
     "operationId": "reactivate-user",
     "method": "post",
@@ -2711,6 +2740,30 @@ export const wirePlan = {
         "json": true,
         "in": "body",
         "required": false
+      }
+    }
+  },
+  "update-user-topic": {
+    "operationId": "update-user-topic",
+    "method": "post",
+    "path": "/user_topics",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "stream_id": {
+        "json": true,
+        "in": "body",
+        "required": true
+      },
+      "topic": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "visibility_policy": {
+        "json": true,
+        "in": "body",
+        "required": true
       }
     }
   }

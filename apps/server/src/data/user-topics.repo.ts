@@ -1,0 +1,54 @@
+// Users' visibility policies for topics (table `user_topic`, Zulip's UserTopic): a row per topic a
+// user muted, unmuted or followed; no row is the "inherit" policy. A topic is one per user and channel
+// whatever its letter case: `topic_key` is PostgreSQL's lower() of the name, set on every write, and
+// every reader compares lower(message topic) with it.
+import type { Db } from './db.ts';
+
+/** Zulip's UserTopic.VisibilityPolicy. */
+export const VisibilityPolicy = { INHERIT: 0, MUTED: 1, UNMUTED: 2, FOLLOWED: 3 } as const;
+export type VisibilityPolicyValue = (typeof VisibilityPolicy)[keyof typeof VisibilityPolicy];
+
+export interface UserTopicRow {
+  channelId: number;
+  topicName: string;
+  visibilityPolicy: number;
+  lastUpdated: Date;
+}
+
+/**
+ * Gives the user's topic the policy (INHERIT removes its row). True when something changed; setting the
+ * policy the topic already has changes nothing (not even the spelling or time kept).
+ */
+export async function setUserTopicPolicy(db: Db, q: { userId: number; channelId: number; topic: string; policy: number; at: Date }): Promise<boolean> {
+  if (q.policy === VisibilityPolicy.INHERIT) {
+    const removed = await db.$executeRaw`
+      DELETE FROM user_topic WHERE user_id = ${q.userId}::int AND channel_id = ${q.channelId}::int AND topic_key = lower(${q.topic}::text)`;
+    return removed > 0;
+  }
+  const written = await db.$executeRaw`
+    INSERT INTO user_topic (user_id, channel_id, topic_name, topic_key, visibility_policy, last_updated)
+    VALUES (${q.userId}::int, ${q.channelId}::int, ${q.topic}::text, lower(${q.topic}::text), ${q.policy}::int, (${q.at.toISOString()}::timestamptz AT TIME ZONE 'UTC'))
+    ON CONFLICT (user_id, channel_id, topic_key) DO UPDATE
+      SET topic_name = EXCLUDED.topic_name, visibility_policy = EXCLUDED.visibility_policy, last_updated = EXCLUDED.last_updated
+      WHERE user_topic.visibility_policy <> EXCLUDED.visibility_policy`;
+  return written > 0;
+}
+
+/** The user's policies in channels that are not archived, oldest change first (POST /register's user_topics). */
+export function userTopicsOfUser(db: Db, userId: number): Promise<UserTopicRow[]> {
+  return db.$queryRaw<UserTopicRow[]>`
+    SELECT t.channel_id AS "channelId", t.topic_name AS "topicName", t.visibility_policy AS "visibilityPolicy", t.last_updated AS "lastUpdated"
+    FROM user_topic t JOIN channel c ON c.id = t.channel_id AND NOT c.is_archived
+    WHERE t.user_id = ${userId}::int
+    ORDER BY t.last_updated, t.id`;
+}
+
+/** The user's muted topics in channels that are not archived, as the older `muted_topics` lists them. */
+export async function mutedTopicsOfUser(db: Db, userId: number): Promise<[string, string, number][]> {
+  const rows = await db.$queryRaw<{ name: string; topic: string; at: Date }[]>`
+    SELECT c.name, t.topic_name AS topic, t.last_updated AS at
+    FROM user_topic t JOIN channel c ON c.id = t.channel_id AND NOT c.is_archived
+    WHERE t.user_id = ${userId}::int AND t.visibility_policy = ${VisibilityPolicy.MUTED}::int
+    ORDER BY t.last_updated, t.id`;
+  return rows.map((r) => [r.name, r.topic, Math.floor(r.at.getTime() / 1000)]);
+}

@@ -1,0 +1,210 @@
+// Topic visibility policies: POST /user_topics and the older PATCH /users/me/subscriptions/muted_topics,
+// their `user_topic` and `muted_topics` events and /register state, and what the policies change in
+// reading: the is:followed, is:muted and in:home narrows and the first-unread anchor. (Their effect on
+// mobile pushes is tested in push.test.ts.)
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import type { Person } from '../helpers/fixtures.ts';
+import { createChannel } from '../helpers/channels.ts';
+import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
+
+let env: TestServer;
+let channel: { id: number; name: string };
+let secret: { id: number; name: string };
+beforeAll(async () => {
+  env = await startTestServer();
+  channel = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
+  secret = await createChannel(env, 'iago', { invite_only: true }, ['iago', 'hamlet']);
+});
+afterAll(() => env.close());
+
+const db = () => env.running.deps.db;
+const uid = (p: Person) => env.users[p].id;
+
+const setPolicy = (as: Person, stream_id: number, topic: string, visibility_policy: number) =>
+  env.client(as).POST('/user_topics', { body: { stream_id, topic, visibility_policy } });
+async function policySet(as: Person, streamId: number, topic: string, policy: number): Promise<void> {
+  const { error } = await setPolicy(as, streamId, topic, policy);
+  if (error) throw new Error(JSON.stringify(error));
+}
+const legacy = (as: Person, body: Record<string, unknown>) => env.client(as).PATCH('/users/me/subscriptions/muted_topics', { body: body as any });
+
+async function registered(as: Person, body: Record<string, unknown> = {}): Promise<any> {
+  const res = await env.raw('/register', {
+    method: 'POST',
+    as,
+    body: new URLSearchParams(Object.entries({ fetch_event_types: ['user_topic', 'muted_topics'], ...body }).map(([k, v]) => [k, JSON.stringify(v)])),
+  });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  return res.body;
+}
+const topicsOf = async (as: Person) => (await registered(as)).user_topics as { stream_id: number; topic_name: string; visibility_policy: number; last_updated: number }[];
+const policyOf = async (as: Person, streamId: number, topic: string) =>
+  (await topicsOf(as)).find((t) => t.stream_id === streamId && t.topic_name.toLowerCase() === topic.toLowerCase())?.visibility_policy ?? 0;
+
+async function send(as: Person, to: string, topic: string, content = 'hello'): Promise<number> {
+  const res = await env.raw('/messages', { method: 'POST', as, body: new URLSearchParams({ type: 'stream', to, topic, content }) });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  return res.body.id;
+}
+async function narrowed(as: Person, narrow: unknown[], anchor = 'newest'): Promise<number[]> {
+  const query = new URLSearchParams({ anchor, num_before: anchor === 'newest' ? '1000' : '0', num_after: anchor === 'newest' ? '0' : '1', narrow: JSON.stringify(narrow) });
+  const res = await env.raw(`/messages?${query}`, { as });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  return res.body.messages.map((m: { id: number }) => m.id);
+}
+const only = (all: number[], within: number[]) => all.filter((id) => within.includes(id));
+
+describe('POST /user_topics', () => {
+  it('follows, mutes and clears a topic: state, events for the user only, nothing when unchanged', async () => {
+    const mark = await markEvents(env);
+    const before = Math.floor(Date.now() / 1000);
+    await policySet('hamlet', channel.id, 'Dinner Plans', 3);
+    const [followed] = (await topicsOf('hamlet')).filter((t) => t.stream_id === channel.id);
+    expect(followed).toMatchObject({ stream_id: channel.id, topic_name: 'Dinner Plans', visibility_policy: 3 });
+    expect(followed!.last_updated).toBeGreaterThanOrEqual(before);
+    expect(followed!.last_updated).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
+    expect(await topicsOf('othello')).toEqual([]);
+
+    // Same policy again, in another letter case: the same topic, unchanged, no event.
+    await policySet('hamlet', channel.id, 'dinner plans', 3);
+    // Another policy in another case: the same row, renamed as last given.
+    await policySet('hamlet', channel.id, 'DINNER PLANS', 1);
+    expect((await topicsOf('hamlet')).filter((t) => t.stream_id === channel.id)).toEqual([expect.objectContaining({ topic_name: 'DINNER PLANS', visibility_policy: 1 })]);
+    expect((await registered('hamlet')).muted_topics).toEqual([[channel.name, 'DINNER PLANS', expect.any(Number)]]);
+    await policySet('hamlet', channel.id, 'dinner plans', 0);
+    await policySet('hamlet', channel.id, 'dinner plans', 0);
+    expect(await topicsOf('hamlet')).toEqual([]);
+
+    const events = (await eventPayloadsSince(env, mark)).filter((e) => e.type === 'user_topic' || e.type === 'muted_topics');
+    expect(events).toEqual([
+      { type: 'muted_topics', muted_topics: [] },
+      { type: 'user_topic', stream_id: channel.id, topic_name: 'Dinner Plans', last_updated: followed!.last_updated, visibility_policy: 3 },
+      { type: 'muted_topics', muted_topics: [[channel.name, 'DINNER PLANS', expect.any(Number)]] },
+      { type: 'user_topic', stream_id: channel.id, topic_name: 'DINNER PLANS', last_updated: expect.any(Number), visibility_policy: 1 },
+      { type: 'muted_topics', muted_topics: [] },
+      { type: 'user_topic', stream_id: channel.id, topic_name: 'dinner plans', last_updated: expect.any(Number), visibility_policy: 0 },
+    ]);
+    const rows = await db().event.findMany({ where: { id: { gt: mark } } });
+    for (const row of rows.filter((r) => ['user_topic', 'muted_topics'].includes((r.payload as any).type))) expect(row.userIds).toEqual([uid('hamlet')]);
+  });
+
+  it("answers Zulip's errors and changes nothing on them", async () => {
+    expectJsonError(await setPolicy('hamlet', 987654, 'x', 3), 400, 'Invalid channel ID');
+    expectJsonError(await setPolicy('othello', secret.id, 'x', 3), 400, 'Invalid channel ID');
+    expectJsonError(await setPolicy('hamlet', channel.id, 'x'.repeat(61), 3), 400, 'topic is too long (limit: 60 characters)');
+    expectJsonError(await setPolicy('hamlet', channel.id, 'x', 4), 400, 'Invalid visibility_policy');
+    expectJsonError(await setPolicy('hamlet', channel.id, 'x', -1), 400, 'Invalid visibility_policy');
+    const res = await env.raw('/user_topics', { method: 'POST', as: 'hamlet', body: new URLSearchParams({ stream_id: String(channel.id), topic: 'x' }) });
+    expect(res.body).toMatchObject({ result: 'error', msg: "Missing 'visibility_policy' argument", code: 'REQUEST_VARIABLE_MISSING' });
+    await policySet('hamlet', channel.id, 'x'.repeat(60), 2);
+    expect(await policyOf('hamlet', channel.id, 'x'.repeat(60))).toBe(2);
+    await policySet('hamlet', channel.id, 'x'.repeat(60), 0);
+    expect(await topicsOf('othello')).toEqual([]);
+  });
+
+  it('keeps the policy of a channel the user loses, lists it no more once archived, and lets it be removed', async () => {
+    const lost = await createChannel(env, 'iago', { invite_only: true }, ['iago', 'othello']);
+    await policySet('othello', lost.id, 'secret plans', 3);
+    const unsubscribed = await env.client('iago').DELETE('/users/me/subscriptions', { body: { subscriptions: [lost.name], principals: [uid('othello')] } as any });
+    expect(unsubscribed.error).toBeUndefined();
+    // Setting a policy needs access; removing one does not.
+    expectJsonError(await setPolicy('othello', lost.id, 'secret plans', 1), 400, 'Invalid channel ID');
+    expect(await policyOf('othello', lost.id, 'secret plans')).toBe(3);
+    await policySet('othello', lost.id, 'secret plans', 0);
+    expect(await policyOf('othello', lost.id, 'secret plans')).toBe(0);
+
+    const archived = await createChannel(env, 'iago', {}, ['iago', 'othello']);
+    await policySet('othello', archived.id, 'old', 1);
+    expect(await env.client('iago').DELETE('/streams/{stream_id}', { params: { path: { stream_id: archived.id } } })).toMatchObject({ data: { result: 'success' } });
+    expect((await topicsOf('othello')).map((t) => t.stream_id)).not.toContain(archived.id);
+    expect((await registered('othello')).muted_topics).toEqual([]);
+    expectJsonError(await setPolicy('othello', archived.id, 'old', 3), 400, 'Invalid channel ID');
+  });
+
+  it('names the empty topic "" for clients that know it, and by its display name for the others', async () => {
+    const modern = await registered('hamlet', { event_types: ['user_topic'], client_capabilities: { empty_topic_name: true } });
+    const older = await registered('hamlet', { event_types: ['user_topic'] });
+    await policySet('hamlet', channel.id, 'general chat', 3);
+    const poll = async (queue: any) => {
+      const { data } = await env.client('hamlet').GET('/events', { params: { query: { queue_id: queue.queue_id, last_event_id: queue.last_event_id, dont_block: true } as any } });
+      return (data as any).events.filter((e: any) => e.type === 'user_topic').map((e: any) => e.topic_name);
+    };
+    expect(await poll(modern)).toEqual(['']);
+    expect(await poll(older)).toEqual(['general chat']);
+    expect((await registered('hamlet', { client_capabilities: { empty_topic_name: true } })).user_topics).toContainEqual(expect.objectContaining({ stream_id: channel.id, topic_name: '' }));
+    expect((await registered('hamlet')).user_topics).toContainEqual(expect.objectContaining({ stream_id: channel.id, topic_name: 'general chat' }));
+    // "(no topic)" is the empty topic too.
+    await policySet('hamlet', channel.id, '(no topic)', 0);
+    expect(await policyOf('hamlet', channel.id, 'general chat')).toBe(0);
+  });
+});
+
+describe('PATCH /users/me/subscriptions/muted_topics (older form)', () => {
+  it('mutes by channel name or id and removes, as POST /user_topics does', async () => {
+    const mark = await markEvents(env);
+    expect((await legacy('othello', { stream: channel.name, topic: 'noise', op: 'add' })).error).toBeUndefined();
+    expect(await policyOf('othello', channel.id, 'noise')).toBe(1);
+    expect((await registered('othello')).muted_topics).toEqual([[channel.name, 'noise', expect.any(Number)]]);
+    expect((await legacy('othello', { stream_id: channel.id, topic: 'NOISE', op: 'remove' })).error).toBeUndefined();
+    expect(await policyOf('othello', channel.id, 'noise')).toBe(0);
+    // Removing mutes from a followed topic too: `remove` clears whatever policy the topic has.
+    await policySet('othello', channel.id, 'kept', 3);
+    expect((await legacy('othello', { stream_id: channel.id, topic: 'kept', op: 'remove' })).error).toBeUndefined();
+    expect(await policyOf('othello', channel.id, 'kept')).toBe(0);
+    const types = (await eventPayloadsSince(env, mark)).filter((e) => e.type === 'user_topic').map((e) => e.visibility_policy);
+    expect(types).toEqual([1, 0, 3, 0]);
+  });
+
+  it("answers Zulip's errors", async () => {
+    expectJsonError(await legacy('othello', { topic: 't', op: 'add' }), 400, "Missing 'stream_id' argument");
+    const both = await legacy('othello', { stream_id: channel.id, stream: channel.name, topic: 't', op: 'add' });
+    expectJsonError(both, 400, 'Unsupported parameter combination: stream_id, stream');
+    expect((both.error as any).code).toBe('INCOMPATIBLE_PARAMETERS');
+    expectJsonError(await legacy('othello', { stream: 'Atlantis', topic: 't', op: 'add' }), 400, "Invalid channel name 'Atlantis'");
+    expectJsonError(await legacy('othello', { stream: 'Atlantis', topic: 't', op: 'remove' }), 400, 'Topic is not muted');
+    expectJsonError(await legacy('othello', { stream: secret.name, topic: 't', op: 'add' }), 400, `Invalid channel name '${secret.name}'`);
+    expectJsonError(await legacy('othello', { stream_id: channel.id, topic: 't', op: 'toggle' }), 400, 'Invalid op');
+    expect(await policyOf('othello', channel.id, 't')).toBe(0);
+  });
+});
+
+describe('reading with topic policies', () => {
+  it('is:followed, is:muted and in:home follow the topics and channels the reader muted, unmuted or followed', async () => {
+    const quiet = await createChannel(env, 'iago', {}, ['iago', 'hamlet']);
+    const loud = await createChannel(env, 'iago', {}, ['iago', 'hamlet']);
+    // Parley has no endpoint for subscription properties yet: the channel is muted in the database.
+    await db().subscription.update({ where: { userId_channelId: { userId: uid('hamlet'), channelId: quiet.id } }, data: { isMuted: true } });
+    const quietPlain = await send('iago', quiet.name, 'plain');
+    const quietUnmuted = await send('iago', quiet.name, 'Unmuted');
+    const quietFollowed = await send('iago', quiet.name, 'followed here');
+    const loudPlain = await send('iago', loud.name, 'plain');
+    const loudMuted = await send('iago', loud.name, 'Muted');
+    const loudFollowed = await send('iago', loud.name, 'Followed');
+    const all = [quietPlain, quietUnmuted, quietFollowed, loudPlain, loudMuted, loudFollowed];
+    await policySet('hamlet', quiet.id, 'unmuted', 2);
+    await policySet('hamlet', quiet.id, 'FOLLOWED HERE', 3);
+    await policySet('hamlet', loud.id, 'muted', 1);
+    await policySet('hamlet', loud.id, 'followed', 3);
+
+    expect(only(await narrowed('hamlet', [{ operator: 'is', operand: 'followed' }]), all)).toEqual([quietFollowed, loudFollowed]);
+    expect(only(await narrowed('hamlet', [{ operator: 'is', operand: 'followed', negated: true }]), all)).toEqual([quietPlain, quietUnmuted, loudPlain, loudMuted]);
+    expect(only(await narrowed('hamlet', [{ operator: 'is', operand: 'muted' }]), all)).toEqual([quietPlain, loudMuted]);
+    expect(only(await narrowed('hamlet', [{ operator: 'in', operand: 'home' }]), all)).toEqual([quietUnmuted, quietFollowed, loudPlain, loudFollowed]);
+    // Policies are the reader's own.
+    expect(only(await narrowed('iago', [{ operator: 'is', operand: 'followed' }]), all)).toEqual([]);
+    expect(only(await narrowed('iago', [{ operator: 'in', operand: 'home' }]), all)).toEqual(all);
+  });
+
+  it('the first unread message skips muted topics, and muted channels unless the narrow names one', async () => {
+    const ch = await createChannel(env, 'iago', {}, ['iago', 'cordelia']);
+    await env.client('cordelia').POST('/mark_all_as_read', {});
+    const muted = await send('iago', ch.name, 'muted topic');
+    const next = await send('iago', ch.name, 'open topic');
+    await policySet('cordelia', ch.id, 'muted topic', 1);
+    expect(await narrowed('cordelia', [], 'first_unread')).toEqual([next]);
+    expect(await narrowed('cordelia', [{ operator: 'channel', operand: ch.id }], 'first_unread')).toEqual([next]);
+    await policySet('cordelia', ch.id, 'muted topic', 0);
+    expect(await narrowed('cordelia', [{ operator: 'channel', operand: ch.id }], 'first_unread')).toEqual([muted, next]);
+  });
+});
