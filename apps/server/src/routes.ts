@@ -30,7 +30,7 @@ import { createDrafts, deleteDraft, editDraft, getDrafts } from './handlers/draf
 import { createInviteLink, getInvites, resendEmailInvite, revokeEmailInvite, revokeInviteLink, sendInvites } from './handlers/invitations.ts';
 import { markAllAsRead, markStreamAsRead, markTopicAsRead, updateMessageFlags, updateMessageFlagsForNarrow } from './handlers/message-flags.ts';
 import { getMessage, getMessages, getStreamTopics } from './handlers/message-reads.ts';
-import { archiveStream, getStreamById, getStreamId, getStreams, getSubscribers, getSubscriptions, subscribe, unsubscribe, updateStream } from './handlers/channels.ts';
+import { archiveStream, getStreamById, getStreamId, getStreams, getSubscribers, getSubscriptions, subscribe, unsubscribe, updateStream, updateSubscriptionSettings } from './handlers/channels.ts';
 import { updateDisplaySettings, updateNotificationSettings, updateSettings } from './handlers/user-settings.ts';
 
 export const routes: RouteTable = {
@@ -112,6 +112,7 @@ export const routes: RouteTable = {
   'get-message': getMessage,
   'get-stream-topics': getStreamTopics,
   'update-user-topic': updateUserTopic,
+  'update-subscription-settings': updateSubscriptionSettings,
   'mute-topic': muteTopic,
   'update-settings': updateSettings,
   'update-display-settings': updateDisplaySettings,

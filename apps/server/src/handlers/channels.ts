@@ -4,6 +4,7 @@ import type { Handler } from '../http/handler.ts';
 import { channelById, channelIdByName, channelSubscriberIds, listChannelsForUser, subscriptionsOfUser } from '../queries/channels.ts';
 import { doArchiveChannel, doUpdateChannel } from '../actions/channels.ts';
 import { doSubscribe, doUnsubscribe } from '../actions/subscriptions.ts';
+import { doUpdateSubscriptionSettings } from '../actions/subscription-settings.ts';
 import type { GroupSettingUpdate, GroupSettingValue } from '../actions/group-settings.ts';
 import { groupSettingParams } from '../lib/group-settings.ts';
 
@@ -77,5 +78,10 @@ export const updateStream: Handler<'update-stream'> = async ({ params, path, rea
 
 export const archiveStream: Handler<'archive-stream'> = async ({ path, realm, user, deps }) => {
   await doArchiveChannel(deps, realm, user, path.stream_id);
+  return {};
+};
+
+export const updateSubscriptionSettings: Handler<'update-subscription-settings'> = async ({ params, realm, user, deps }) => {
+  await doUpdateSubscriptionSettings(deps, realm, user, params.subscription_data);
   return {};
 };

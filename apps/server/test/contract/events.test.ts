@@ -201,6 +201,7 @@ describe('stored events, after a representative run of API calls', () => {
     await ok(as('hamlet').DELETE('/drafts/{draft_id}', { params: { path: { draft_id: draftIds[0]! } } }), 'delete draft');
     await ok(as('hamlet').POST('/user_topics', { body: { stream_id: pub.id, topic: 'events', visibility_policy: 3 } }), 'follow topic');
     await ok(as('hamlet').PATCH('/users/me/subscriptions/muted_topics', { body: { stream_id: pub.id, topic: 'events', op: 'add' } }), 'mute topic');
+    await ok(as('hamlet').POST('/users/me/subscriptions/properties', { body: { subscription_data: [{ stream_id: pub.id, property: 'is_muted', value: false }] } }), 'subscription settings');
 
     // Read state: mark all read, then unread again.
     await ok(as('hamlet').POST('/mark_all_as_read', {}), 'mark all as read');

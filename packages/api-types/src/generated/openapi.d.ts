@@ -761,6 +761,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/users/me/subscriptions/properties": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update subscription settings
+         * @description Changes the caller's personal settings for channels they are subscribed to: `color`, `is_muted`
+         *     (or the older `in_home_view`, its opposite), `pin_to_top`, and the per-channel notification
+         *     settings `desktop_notifications`, `audible_notifications`, `push_notifications`,
+         *     `email_notifications` and `wildcard_mentions_notify`. Each change is checked before any is made,
+         *     and all of them are made together or not at all.
+         *
+         *     For each change the caller's clients receive a `subscription` event with `op` `update` (a change of
+         *     `is_muted` or `in_home_view` sends one for `in_home_view` first, then one for `is_muted`). A muted
+         *     channel sends no notifications except for personal mentions, its topics drop out of `in:home`, and
+         *     its messages are skipped by the `first_unread` anchor, except in topics the user unmuted or
+         *     followed (`POST /user_topics`).
+         */
+        post: operations["update-subscription-settings"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/users/me/subscriptions/muted_topics": {
         parameters: {
             query?: never;
@@ -8398,6 +8428,62 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-subscription-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The changes, in order.
+                     * @example [
+                     *       {
+                     *         "stream_id": 7,
+                     *         "property": "is_muted",
+                     *         "value": true
+                     *       }
+                     *     ]
+                     */
+                    subscription_data: {
+                        /**
+                         * @description ID of a channel the caller is subscribed to.
+                         * @example 7
+                         */
+                        stream_id: number;
+                        /**
+                         * @description One of `color`, `is_muted`, `in_home_view`, `pin_to_top`, `desktop_notifications`,
+                         *     `audible_notifications`, `push_notifications`, `email_notifications`,
+                         *     `wildcard_mentions_notify`.
+                         * @example is_muted
+                         */
+                        property: string;
+                        /**
+                         * @description A boolean, or for `color` a hex color code such as `#e79ab5`.
+                         * @example true
+                         */
+                        value: boolean | string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description An unknown property, a value of the wrong kind, or a channel the caller is not subscribed to. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
         };
     };
     "mute-topic": {

@@ -2604,6 +2604,20 @@ export const wirePlan = {
       }
     }
   },
+  "update-subscription-settings": {
+    "operationId": "update-subscription-settings",
+    "method": "post",
+    "path": "/users/me/subscriptions/properties",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "subscription_data": {
+        "json": true,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
   "update-user": {
     "operationId": "update-user",
     "method": "patch",
