@@ -13,7 +13,8 @@
 //   BENCH_DURATION           seconds per measured run (5); BENCH_WARMUP seconds of warm-up per side (2)
 //   BENCH_IDLE               seconds of idling before the "after load" RSS (10)
 //   BENCH_HAMMER             seconds of 100 connections on GET /users for the RSS under load (15)
-//   BENCH_ROWS               comma-separated subset of me,users,patch,subscribe,rss,queries (all)
+//   BENCH_ROWS               comma-separated subset of me,users,patch,subscribe,rss,queries (all);
+//                            subscribe51 is the subscribe row of the 51-user organization alone
 //   BENCH_CPU_PROF=<dir>     run Parley with --cpu-prof into <dir> when its command starts with `node`
 //                            (summarise with `npx tsx bench/lib/profile-summary.ts <dir>/*.cpuprofile`)
 //   BENCH_KEEP=1             keep the work directory (logs of Parley and the floors)
@@ -289,18 +290,21 @@ async function main() {
     if (ROWS.has('me')) row(await compare(sides, 'GET /users/me, 16 connections, req/s', 'rps', { op: '>=', ratio: 0.5 }, kinds.me, 16));
     if (ROWS.has('users')) row(await compare(sides, `GET /users (${fmt(usersMb, 2)} MB), 4 connections, p50 ms`, 'p50', { op: '<=', ratio: 1.5 }, kinds.users, 4));
     if (ROWS.has('patch')) row(await compare(sides, 'PATCH /streams/{id} description, 8 connections, req/s', 'rps', { op: '>=', ratio: 0.6 }, kinds.patch, 8, resetEvents));
-    if (ROWS.has('subscribe')) {
+    if (ROWS.has('subscribe') || ROWS.has('subscribe51')) {
       const results: Comparison[] = [];
-      for (const [org, kind] of [[fixture.big, kinds.subscribeBig], [fixture.small, kinds.subscribeSmall]] as const) {
+      const orgs = [[fixture.big, kinds.subscribeBig], [fixture.small, kinds.subscribeSmall]] as const;
+      for (const [org, kind] of ROWS.has('subscribe') ? orgs : orgs.slice(1)) {
         const label = `subscribe 1 user to 1 channel, ${org.users.toLocaleString('en')}-user org, 8 connections, req/s`;
         results.push(await compare(sides, label, 'rps', { op: '>=', ratio: 0.5 }, kind, 8, resetSubscriptions(org)));
         await resetSubscriptions(org)();
       }
       results.forEach(row);
-      const [big, small] = results as [Comparison, Comparison];
-      const p = median(big.parley.map((r) => r.rps)) / median(small.parley.map((r) => r.rps));
-      const f = median(big.floor.map((r) => r.rps)) / median(small.floor.map((r) => r.rps));
-      rows.push([`subscribe throughput, ${fixture.big.users.toLocaleString('en')} users ÷ ${fixture.small.users} users`, `${fmt(p, 2)}×`, `${fmt(f, 2)}×`, '', '≈ 1× (size-independent)', 'info']);
+      if (results.length === 2) {
+        const [big, small] = results as [Comparison, Comparison];
+        const p = median(big.parley.map((r) => r.rps)) / median(small.parley.map((r) => r.rps));
+        const f = median(big.floor.map((r) => r.rps)) / median(small.floor.map((r) => r.rps));
+        rows.push([`subscribe throughput, ${fixture.big.users.toLocaleString('en')} users ÷ ${fixture.small.users} users`, `${fmt(p, 2)}×`, `${fmt(f, 2)}×`, '', '≈ 1× (size-independent)', 'info']);
+      }
     }
 
     // --- memory ------------------------------------------------------------------------------------------

@@ -16,12 +16,13 @@ import { requestLogging } from './http/logging.ts';
 import { resolveOperation } from './http/operations.ts';
 import { sendError, sendSuccess } from './http/respond.ts';
 import { buildValidationSpec, INTEGER_RANGE_FORMATS } from './http/validation-spec.ts';
+import { runChain, validateRequest } from './http/validate.ts';
 import { handlerOf } from './routes.ts';
 import { rateLimit } from './http/rate-limit.ts';
 import { admission } from './http/admission.ts';
 import { parseMultipart } from './http/multipart.ts';
 import { findFirstRealm } from './data/realms.repo.ts';
-import { pingDatabase } from './data/db.ts';
+import { cachesUntouched, pingDatabase } from './data/db.ts';
 import { checkSpectatorAccess } from './access/users.ts';
 import { accountsRouter } from './http/accounts.ts';
 import { emailConfirmationRouter } from './http/email-confirmation.ts';
@@ -37,27 +38,7 @@ export function buildApp(deps: AppDeps) {
   if (deps.config.trustProxy) app.set('trust proxy', deps.config.trustProxy);
   app.use(requestLogging(deps.logger));
 
-  // For load balancers: this process answers and reaches its database.
-  app.get('/health', async (_req, res, next) => {
-    try {
-      await pingDatabase(deps.db);
-      res.json({ result: 'success', msg: '', status: 'ok' });
-    } catch (error) {
-      deps.logger.error({ err: error }, 'health check: database unreachable');
-      next(new JsonableError('Database unreachable', { status: 503, code: 'SERVER_OVERLOADED' }));
-    }
-  });
-
-  app.get('/api/openapi.yaml', (_req, res) => {
-    res.type('application/yaml').sendFile(deps.specYamlPath);
-  });
-  app.get(['/api/docs', '/api/docs/'], (_req, res) => {
-    if (!existsSync(deps.docsHtmlPath)) return sendError(res, new ResourceNotFoundError('API docs are not built; run `pnpm generate`'));
-    res.type('html').sendFile(deps.docsHtmlPath);
-  });
-  app.use(emailConfirmationRouter(deps)); // GET/POST /accounts/confirm_new_email (PATCH /settings email changes)
-
-  const { validationSpec, rules } = buildValidationSpec(JSON.parse(readFileSync(deps.specJsonPath, 'utf8')));
+  const { validationSpec, rules } = buildValidationSpec(JSON.parse(readFileSync(deps.specJsonPath, 'utf8')), { responses: deps.config.validateResponses });
   const validator = OpenApiValidator.middleware({
     // The projection is built from the bundled spec at start (a JSON document, OpenAPI 3.1).
     apiSpec: validationSpec as unknown as OpenApiValidatorOptions['apiSpec'],
@@ -100,10 +81,11 @@ export function buildApp(deps: AppDeps) {
     });
   };
 
-  const api = express.Router();
+  // The steps run as one middleware of the API router (see runChain): one router layer, not nine.
+  const steps: Array<(req: Request, res: Response, next: NextFunction) => unknown> = [];
 
   // 1. Which operation is this? Unknown paths and wrong methods answer JSON.
-  api.use((req: Request, res: Response, next: NextFunction) => {
+  steps.push((req: Request, res: Response, next: NextFunction) => {
     const resolution = resolveOperation(req.method, req.path);
     if (resolution.kind === 'not-found') return sendError(res, new JsonableError('Not Found', { status: 404 }));
     if (resolution.kind === 'method-not-allowed') {
@@ -112,16 +94,16 @@ export function buildApp(deps: AppDeps) {
         new JsonableError('Method Not Allowed', { status: 405, data: { allowed_methods: resolution.allowed }, headers: { Allow: resolution.allowed.join(', ') } }),
       );
     }
-    res.locals.parley = { operation: resolution.operation, pathParams: resolution.pathParams } as Partial<RequestState>;
+    res.locals.parley = { operation: resolution.operation, pathParams: resolution.pathParams, rawPathParams: resolution.rawPathParams } as Partial<RequestState>;
     next();
   });
 
   // 2. At most so many requests at once (before their bodies are read); the rest wait in line,
   //    briefly, or get 503 with Retry-After.
-  api.use(admission({ limit: deps.config.maxConcurrentRequests, queueTimeoutMs: deps.config.queueTimeoutMs }));
+  steps.push(admission({ limit: deps.config.maxConcurrentRequests, queueTimeoutMs: deps.config.queueTimeoutMs }));
 
   // 3. Authenticate (before the body or any parameter is looked at, as in Zulip).
-  api.use(async (req: Request, res: Response, next: NextFunction) => {
+  steps.push(async (req: Request, res: Response, next: NextFunction) => {
     const state = res.locals.parley as RequestState;
     try {
       // Public operations (server_settings, fetch_api_key) never look at credentials: Zulip routes them
@@ -150,12 +132,12 @@ export function buildApp(deps: AppDeps) {
   });
 
   // 4. Rate limit, per user or client address (counters shared through the database).
-  api.use(rateLimit(deps.rateLimiter));
+  steps.push(rateLimit(deps.rateLimiter));
 
   // 5. Body: urlencoded or multipart (an empty multipart body means "no parameters"); no content type → none.
   //    A urlencoded body may be compressed (gzip, deflate, br); a body that does not match its encoding
   //    is the client's error (400), as is an encoding we cannot read (415).
-  api.use((req: Request, res: Response, next: NextFunction) => {
+  steps.push((req: Request, res: Response, next: NextFunction) => {
     const type = (req.headers['content-type'] ?? '').toLowerCase();
     if (req.headers['content-length'] === '0' || !type) {
       req.body = {};
@@ -172,9 +154,10 @@ export function buildApp(deps: AppDeps) {
   });
 
   // 6. Decode Zulip's wire format into typed values, driven by the wire plan.
-  api.use((req: Request, res: Response, next: NextFunction) => {
+  steps.push((req: Request, res: Response, next: NextFunction) => {
     const state = res.locals.parley as RequestState;
-    const query = new URL(req.originalUrl, 'http://parley.invalid').searchParams;
+    const queryAt = req.originalUrl.indexOf('?');
+    const query = queryAt < 0 ? new URLSearchParams() : new URL(req.originalUrl, 'http://parley.invalid').searchParams;
     const { params, ignored } = decodeParams(state.operation, req.body as Record<string, unknown>, query);
     state.params = params;
     state.ignored = ignored;
@@ -186,19 +169,23 @@ export function buildApp(deps: AppDeps) {
   });
 
   // 7. Validate against the spec.
-  api.use(validator);
+  steps.push(validateRequest(validator));
 
   // 8. Dispatch to the handler.
-  api.use(async (_req: Request, res: Response, next: NextFunction) => {
+  steps.push(async (_req: Request, res: Response, next: NextFunction) => {
     const state = res.locals.parley as RequestState;
     const handler = handlerOf(state.operation.operationId);
     if (!handler) {
       return sendError(res, new JsonableError(`Parley does not serve ${state.operation.operationId} yet`, { status: 404, code: 'NOT_IMPLEMENTED' }));
     }
     try {
-      const aborted = new AbortController();
+      // The signal is made when a handler asks for it (most never do).
+      let aborted: AbortController | undefined;
+      let gone = false;
       res.once('close', () => {
-        if (!res.writableFinished) aborted.abort();
+        if (res.writableFinished) return;
+        gone = true;
+        aborted?.abort();
       });
       const ctx = {
         params: state.params,
@@ -206,7 +193,13 @@ export function buildApp(deps: AppDeps) {
         realm: state.realm,
         viewer: state.user,
         deps,
-        signal: aborted.signal,
+        get signal() {
+          if (!aborted) {
+            aborted = new AbortController();
+            if (gone) aborted.abort();
+          }
+          return aborted.signal;
+        },
         client: clientName(_req.headers['user-agent']),
         detachFromAdmission: () => (res.locals['releaseAdmission'] as (() => void) | undefined)?.(),
         get user() {
@@ -216,16 +209,39 @@ export function buildApp(deps: AppDeps) {
       };
       const data = await handler(ctx);
       // A change is answered only once this process has heard every invalidation it caused, so the
-      // caller's next request (on this process) never meets a cached identity the change outdated.
-      if (state.operation.method !== 'get') await deps.listener.barrier();
+      // caller's next request (on this process) never meets a cached identity the change outdated
+      // (unless the action says its change wrote nothing such caches hold: data/db.ts CACHED_TABLES).
+      if (state.operation.method !== 'get' && !cachesUntouched(data)) await deps.listener.barrier();
       sendSuccess(res, data, state.ignored, { validated: deps.config.validateResponses });
     } catch (error) {
       next(error);
     }
   });
+  const api = express.Router();
+  api.use((req: Request, res: Response, next: NextFunction) => runChain(steps, req, res, next));
 
-  app.use(accountsRouter(deps));
+  // The API first: its requests pass no other route on the way.
   app.use(API_PREFIX, api);
+  // For load balancers: this process answers and reaches its database.
+  app.get('/health', async (_req, res, next) => {
+    try {
+      await pingDatabase(deps.db);
+      res.json({ result: 'success', msg: '', status: 'ok' });
+    } catch (error) {
+      deps.logger.error({ err: error }, 'health check: database unreachable');
+      next(new JsonableError('Database unreachable', { status: 503, code: 'SERVER_OVERLOADED' }));
+    }
+  });
+
+  app.get('/api/openapi.yaml', (_req, res) => {
+    res.type('application/yaml').sendFile(deps.specYamlPath);
+  });
+  app.get(['/api/docs', '/api/docs/'], (_req, res) => {
+    if (!existsSync(deps.docsHtmlPath)) return sendError(res, new ResourceNotFoundError('API docs are not built; run `pnpm generate`'));
+    res.type('html').sendFile(deps.docsHtmlPath);
+  });
+  app.use(emailConfirmationRouter(deps)); // GET/POST /accounts/confirm_new_email (PATCH /settings email changes)
+  app.use(accountsRouter(deps));
   app.use((_req: Request, res: Response) => sendError(res, new JsonableError('Not Found', { status: 404 })));
   app.use(errorHandler(rules, deps.logger));
   app.use(finalErrorHandler(deps.logger));

@@ -1,5 +1,5 @@
-export { createPrismaClient } from './client.ts';
-export type { PrismaClient } from './client.ts';
+export { createPrismaClient, sqlPoolOf } from './client.ts';
+export type { PrismaClient, SqlPool } from './client.ts';
 export { Prisma } from './generated/prisma/client.ts';
 export type {
   RealmModel as Realm,

@@ -15,6 +15,7 @@ import {
   messagePeople,
   storeMessage,
   topicParticipantIds,
+  type NewMessage,
 } from '../data/messages.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { holds, loadPermissionSubject, type PermissionSubject } from '../access/group-settings.ts';
@@ -26,6 +27,7 @@ import { EMPTY_TOPIC_DISPLAY_NAME, LEGACY_EMPTY_TOPIC_NAME, MAX_MESSAGE_LENGTH, 
 import type { MessageDeliveryFields } from '../events/present.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import { pushTargetsForMessage, queuePushesForMessage, type MessagePushTargets } from './push.ts';
+import { applyAutomaticTopicPolicies } from './user-topics.ts';
 
 /** Channels with more subscribers than this need can_mention_many_users_group for @**all** (Zulip's threshold). */
 export const WILDCARD_MENTION_THRESHOLD = 15;
@@ -152,6 +154,8 @@ export interface CheckedMessage {
   flags: number[];
   /** Direct messages: every participant, sender included (ascending). */
   directUserIds: number[];
+  /** Recipients the message mentions by name (not silently): they may follow the topic (user-topics). */
+  personalMentionIds: number[];
   content: string;
   renderedContent: string;
   people: Map<number, MessagePerson>;
@@ -195,13 +199,17 @@ export async function checkMessage(db: Db, realm: Realm, sender: User, request: 
     recipientIds: addressed.recipientIds,
     flags,
     directUserIds: addressed.directUserIds,
+    personalMentionIds: rendered.mentionedUserIds.filter((id) => addressed.recipientIds.includes(id)),
     content,
     renderedContent: rendered.html,
     people: new Map(people.map((p) => [p.id, p])),
   };
 }
 
-/** Stores a checked message inside `tx` with its rows and its `message` event (announced after commit). */
+/**
+ * Stores a checked message inside `tx` with its rows and its `message` event (one statement, see
+ * storeMessage; the event is announced after commit like those of events.publish).
+ */
 export async function storeCheckedMessage(
   tx: Db,
   afterCommit: AfterCommit,
@@ -212,25 +220,22 @@ export async function storeCheckedMessage(
   origin: { client: string; queueId?: string | undefined; localId?: string | undefined },
   /** Looked up beforehand (pushTargetsForMessage) by callers that store several messages at once. */
   preparedPushTargets?: MessagePushTargets,
-): Promise<MessageRow> {
+): Promise<MessageRow & { automaticNewVisibilityPolicy: number | null }> {
   // Before storeMessage, which takes the organization's event-order lock until commit.
   const pushTargets = preparedPushTargets ?? (await pushTargetsForMessage(tx, deps, checked, sender.id));
-  const row = await storeMessage(
-    tx,
-    {
-      realmId: realm.id,
-      senderId: sender.id,
-      channelId: checked.channel?.id ?? null,
-      topic: checked.topic,
-      directUserIds: checked.directUserIds,
-      content: checked.content,
-      renderedContent: checked.renderedContent,
-      sendingClient: origin.client,
-    },
-    { userIds: checked.recipientIds, flags: checked.flags },
-  );
+  const message: NewMessage = {
+    realmId: realm.id,
+    senderId: sender.id,
+    channelId: checked.channel?.id ?? null,
+    topic: checked.topic,
+    directUserIds: checked.directUserIds,
+    content: checked.content,
+    renderedContent: checked.renderedContent,
+    sendingClient: origin.client,
+  };
+  // The event is stored by the statement that stores the message, which fills in its id and timestamp.
   const formatted = formatMessage(
-    row,
+    { id: 0, sender_id: sender.id, channel_id: message.channelId, topic: message.topic, direct_user_ids: message.directUserIds, content: message.content, rendered_content: message.renderedContent, date_sent: new Date(0), last_edit_time: null, sending_client: message.sendingClient },
     {
       realm,
       people: checked.people,
@@ -246,24 +251,33 @@ export async function storeCheckedMessage(
   if (origin.localId !== undefined) delivery._local_id = origin.localId;
   const shownSender = checked.people.get(sender.id);
   if (shownSender?.email_public && shownSender.avatar_source === 'G') delivery._gravatar = true;
-  await deps.events.publish(tx, afterCommit, realm.id, [
-    {
-      userIds: checked.recipientIds,
-      flags: checked.flags,
-      allPublicStreams: checked.channel !== null && !checked.channel.inviteOnly,
-      payload: { type: 'message', message: formatted, ...delivery },
-    },
-  ]);
+  const row = await storeMessage(tx, message, { userIds: checked.recipientIds, flags: checked.flags }, {
+    payload: { type: 'message', message: formatted, ...delivery },
+    allPublicStreams: checked.channel !== null && !checked.channel.inviteOnly,
+  });
+  if (checked.recipientIds.length > 0) afterCommit(() => deps.events.announce(realm.id));
   await queuePushesForMessage(tx, deps, realm, checked, row, pushTargets);
-  return row;
+  // After the recipients' flags and pushes were decided, as Zulip does: they apply to later messages.
+  const automaticNewVisibilityPolicy = checked.channel
+    ? await applyAutomaticTopicPolicies(
+        { tx, afterCommit, deps, realm },
+        { sender, channel: checked.channel, topic: checked.topic, messageId: row.id, mentionedRecipientIds: checked.personalMentionIds },
+      )
+    : null;
+  return { ...row, automaticNewVisibilityPolicy };
 }
 
-export async function doSendMessage(deps: AppDeps, realm: Realm, sender: User, request: SendMessageRequest): Promise<{ id: number }> {
+export async function doSendMessage(
+  deps: AppDeps,
+  realm: Realm,
+  sender: User,
+  request: SendMessageRequest,
+): Promise<{ id: number; automaticNewVisibilityPolicy: number | null }> {
   const checked = await checkMessage(deps.db, realm, sender, request);
   const row = await inTransaction(deps.db, (tx, afterCommit) =>
     storeCheckedMessage(tx, afterCommit, deps, realm, sender, checked, { client: request.client, queueId: request.queueId, localId: request.localId }),
   );
-  return { id: row.id };
+  return { id: row.id, automaticNewVisibilityPolicy: row.automaticNewVisibilityPolicy };
 }
 
 async function channelForSending(deps: Reads, realm: Realm, sender: User, subject: PermissionSubject, address: ChannelAddress): Promise<Channel> {

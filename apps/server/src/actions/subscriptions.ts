@@ -8,7 +8,7 @@
 // announced after commit.
 import type { SuccessData } from '@parley/api-types';
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, type Db } from '../data/db.ts';
+import { inSqlTransaction, inTransaction, markCachesUntouched, type Db, type RawSql, type SqlTransaction } from '../data/db.ts';
 import type { Channel, Realm, Subscription, User } from '../data/models.ts';
 import { defaultChannelIds, findChannelFolder, shareLockChannels, shareLockChannelsByNames } from '../data/channels.repo.ts';
 import { isUniqueViolation } from '../data/db.ts';
@@ -20,7 +20,7 @@ import {
   subscriptionRows,
   usedColorsOfUsers,
 } from '../data/subscriptions.repo.ts';
-import { audienceUserIds, type QueuedEvent } from '../data/events.repo.ts';
+import { audienceUserIds, insertEvents, insertEventsSql, type QueuedEvent } from '../data/events.repo.ts';
 import { sorted } from '../lib/ids.ts';
 import { JsonableError } from '../errors.ts';
 import {
@@ -87,16 +87,48 @@ function checkNames(names: string[]): string[] {
  * The caller's permission subject, read on first use: most requests (a member on public channels)
  * never need the caller's group memberships.
  */
-function lazySubject(tx: Db, actor: User): () => Promise<PermissionSubject> {
+function lazySubject(db: () => Db, actor: User): () => Promise<PermissionSubject> {
   let subject: Promise<PermissionSubject> | undefined;
-  return () => (subject ??= loadChannelViewer(tx, actor));
+  return () => (subject ??= loadChannelViewer(db(), actor));
+}
+
+/**
+ * The transaction of a subscription change: a plain one (data/db.ts inSqlTransaction), enough for the
+ * common request, or Prisma's, which the rest needs (creating channels, resolving other users, reading
+ * the caller's groups). Code that needs Prisma asks `prismaOf`, which in a plain transaction throws
+ * NeedsPrismaTransaction: the plain attempt rolls back and the request runs again in Prisma's.
+ */
+interface SubscriptionTx {
+  sql: RawSql;
+  prisma: Db | null;
+  /** For reads of what never changes once made (an organization's system groups): the transaction's, or the pool's. */
+  reader: Db;
+  /** The plain transaction's write sent with COMMIT (see SqlTransaction.atCommit). */
+  atCommit?: SqlTransaction['atCommit'];
+}
+class NeedsPrismaTransaction extends Error {}
+function prismaOf(tx: SubscriptionTx): Db {
+  if (!tx.prisma) throw new NeedsPrismaTransaction('this subscription change needs the full transaction');
+  return tx.prisma;
+}
+const prismaTx = (tx: Db): SubscriptionTx => ({ sql: tx, prisma: tx, reader: tx });
+
+/** Stores events in the transaction and announces them after commit (deps.events.publish, for either kind). */
+async function publish(deps: AppDeps, tx: SubscriptionTx, afterCommit: (fn: () => void | Promise<void>) => void, realmId: number, events: QueuedEvent[]) {
+  if (tx.prisma) return deps.events.publish(tx.prisma, afterCommit, realmId, events);
+  if (events.length === 0) return;
+  // The events are the transaction's last write: they go out with COMMIT.
+  const sql = insertEventsSql(realmId, events);
+  if (sql && tx.atCommit) tx.atCommit(sql);
+  else await insertEvents(tx.sql, realmId, events);
+  afterCommit(() => deps.events.announce(realmId));
 }
 
 /**
  * The named channels that exist, share-locked (one statement), in the request's order, with the
  * caller's subscription rows on them and the colors the caller uses (null: not read).
  */
-async function lockNamedChannels(tx: Db, realm: Realm, actor: User, names: string[]) {
+async function lockNamedChannels(tx: RawSql, realm: Realm, actor: User, names: string[]) {
   const { channels, usedColors } = await shareLockChannelsByNames(tx, realm.id, names, actor.id);
   const byName = new Map(channels.map((c) => [c.channel.name.toLowerCase(), c]));
   const found = names.map((n) => byName.get(n.toLowerCase())).filter((c) => c !== undefined);
@@ -107,6 +139,10 @@ async function lockNamedChannels(tx: Db, realm: Realm, actor: User, names: strin
     usedColors: channels.length ? usedColors : null,
   };
 }
+
+/** Principals naming anyone but the caller (an e-mail principal naming the caller counts as the caller; Zulip treats every e-mail as "others"). */
+const namesOthers = (principals: number[] | string[], actor: User) =>
+  principals.some((p) => (typeof p === 'number' ? p !== actor.id : p.trim().toLowerCase() !== actor.email.toLowerCase()));
 
 const pairKey = (userId: number, channelId: number) => `${userId}:${channelId}`;
 
@@ -146,84 +182,107 @@ export async function doSubscribe(deps: AppDeps, realm: Realm, actor: User, requ
 }
 
 async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: SubscribeRequest): Promise<SubscribeResult> {
-  return inTransaction(deps.db, async (tx, afterCommit) => {
-    const subject = lazySubject(tx, actor);
-
-    // Request-wide values, checked in Zulip's order before any channel is looked at.
-    if (request.folderId !== undefined && !(await findChannelFolder(tx, realm.id, request.folderId))) {
-      throw new JsonableError('Invalid channel folder ID');
-    }
-    const colors = new Map<string, string>();
-    for (const c of request.channels) if (c.color !== undefined) colors.set(stripChannelName(c.name).toLowerCase(), checkColor(c.color));
-    const retention = parseMessageRetentionDays(request.messageRetentionDays);
-    if (request.topicsPolicy !== undefined) checkCanSetTopicsPolicy(await subject(), realm, request.topicsPolicy);
-    const descriptions = new Map(
-      request.channels.filter((c) => c.description !== undefined).map((c) => [stripChannelName(c.name).toLowerCase(), normalizeDescription(c.description!)]),
-    );
-
-    const names = checkNames(request.channels.map((c) => c.name));
-    const { channels: existing, missing, callerRows, usedColors } = await lockNamedChannels(tx, realm, actor, names);
-    if (missing.length) {
-      checkCanCreateChannel(await subject(), realm, {
-        inviteOnly: request.inviteOnly,
-        isWebPublic: request.isWebPublic,
-        isDefault: request.isDefault,
-        messageRetentionDays: retention,
+  // The common request (the caller joining existing channels it may join without its groups being read)
+  // runs in a plain transaction; requests that turn out to need more run again in Prisma's.
+  if (request.folderId === undefined && request.topicsPolicy === undefined && !namesOthers(request.principals ?? [], actor)) {
+    try {
+      // Its statements (channels by name, subscription rows by key, the audience by the organization's
+      // index) are planned once per connection: see inSqlTransaction's genericPlans.
+      // It writes subscription and event rows only: nothing per-process caches hold.
+      const result = await inSqlTransaction(deps.db, (sql, afterCommit) => subscribeIn(deps, realm, actor, request, { sql, prisma: null, reader: deps.db, atCommit: sql.atCommit }, afterCommit), {
+        genericPlans: true,
       });
+      return markCachesUntouched(result);
+    } catch (error) {
+      if (!(error instanceof NeedsPrismaTransaction)) throw error;
     }
-    const events: QueuedEvent[] = [];
+  }
+  return inTransaction(deps.db, (tx, afterCommit) => subscribeIn(deps, realm, actor, request, prismaTx(tx), afterCommit));
+}
 
-    const created: Channel[] = [];
-    for (const name of missing) {
-      const newChannel: NewChannel = {
-        name,
-        description: descriptions.get(name.toLowerCase()) ?? '',
-        inviteOnly: request.inviteOnly,
-        isWebPublic: request.isWebPublic,
-        historyPublicToSubscribers: request.historyPublicToSubscribers,
-        messageRetentionDays: retention,
-        topicsPolicy: request.topicsPolicy ?? 'inherit',
-        folderId: request.folderId ?? null,
-        isDefault: request.isDefault,
-        groupSettings: request.groupSettings,
-      };
-      const result = await insertChannel(tx, realm, actor, newChannel);
-      created.push(result.channel);
-      events.push(...result.events);
-    }
-    if (request.isDefault && created.length) events.push(defaultStreamsEvent(await defaultChannelIds(tx, realm.id)));
+async function subscribeIn(
+  deps: AppDeps,
+  realm: Realm,
+  actor: User,
+  request: SubscribeRequest,
+  tx: SubscriptionTx,
+  afterCommit: (fn: () => void | Promise<void>) => void,
+): Promise<SubscribeResult> {
+  const subject = lazySubject(() => prismaOf(tx), actor);
 
-    // Existing channels: the caller needs content access (or is skipped with authorization_errors_fatal=false).
-    // Public and web-public channels, and subscribed ones, need no group memberships to decide.
-    const callerSubscribed = (c: Channel) => callerRows.get(c.id)?.active === true;
-    const authorized: Channel[] = [];
-    const unauthorized: Channel[] = [];
-    for (const c of existing) {
-      const known = c.isWebPublic || !c.inviteOnly || callerSubscribed(c);
-      (hasContentAccess(known ? { user: actor, groups: new Set() } : await subject(), c, callerSubscribed(c)) ? authorized : unauthorized).push(c);
-    }
-    if (unauthorized.length && request.authorizationErrorsFatal) throw new JsonableError(`Unable to access channel (${unauthorized[0]!.name}).`);
+  // Request-wide values, checked in Zulip's order before any channel is looked at.
+  if (request.folderId !== undefined && !(await findChannelFolder(prismaOf(tx), realm.id, request.folderId))) {
+    throw new JsonableError('Invalid channel folder ID');
+  }
+  const colors = new Map<string, string>();
+  for (const c of request.channels) if (c.color !== undefined) colors.set(stripChannelName(c.name).toLowerCase(), checkColor(c.color));
+  const retention = parseMessageRetentionDays(request.messageRetentionDays);
+  if (request.topicsPolicy !== undefined) checkCanSetTopicsPolicy(await subject(), realm, request.topicsPolicy);
+  const descriptions = new Map(
+    request.channels.filter((c) => c.description !== undefined).map((c) => [stripChannelName(c.name).toLowerCase(), normalizeDescription(c.description!)]),
+  );
 
-    // An e-mail principal naming the caller counts as the caller (Zulip treats every e-mail as "others").
-    const principals = request.principals ?? [];
-    const others = principals.some((p) => (typeof p === 'number' ? p !== actor.id : p.trim().toLowerCase() !== actor.email.toLowerCase()));
-    if (others) checkCanSubscribeOthers(await subject(), realm, authorized);
-    const users = others ? await resolvePrincipals(tx, realm, principals) : [actor];
+  const names = checkNames(request.channels.map((c) => c.name));
+  const { channels: existing, missing, callerRows, usedColors } = await lockNamedChannels(tx.sql, realm, actor, names);
+  if (missing.length) {
+    checkCanCreateChannel(await subject(), realm, {
+      inviteOnly: request.inviteOnly,
+      isWebPublic: request.isWebPublic,
+      isDefault: request.isDefault,
+      messageRetentionDays: retention,
+    });
+  }
+  const events: QueuedEvent[] = [];
 
-    const channels = [...authorized, ...created];
-    // The caller's own rows and colors came with the lock (a channel created here has no rows yet).
-    const known = !others && usedColors ? { rows: new Map([...callerRows].map(([channelId, row]) => [pairKey(actor.id, channelId), row])), usedColors: new Map([[actor.id, usedColors]]) } : undefined;
-    const outcome = await addSubscriptions(tx, realm, channels, users, colors, known);
-    events.push(...outcome.events);
-    await deps.events.publish(tx, afterCommit, realm.id, events);
+  const created: Channel[] = [];
+  for (const name of missing) {
+    const newChannel: NewChannel = {
+      name,
+      description: descriptions.get(name.toLowerCase()) ?? '',
+      inviteOnly: request.inviteOnly,
+      isWebPublic: request.isWebPublic,
+      historyPublicToSubscribers: request.historyPublicToSubscribers,
+      messageRetentionDays: retention,
+      topicsPolicy: request.topicsPolicy ?? 'inherit',
+      folderId: request.folderId ?? null,
+      isDefault: request.isDefault,
+      groupSettings: request.groupSettings,
+    };
+    const result = await insertChannel(prismaOf(tx), realm, actor, newChannel);
+    created.push(result.channel);
+    events.push(...result.events);
+  }
+  if (request.isDefault && created.length) events.push(defaultStreamsEvent(await defaultChannelIds(prismaOf(tx), realm.id)));
 
-    const result: SubscribeResult = { subscribed: outcome.subscribed, already_subscribed: outcome.alreadySubscribed };
-    if (!request.authorizationErrorsFatal) result.unauthorized = unauthorized.map((c) => c.name);
-    // Zulip includes the field exactly when the request asked for the messages, and reports whether it
-    // sent them. Parley sends no notification-bot messages yet, so it never claims to have.
-    if (request.sendNewSubscriptionMessages) result.new_subscription_messages_sent = false;
-    return result;
-  });
+  // Existing channels: the caller needs content access (or is skipped with authorization_errors_fatal=false).
+  // Public and web-public channels, and subscribed ones, need no group memberships to decide.
+  const callerSubscribed = (c: Channel) => callerRows.get(c.id)?.active === true;
+  const authorized: Channel[] = [];
+  const unauthorized: Channel[] = [];
+  for (const c of existing) {
+    const known = c.isWebPublic || !c.inviteOnly || callerSubscribed(c);
+    (hasContentAccess(known ? { user: actor, groups: new Set() } : await subject(), c, callerSubscribed(c)) ? authorized : unauthorized).push(c);
+  }
+  if (unauthorized.length && request.authorizationErrorsFatal) throw new JsonableError(`Unable to access channel (${unauthorized[0]!.name}).`);
+
+  const principals = request.principals ?? [];
+  const others = namesOthers(principals, actor);
+  if (others) checkCanSubscribeOthers(await subject(), realm, authorized);
+  const users = others ? await resolvePrincipals(prismaOf(tx), realm, principals) : [actor];
+
+  const channels = [...authorized, ...created];
+  // The caller's own rows and colors came with the lock (a channel created here has no rows yet).
+  const known = !others && usedColors ? { rows: new Map([...callerRows].map(([channelId, row]) => [pairKey(actor.id, channelId), row])), usedColors: new Map([[actor.id, usedColors]]) } : undefined;
+  const outcome = await addSubscriptions(tx, realm, channels, users, colors, known);
+  events.push(...outcome.events);
+  await publish(deps, tx, afterCommit, realm.id, events);
+
+  const result: SubscribeResult = { subscribed: outcome.subscribed, already_subscribed: outcome.alreadySubscribed };
+  if (!request.authorizationErrorsFatal) result.unauthorized = unauthorized.map((c) => c.name);
+  // Zulip includes the field exactly when the request asked for the messages, and reports whether it
+  // sent them. Parley sends no notification-bot messages yet, so it never claims to have.
+  if (request.sendNewSubscriptionMessages) result.new_subscription_messages_sent = false;
+  return result;
 }
 
 /**
@@ -232,7 +291,7 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
  * share-locked by the caller; `known` gives rows and colors already read (else they are read here).
  */
 async function addSubscriptions(
-  tx: Db,
+  tx: SubscriptionTx,
   realm: Realm,
   channels: Channel[],
   users: User[],
@@ -241,8 +300,8 @@ async function addSubscriptions(
 ) {
   const channelIds = channels.map((c) => c.id);
   const userIds = users.map((u) => u.id);
-  const rowOf = known?.rows ?? new Map((await subscriptionRows(tx, userIds, channelIds)).map((r) => [pairKey(r.userId, r.channelId), r]));
-  const usedColors = known?.usedColors ?? (await usedColorsOfUsers(tx, userIds));
+  const rowOf = known?.rows ?? new Map((await subscriptionRows(prismaOf(tx), userIds, channelIds)).map((r) => [pairKey(r.userId, r.channelId), r]));
+  const usedColors = known?.usedColors ?? (await usedColorsOfUsers(prismaOf(tx), userIds));
 
   // What to write: a row for each pair without one, reactivation of inactive rows.
   const wanted: Array<{ userId: number; channelId: number; color: string }> = [];
@@ -260,7 +319,7 @@ async function addSubscriptions(
   // Only what this statement changed counts as subscribed: a pair subscribed concurrently is "already".
   // The same statement reads what the events show of the channels written to.
   const candidates = channels.filter((c) => wanted.some((w) => w.channelId === c.id));
-  const activation = await activateSubscriptions(tx, realm.id, wanted, channelFactsRequest(candidates, { withSubscribers: true }));
+  const activation = await activateSubscriptions(tx.sql, realm.id, wanted, channelFactsRequest(candidates, { withSubscribers: true }));
   const changed = new Map(activation.rows.map((r) => [pairKey(r.userId, r.channelId), r]));
 
   const subscribed: Record<string, string[]> = {};
@@ -280,7 +339,7 @@ async function addSubscriptions(
   const events: QueuedEvent[] = [];
   if (added.length) {
     const touched = channels.filter((c) => added.some((a) => a.channel.id === c.id));
-    const data = await channelDisplayData(tx, realm.id, touched, activation.facts!);
+    const data = await channelDisplayData(tx.reader, realm.id, touched, activation.facts!);
     // Users who could not see a channel before get its creation event first.
     for (const channel of touched) {
       const joined = added.filter((a) => a.channel.id === channel.id).map((a) => a.user);
@@ -309,11 +368,11 @@ async function addSubscriptions(
  * (ascending ids): guests on public channels; on private ones, whoever is neither an organization
  * administrator nor a non-guest member of a group granting metadata access (one statement).
  */
-async function usersWhoCouldNotSee(tx: Db, realm: Realm, channel: Channel, users: User[]): Promise<number[]> {
+async function usersWhoCouldNotSee(tx: SubscriptionTx, realm: Realm, channel: Channel, users: User[]): Promise<number[]> {
   if (channel.isWebPublic) return [];
   if (!channel.inviteOnly) return sorted(users.filter((u) => isGuest(u)).map((u) => u.id));
   const ids = users.map((u) => u.id);
-  const seeing = new Set(await audienceUserIds(tx, realm.id, { ...channelAudience(channel, { subscribers: false }), only: ids }));
+  const seeing = new Set(await audienceUserIds(prismaOf(tx), realm.id, { ...channelAudience(channel, { subscribers: false }), only: ids }));
   return sorted(ids.filter((id) => !seeing.has(id)));
 }
 
@@ -323,7 +382,7 @@ export async function subscribeToDefaultChannels(tx: Db, realm: Realm, user: Use
   if (ids.length === 0) return [];
   const channels = (await shareLockChannels(tx, realm.id, ids)).filter((c) => c.isDefault && !c.isArchived);
   if (channels.length === 0) return [];
-  return (await addSubscriptions(tx, realm, channels, [user], new Map())).events;
+  return (await addSubscriptions(prismaTx(tx), realm, channels, [user], new Map())).events;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -336,7 +395,7 @@ export async function doUnsubscribe(
   request: { names: string[]; principals?: number[] | string[] },
 ): Promise<{ removed: string[]; not_removed: string[] }> {
   return inTransaction(deps.db, async (tx, afterCommit) => {
-    const subject = lazySubject(tx, actor);
+    const subject = lazySubject(() => tx, actor);
     const principals = request.principals ?? [];
     const users = principals.length ? await resolvePrincipals(tx, realm, principals) : [actor];
 

@@ -1,7 +1,10 @@
-// POST /typing: ephemeral events, no stored row and no transaction (events/bus.ts publishEphemeral).
+// POST /typing: ephemeral events, no stored row and no transaction (events/bus.ts publishEphemeral). The
+// people involved (address, active, typing settings) come from the process's cache (events/typing-people.ts),
+// so direct typing runs no query of its own.
 import type { AppDeps } from '../deps.ts';
 import type { Realm, User } from '../data/models.ts';
-import { channelTypingAudience, typingPeople, typingPreferences } from '../data/typing.repo.ts';
+import { channelTypingAudience } from '../data/typing.repo.ts';
+import { typingPeopleCache } from '../events/typing-people.ts';
 import { findChannelById } from '../data/channels.repo.ts';
 import { subscribedChannelIds } from '../data/subscriptions.repo.ts';
 import { JsonableError } from '../errors.ts';
@@ -20,7 +23,7 @@ export async function doSetTypingStatus(deps: AppDeps, realm: Realm, sender: Use
     if (request.to === undefined) throw new JsonableError("Missing 'to' argument");
     if (request.to.length === 0) throw new JsonableError("Empty 'to' list");
     const ids = [...new Set([...request.to, sender.id])];
-    const people = await typingPeople(deps.db, realm.id, ids);
+    const people = await typingPeopleCache(deps.listener).people(deps.db, realm.id, ids);
     if (people.find((p) => p.id === sender.id)?.sends_direct === false) throw new JsonableError('User has disabled typing notifications for direct messages');
     const found = new Set(people.map((p) => p.id));
     const unknown = request.to.find((id) => !found.has(id));
@@ -41,7 +44,8 @@ export async function doSetTypingStatus(deps: AppDeps, realm: Realm, sender: Use
   }
   if (request.channelId === undefined) throw new JsonableError("Missing 'stream_id' argument");
   if (request.topic === undefined) throw new JsonableError('Missing topic');
-  if (!(await typingPreferences(deps.db, sender.id)).channel) throw new JsonableError('User has disabled typing notifications for channel messages');
+  const [self] = await typingPeopleCache(deps.listener).people(deps.db, realm.id, [sender.id]);
+  if (self?.sends_channel === false) throw new JsonableError('User has disabled typing notifications for channel messages');
   const channel = await findChannelById(deps.db, realm.id, request.channelId);
   const subject = await loadPermissionSubject(deps.db, sender);
   const subscribed = channel ? (await subscribedChannelIds(deps.db, sender.id, [channel.id])).has(channel.id) : false;

@@ -3,10 +3,18 @@
 // older `muted_topics` list) for the user's own clients, in one transaction. Nothing is sent when the
 // policy does not change.
 import type { AppDeps } from '../deps.ts';
-import { inTransaction } from '../data/db.ts';
+import { inTransaction, type Db } from '../data/db.ts';
+import type { AfterCommit } from '../events/bus.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import { findChannelById, findChannelsByNames } from '../data/channels.repo.ts';
-import { mutedTopicsOfUser, setUserTopicPolicy, VisibilityPolicy } from '../data/user-topics.repo.ts';
+import {
+  mutedTopicsOfUser,
+  senderTopicState,
+  setUserTopicPolicy,
+  usersToFollowWhenMentioned,
+  VisibilityPolicy,
+  type SenderTopicState,
+} from '../data/user-topics.repo.ts';
 import { accessChannelById, accessChannelByName, loadChannelViewer } from '../access/channels.ts';
 import { JsonableError } from '../errors.ts';
 import { topicFromClient } from '../lib/message-limits.ts';
@@ -31,17 +39,28 @@ async function channelForPolicy(deps: AppDeps, realm: Realm, user: User, ref: Ch
 }
 
 async function setPolicy(deps: AppDeps, realm: Realm, user: User, channel: Channel, topic: string, policy: number): Promise<void> {
+  await inTransaction(deps.db, (tx, afterCommit) => writePolicy({ tx, afterCommit, deps, realm }, user.id, channel, topic, policy));
+}
+
+interface InTransaction {
+  tx: Db;
+  afterCommit: AfterCommit;
+  deps: Pick<AppDeps, 'events'>;
+  realm: Realm;
+}
+
+/** Writes the policy, and when it changed, stores the user's `muted_topics` and `user_topic` events. */
+async function writePolicy(t: InTransaction, userId: number, channel: Channel, topic: string, policy: number): Promise<boolean> {
   const at = new Date(Math.floor(Date.now() / 1000) * 1000);
-  await inTransaction(deps.db, async (tx, afterCommit) => {
-    const changed = await setUserTopicPolicy(tx, { userId: user.id, channelId: channel.id, topic, policy, at });
-    if (!changed) return;
-    const userTopic = { type: 'user_topic', stream_id: channel.id, topic_name: topic, last_updated: at.getTime() / 1000, visibility_policy: policy };
-    const mutedTopics = { type: 'muted_topics', muted_topics: await mutedTopicsOfUser(tx, user.id) };
-    await deps.events.publish(tx, afterCommit, realm.id, [
-      { userIds: [user.id], payload: mutedTopics },
-      { userIds: [user.id], payload: userTopic },
-    ]);
-  });
+  const changed = await setUserTopicPolicy(t.tx, { userId, channelId: channel.id, topic, policy, at });
+  if (!changed) return false;
+  const userTopic = { type: 'user_topic', stream_id: channel.id, topic_name: topic, last_updated: at.getTime() / 1000, visibility_policy: policy };
+  const mutedTopics = { type: 'muted_topics', muted_topics: await mutedTopicsOfUser(t.tx, userId) };
+  await t.deps.events.publish(t.tx, t.afterCommit, t.realm.id, [
+    { userIds: [userId], payload: mutedTopics },
+    { userIds: [userId], payload: userTopic },
+  ]);
+  return true;
 }
 
 /** POST /user_topics. */
@@ -63,4 +82,60 @@ export async function doMuteTopic(deps: AppDeps, realm: Realm, user: User, q: { 
   const removing = q.op === 'remove';
   const channel = await channelForPolicy(deps, realm, user, ref, removing, 'Topic is not muted');
   await setPolicy(deps, realm, user, channel, topicFromClient(q.topic), removing ? VisibilityPolicy.INHERIT : VisibilityPolicy.MUTED);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Automatic policies when a channel message is sent
+
+/** Zulip's automatically_follow_topics_policy / automatically_unmute_topics_in_muted_streams_policy values. */
+const AUTOMATICALLY = { ON_PARTICIPATION: 1, ON_SEND: 2, ON_INITIATION: 3, NEVER: 4 } as const;
+
+/**
+ * Zulip's visibility_policy_for_send_message: the policy the sender's settings give the topic they
+ * just sent to, or null when it would not make the topic more visible. Following wins over unmuting
+ * (unmuting applies only in a muted channel); starting a topic (no other readable message in it) counts
+ * as participating and sending too; a followed topic stays followed.
+ */
+export function automaticPolicyForSender(state: SenderTopicState): number | null {
+  const { followPolicy: follow, unmutePolicy: unmute, current, channelMuted } = state;
+  if (follow === AUTOMATICALLY.NEVER && unmute === AUTOMATICALLY.NEVER) return null;
+  if (current === VisibilityPolicy.FOLLOWED) return null;
+  if (follow === AUTOMATICALLY.ON_PARTICIPATION || follow === AUTOMATICALLY.ON_SEND) return VisibilityPolicy.FOLLOWED;
+  let policy: number | null = channelMuted && (unmute === AUTOMATICALLY.ON_PARTICIPATION || unmute === AUTOMATICALLY.ON_SEND) ? VisibilityPolicy.UNMUTED : null;
+  if (current !== VisibilityPolicy.INHERIT) return policy === current ? null : policy;
+  if (!state.topicHasOtherMessages) {
+    if (follow === AUTOMATICALLY.ON_INITIATION) return VisibilityPolicy.FOLLOWED;
+    if (channelMuted && unmute === AUTOMATICALLY.ON_INITIATION) policy = VisibilityPolicy.UNMUTED;
+  }
+  return policy;
+}
+
+/**
+ * After a channel message is stored, in its transaction (Zulip's do_send_messages): the sender's
+ * automatic follow or unmute of the topic, then following it for the recipients it personally mentions
+ * who asked for that (`automatically_follow_topics_where_mentioned`). Both come after the message's own
+ * recipients and pushes were decided, so they change what later messages do. Bots get no policy.
+ * Answers the sender's new policy (POST /messages' `automatic_new_visibility_policy`), or null.
+ */
+export async function applyAutomaticTopicPolicies(
+  t: InTransaction,
+  q: { sender: Pick<User, 'id' | 'isBot'>; channel: Channel; topic: string; messageId: number; mentionedRecipientIds: number[] },
+): Promise<number | null> {
+  let senderPolicy: number | null = null;
+  if (!q.sender.isBot) {
+    const state = await senderTopicState(t.tx, {
+      senderId: q.sender.id,
+      channelId: q.channel.id,
+      topic: q.topic,
+      messageId: q.messageId,
+      historyPublic: q.channel.historyPublicToSubscribers,
+    });
+    const policy = automaticPolicyForSender(state);
+    if (policy !== null && (await writePolicy(t, q.sender.id, q.channel, q.topic, policy))) senderPolicy = policy;
+  }
+  const mentioned = q.mentionedRecipientIds.filter((id) => id !== q.sender.id);
+  for (const userId of await usersToFollowWhenMentioned(t.tx, { userIds: mentioned, channelId: q.channel.id, topic: q.topic })) {
+    await writePolicy(t, userId, q.channel, q.topic, VisibilityPolicy.FOLLOWED);
+  }
+  return senderPolicy;
 }

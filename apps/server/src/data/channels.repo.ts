@@ -1,6 +1,6 @@
 // Channels, channel folders and the per-channel facts responses need (subscribers, first message,
 // activity, the groups of their settings), with the locks of channel changes and subscriptions.
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
 import { Prisma } from './db.ts';
 import type { Channel, Subscription } from './models.ts';
 
@@ -72,7 +72,7 @@ export interface SharedChannel {
  * (user, channel)) while excluding changes of the channel itself (PATCH, archiving), which lock it
  * FOR UPDATE.
  */
-export async function shareLockChannelsByNames(db: Db, realmId: number, names: string[], userId: number): Promise<{ channels: SharedChannel[]; usedColors: Set<string> }> {
+export async function shareLockChannelsByNames(db: RawSql, realmId: number, names: string[], userId: number): Promise<{ channels: SharedChannel[]; usedColors: Set<string> }> {
   if (names.length === 0) return { channels: [], usedColors: new Set() };
   const rows = await db.$queryRaw<Array<Record<string, unknown>>>`
     SELECT ${channelColumns('c')}, to_jsonb(s) AS subscription,

@@ -2,7 +2,6 @@
 // in PostgreSQL, so that any server process can serve any queue.
 import type { Db } from './db.ts';
 import { Prisma } from './db.ts';
-import { eventOrderLockSql } from './events.repo.ts';
 
 export interface EventQueueRow {
   id: string;
@@ -155,21 +154,6 @@ export async function eventsForQueueAfter(
 export async function newestEventId(db: Db, realmId: number): Promise<number> {
   const [row] = await db.$queryRaw<{ newest: bigint | null }[]>`SELECT max(id) AS newest FROM event WHERE realm_id = ${realmId}::int`;
   return Number(row?.newest ?? 0);
-}
-
-/**
- * An ephemeral event (typing): no row is stored. Under the organization's event-order lock it draws an
- * id from the event sequence, so every stored event of the organization with a smaller id has committed
- * and every later one gets a larger id, and notifies it to every server process. One statement, no
- * transaction of the caller's. (A process delivering it first reads the stored events before it.)
- */
-export async function publishEphemeralEvent(db: Db, channel: string, realmId: number, userIds: number[], payload: Record<string, unknown>): Promise<void> {
-  await db.$executeRaw`
-    WITH ordered AS (${eventOrderLockSql(realmId)}),
-    drawn AS (SELECT nextval(pg_get_serial_sequence('event', 'id')) AS id FROM ordered)
-    SELECT pg_notify(${channel}, json_build_object('realm_id', ${realmId}::int, 'id', drawn.id,
-      'at', (extract(epoch FROM clock_timestamp()) * 1000)::float8,
-      'user_ids', ${userIds}::int[], 'payload', ${JSON.stringify(payload)}::json)::text) IS NULL FROM drawn`;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
 import { Prisma } from './db.ts';
 
 /** An event for the listed users. */
@@ -147,9 +147,31 @@ export function insertEventsSql(realmId: number, events: QueuedEvent[]): Prisma.
     ORDER BY e.ord`;
 }
 
-export async function insertEvents(db: Db, realmId: number, events: QueuedEvent[]): Promise<void> {
+export async function insertEvents(db: RawSql, realmId: number, events: QueuedEvent[]): Promise<void> {
   const sql = insertEventsSql(realmId, events);
   if (sql) await db.$executeRaw(sql);
+}
+
+/**
+ * Ephemeral events (typing) of one organization, in one statement and no transaction of the caller's:
+ * no row is stored. Under the organization's event-order lock it draws an id for each from the event
+ * sequence (so every stored event of the organization with a smaller id has committed and every later
+ * one gets a larger id), and notifies them to every server process, as few notifications as fit:
+ * `{"realm_id", "at" (database clock, ms), "events": [{"id", "user_ids", "payload"}, …]}`, one per
+ * chunk. `bodies[i]` is the JSON text of `{"user_ids": […], "payload": {…}}` without its opening brace
+ * (the id is spliced in); `chunks[i]` the notification it goes in (each under NOTIFY's 8,000 bytes).
+ */
+export async function publishEphemeralEvents(db: Db, channel: string, realmId: number, bodies: string[], chunks: number[]): Promise<void> {
+  await db.$executeRaw`
+    WITH ordered AS (${eventOrderLockSql(realmId)}),
+    stamped AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS at FROM ordered),
+    drawn AS (
+      SELECT nextval(pg_get_serial_sequence('event', 'id')) AS id, i.body, i.chunk, i.n
+      FROM ordered, (SELECT * FROM unnest(${bodies}::text[], ${chunks}::int[]) WITH ORDINALITY AS p(body, chunk, n) ORDER BY n OFFSET 0) i
+    )
+    SELECT pg_notify(${channel}, '{"realm_id":' || ${realmId}::int || ',"at":' || stamped.at || ',"events":['
+      || string_agg('{"id":' || drawn.id || ',' || drawn.body, ',' ORDER BY drawn.n) || ']}') IS NULL
+    FROM drawn, stamped GROUP BY drawn.chunk, stamped.at`;
 }
 
 /** NOTIFY through a pooled connection (when the listener connection is down). */

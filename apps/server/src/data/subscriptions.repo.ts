@@ -1,6 +1,6 @@
 // Subscriptions (user × channel rows, kept with active=false when unsubscribed so that personal
 // settings survive) and the subscriber queries. Subscribers are always active users.
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
 import { Prisma } from './db.ts';
 import type { Subscription } from './models.ts';
 import { channelFactsOf, channelFactsSql, subscriptionOfJson, type ChannelFacts, type ChannelFactsRequest } from './channels.repo.ts';
@@ -27,7 +27,7 @@ export const subscriptionRows = (db: Db, userIds: number[], channelIds: number[]
  * also reads the channels' display facts, subscriber lists including the rows it changed.
  */
 export async function activateSubscriptions(
-  db: Db,
+  db: RawSql,
   realmId: number,
   pairs: Array<{ userId: number; channelId: number; color: string }>,
   facts?: ChannelFactsRequest,

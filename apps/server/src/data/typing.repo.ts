@@ -8,6 +8,8 @@ export interface TypingPerson {
   receives: boolean;
   /** send_private_typing_notifications (what the sender's own row is read for). */
   sends_direct: boolean;
+  /** send_stream_typing_notifications (likewise). */
+  sends_channel: boolean;
 }
 
 /**
@@ -17,7 +19,7 @@ export interface TypingPerson {
 export async function typingPeople(db: Db, realmId: number, ids: number[]): Promise<TypingPerson[]> {
   return db.$queryRaw<TypingPerson[]>`
     SELECT u.id, u.email, u.is_active, COALESCE(s.receives_typing_notifications, TRUE) AS receives,
-      COALESCE(s.send_private_typing_notifications, TRUE) AS sends_direct
+      COALESCE(s.send_private_typing_notifications, TRUE) AS sends_direct, COALESCE(s.send_stream_typing_notifications, TRUE) AS sends_channel
     FROM "user" u LEFT JOIN user_settings s ON s.user_id = u.id
     WHERE u.realm_id = ${realmId}::int AND u.id = ANY(${ids}::int[]) ORDER BY u.id`;
 }
@@ -32,11 +34,4 @@ export async function channelTypingAudience(db: Db, channelId: number): Promise<
     FROM subscription sub JOIN "user" u ON u.id = sub.user_id LEFT JOIN user_settings s ON s.user_id = u.id
     WHERE sub.channel_id = ${channelId}::int AND sub.active AND u.is_active`;
   return { subscriberCount: row?.n ?? 0, receiverIds: row?.receivers ?? [] };
-}
-
-/** The sender's typing-notification preferences. */
-export async function typingPreferences(db: Db, userId: number): Promise<{ direct: boolean; channel: boolean }> {
-  const [row] = await db.$queryRaw<{ direct: boolean; channel: boolean }[]>`
-    SELECT send_private_typing_notifications AS direct, send_stream_typing_notifications AS channel FROM user_settings WHERE user_id = ${userId}::int`;
-  return { direct: row?.direct ?? true, channel: row?.channel ?? true };
 }

@@ -52,3 +52,59 @@ export async function mutedTopicsOfUser(db: Db, userId: number): Promise<[string
     ORDER BY t.last_updated, t.id`;
   return rows.map((r) => [r.name, r.topic, Math.floor(r.at.getTime() / 1000)]);
 }
+
+/** What deciding the sender's automatic policy for a topic needs (see actions/user-topics.ts). */
+export interface SenderTopicState {
+  followPolicy: number;
+  unmutePolicy: number;
+  /** The sender's policy for the topic now (0 none). */
+  current: number;
+  /** The sender's subscription to the channel is muted. */
+  channelMuted: boolean;
+  /** Another message of the topic exists that the sender can read (so the sender did not start it). */
+  topicHasOtherMessages: boolean;
+}
+
+/**
+ * The sender's settings, policy and channel mute for the topic, and whether the topic has another
+ * message the sender can read: with `historyPublic`, any of the channel; otherwise one the sender
+ * received (so that a protected history does not leak through the answer).
+ */
+export async function senderTopicState(
+  db: Db,
+  q: { senderId: number; channelId: number; topic: string; messageId: number; historyPublic: boolean },
+): Promise<SenderTopicState> {
+  const [row] = await db.$queryRaw<SenderTopicState[]>`
+    SELECT COALESCE(us.automatically_follow_topics_policy, 3) AS "followPolicy",
+      COALESCE(us.automatically_unmute_topics_in_muted_streams_policy, 2) AS "unmutePolicy",
+      COALESCE(ut.visibility_policy, 0) AS current,
+      COALESCE(s.is_muted, false) AS "channelMuted",
+      EXISTS (
+        SELECT 1 FROM message m
+        WHERE m.channel_id = ${q.channelId}::int AND lower(m.topic) = lower(${q.topic}::text) AND m.id <> ${q.messageId}::int
+          AND (${q.historyPublic}::boolean OR EXISTS (SELECT 1 FROM user_message um WHERE um.user_id = ${q.senderId}::int AND um.message_id = m.id))
+      ) AS "topicHasOtherMessages"
+    FROM "user" u
+    LEFT JOIN user_settings us ON us.user_id = u.id
+    LEFT JOIN user_topic ut ON ut.user_id = u.id AND ut.channel_id = ${q.channelId}::int AND ut.topic_key = lower(${q.topic}::text)
+    LEFT JOIN subscription s ON s.user_id = u.id AND s.channel_id = ${q.channelId}::int AND s.active
+    WHERE u.id = ${q.senderId}::int`;
+  return row!;
+}
+
+/**
+ * Of `userIds`, the active humans who follow topics where they are mentioned and have neither muted nor
+ * followed this topic (Zulip: an explicit mute wins over the setting).
+ */
+export async function usersToFollowWhenMentioned(db: Db, q: { userIds: number[]; channelId: number; topic: string }): Promise<number[]> {
+  if (q.userIds.length === 0) return [];
+  const rows = await db.$queryRaw<{ id: number }[]>`
+    SELECT u.id FROM "user" u
+    LEFT JOIN user_settings us ON us.user_id = u.id
+    LEFT JOIN user_topic ut ON ut.user_id = u.id AND ut.channel_id = ${q.channelId}::int AND ut.topic_key = lower(${q.topic}::text)
+    WHERE u.id = ANY(${q.userIds}::int[]) AND u.is_active AND NOT u.is_bot
+      AND COALESCE(us.automatically_follow_topics_where_mentioned, true)
+      AND COALESCE(ut.visibility_policy, 0) NOT IN (${VisibilityPolicy.MUTED}::int, ${VisibilityPolicy.FOLLOWED}::int)
+    ORDER BY u.id`;
+  return rows.map((r) => r.id);
+}

@@ -5,14 +5,24 @@
 // costs one NOTIFY per organization, and the writer's response does not wait for it.
 import type { Db } from '../data/db.ts';
 import type { Db as AnyDb } from '../data/db.ts';
-import { insertEvents, type QueuedEvent } from '../data/events.repo.ts';
-import { publishEphemeralEvent } from '../data/event-queues.repo.ts';
+import { insertEvents, publishEphemeralEvents, type QueuedEvent } from '../data/events.repo.ts';
 import type { Logger } from '../http/logging.ts';
 import type { DatabaseListener } from './listener.ts';
 
 export const EVENTS_CHANNEL = 'parley_events';
 /** Ephemeral events (typing), whole in the NOTIFY payload. */
 export const EPHEMERAL_CHANNEL = 'parley_ephemeral';
+
+/** Room for ephemeral events in one NOTIFY payload (PostgreSQL's limit is 8,000 bytes). */
+const NOTIFY_CHUNK_BYTES = 7_000;
+
+interface PendingEphemeral {
+  body: string;
+  /** UTF-8 length of `body`. */
+  bytes: number;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
 
 /** Registers work to run once the surrounding transaction committed (see data/db.ts inTransaction). */
 export type AfterCommit = (fn: () => void | Promise<void>) => void;
@@ -25,7 +35,8 @@ export interface EventBus {
   publish(tx: Db, afterCommit: AfterCommit, realmId: number, events: QueuedEvent[]): Promise<void>;
   /**
    * An event that is not stored (typing): delivered to the listed users' queues on every process that
-   * is serving them a poll now; one statement, no transaction.
+   * is serving them a poll now; no transaction. Resolves once it was notified. Ephemeral events published
+   * while a previous batch is being notified go out together, one statement per organization.
    */
   publishEphemeral(realmId: number, userIds: number[], payload: Record<string, unknown>): Promise<void>;
   /** Stores events inside the transaction `tx`; call `announce` after commit (prefer `publish`). */
@@ -60,6 +71,49 @@ export function createEventBus(db: AnyDb, listener: DatabaseListener, logger: Lo
       });
   }
 
+  // Ephemeral events: one statement per organization for everything published since the last one was
+  // sent (while one is in flight, the next batch gathers).
+  const ephemeralWaiting = new Map<number, PendingEphemeral[]>();
+  let ephemeralSending = false;
+
+  async function sendEphemeral(): Promise<void> {
+    while (ephemeralWaiting.size > 0) {
+      const batches = [...ephemeralWaiting];
+      ephemeralWaiting.clear();
+      await Promise.all(batches.map(([realmId, items]) => sendEphemeralBatch(realmId, items)));
+    }
+    ephemeralSending = false;
+  }
+
+  async function sendEphemeralBatch(realmId: number, items: PendingEphemeral[]): Promise<void> {
+    // An event too large to share a notification goes alone, so that its failure is its own.
+    const alone = items.filter((i) => i.bytes > NOTIFY_CHUNK_BYTES);
+    const shared = items.filter((i) => i.bytes <= NOTIFY_CHUNK_BYTES);
+    const groups = [...alone.map((i) => [i]), ...(shared.length ? [shared] : [])];
+    await Promise.all(
+      groups.map(async (group) => {
+        const chunks: number[] = [];
+        let chunk = 0;
+        let size = 0;
+        for (const item of group) {
+          const bytes = item.bytes + 32; // the id and separators
+          if (size > 0 && size + bytes > NOTIFY_CHUNK_BYTES) {
+            chunk++;
+            size = 0;
+          }
+          size += bytes;
+          chunks.push(chunk);
+        }
+        try {
+          await publishEphemeralEvents(db, EPHEMERAL_CHANNEL, realmId, group.map((i) => i.body), chunks);
+          for (const item of group) item.resolve();
+        } catch (error) {
+          for (const item of group) item.reject(error);
+        }
+      }),
+    );
+  }
+
   const announce = (realmId: number) => {
     pending.add(realmId);
     schedule();
@@ -72,8 +126,21 @@ export function createEventBus(db: AnyDb, listener: DatabaseListener, logger: Lo
       await insertEvents(tx, realmId, events);
       afterCommit(() => announce(realmId));
     },
-    publishEphemeral: (realmId, userIds, payload) =>
-      userIds.length ? publishEphemeralEvent(db, EPHEMERAL_CHANNEL, realmId, userIds, payload) : Promise.resolve(),
+    publishEphemeral(realmId, userIds, payload) {
+      if (userIds.length === 0) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        // {"user_ids": […], "payload": {…}} without its opening brace: the statement splices the id in.
+        const body = JSON.stringify({ user_ids: userIds, payload }).slice(1);
+        const item = { body, bytes: Buffer.byteLength(body), resolve, reject };
+        const list = ephemeralWaiting.get(realmId);
+        if (list) list.push(item);
+        else ephemeralWaiting.set(realmId, [item]);
+        if (!ephemeralSending) {
+          ephemeralSending = true;
+          setImmediate(() => void sendEphemeral());
+        }
+      });
+    },
     enqueue: (tx, realmId, events) => insertEvents(tx, realmId, events),
     announce,
     async flush() {

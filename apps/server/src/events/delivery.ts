@@ -199,7 +199,11 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
 
   listener.on(EPHEMERAL_CHANNEL, (payload) => {
     if (closed) return;
-    let message: { realm_id: number; id: number | string; at: number; user_ids: number[]; payload: Record<string, unknown> };
+    // {realm_id, at, events: [{id, user_ids, payload}, …]} (data/events.repo.ts publishEphemeralEvents).
+    // Organizations nobody polls here are skipped before parsing.
+    const realmId = /^\{"realm_id":(\d+),/.exec(payload)?.[1];
+    if (realmId !== undefined && !tails.has(Number(realmId))) return;
+    let message: { realm_id: number; at: number; events: { id: number | string; user_ids: number[]; payload: Record<string, unknown> }[] };
     try {
       message = JSON.parse(payload);
     } catch {
@@ -207,18 +211,23 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
     }
     const tail = tails.get(message.realm_id);
     if (!tail) return;
-    const ids = [...message.user_ids].sort((a, b) => a - b);
-    tail.ephemeralWaiting.push({
-      id: Number(message.id),
-      type: String(message.payload['type'] ?? ''),
-      userIds: ids,
-      flags: null,
-      allPublicStreams: false,
-      payload: message.payload,
-      publishedAtMs: message.at,
-      at: Date.now(),
-    });
-    // Its predecessors committed before it was sent: a fetch started from now on sees them.
+    // A process of the previous version notifies one event at a time: {realm_id, id, at, user_ids, payload}.
+    const events = Array.isArray(message.events) ? message.events : [message as unknown as (typeof message.events)[number]];
+    const now = Date.now();
+    for (const e of events) {
+      if (!Array.isArray(e.user_ids) || typeof e.payload !== 'object' || e.payload === null) continue;
+      tail.ephemeralWaiting.push({
+        id: Number(e.id),
+        type: String(e.payload['type'] ?? ''),
+        userIds: [...e.user_ids].sort((a, b) => a - b),
+        flags: null,
+        allPublicStreams: false,
+        payload: e.payload,
+        publishedAtMs: message.at,
+        at: now,
+      });
+    }
+    // Their predecessors committed before they were sent: a fetch started from now on sees them.
     tail.fetchAgain = true;
     void requestFetch(tail);
   });

@@ -10,6 +10,11 @@ export interface DatabaseListener {
   readonly listening: boolean;
   /** Calls `handler` with each payload sent on `channel`. */
   on(channel: string, handler: (payload: string) => void): void;
+  /**
+   * Resolves once a LISTEN that `on` started for `channel` on the open connection has run (at once when
+   * none is pending: channels known when connecting are listened to before `listening` turns true).
+   */
+  listened(channel: string): Promise<void>;
   /** Called whenever notifications may have been missed (connection lost or re-established). */
   onReset(handler: () => void): void;
   /** NOTIFY on this connection (coalescing is the caller's); falls back to `fallback` while down. */
@@ -34,6 +39,7 @@ export function createDatabaseListener(
 ): DatabaseListener {
   const handlers = new Map<string, Array<(payload: string) => void>>();
   const resetHandlers: Array<() => void> = [];
+  const pendingListens = new Map<string, Promise<unknown>>();
   let client: pg.Client | null = null;
   let listening = false;
   let closed = false;
@@ -43,16 +49,46 @@ export function createDatabaseListener(
   const BARRIER_CHANNEL = 'parley_barrier';
   const barrierId = `${process.pid}-${Math.random().toString(36).slice(2)}`;
   let barrierSeq = 0;
-  let openBarrier: { token: string; waiters: Array<() => void> } | null = null;
+  /** Callers waiting for the next barrier to be sent; at most one barrier is out at a time. */
+  let barrierWaiters: Array<() => void> = [];
+  let barrierOut: string | null = null;
+  let barrierScheduled = false;
   const sentBarriers = new Map<string, Array<() => void>>();
-  handlers.set(BARRIER_CHANNEL, [
-    (payload) => {
-      const waiters = sentBarriers.get(payload);
-      if (!waiters) return;
-      sentBarriers.delete(payload);
+  const finishBarrier = (token: string) => {
+    const waiters = sentBarriers.get(token);
+    if (!waiters) return;
+    sentBarriers.delete(token);
+    if (barrierOut === token) barrierOut = null;
+    for (const resolve of waiters) resolve();
+    scheduleBarrier();
+  };
+  handlers.set(BARRIER_CHANNEL, [(payload) => finishBarrier(payload)]);
+
+  // Barriers go out one at a time: callers arriving while one is out wait for the next, which is sent
+  // after their call (so it covers them) as soon as the one out comes back. Under load, one NOTIFY
+  // serves every caller of a round trip.
+  function scheduleBarrier() {
+    if (barrierScheduled || barrierOut !== null || barrierWaiters.length === 0) return;
+    barrierScheduled = true;
+    setImmediate(sendBarrier);
+  }
+  function sendBarrier() {
+    barrierScheduled = false;
+    if (barrierOut !== null || barrierWaiters.length === 0) return;
+    const waiters = barrierWaiters;
+    barrierWaiters = [];
+    const c = client;
+    if (!c || !listening) {
       for (const resolve of waiters) resolve();
-    },
-  ]);
+      return;
+    }
+    const token = `${barrierId}:${++barrierSeq}`;
+    barrierOut = token;
+    sentBarriers.set(token, waiters);
+    // One that does not come back in time (connection trouble) must not hold up the next.
+    setTimeout(() => finishBarrier(token), 2_000).unref();
+    query(c, 'SELECT pg_notify($1, $2)', [BARRIER_CHANNEL, token]).catch(() => finishBarrier(token));
+  }
 
   /** One query at a time on the listener connection (node-postgres no longer queues for us). */
   let queue: Promise<unknown> = Promise.resolve();
@@ -109,6 +145,8 @@ export function createDatabaseListener(
     client = null;
     listening = false;
     reset();
+    // Barriers out on the lost connection will not come back: nothing is cached while not listening.
+    for (const token of [...sentBarriers.keys()]) finishBarrier(token);
     await c.end().catch(() => {});
     scheduleReconnect();
   }
@@ -135,7 +173,16 @@ export function createDatabaseListener(
       const list = handlers.get(channel) ?? [];
       list.push(handler);
       handlers.set(channel, list);
-      if (client && list.length === 1) void query(client, `LISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+      if (client && list.length === 1) {
+        const done = query(client, `LISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+        pendingListens.set(channel, done);
+        void done.finally(() => {
+          if (pendingListens.get(channel) === done) pendingListens.delete(channel);
+        });
+      }
+    },
+    async listened(channel) {
+      await pendingListens.get(channel);
     },
     start,
     barrier(timeoutMs = 2_000) {
@@ -147,22 +194,8 @@ export function createDatabaseListener(
           clearTimeout(timer);
           resolve();
         };
-        if (openBarrier) {
-          openBarrier.waiters.push(done);
-          return;
-        }
-        const batch = { token: `${barrierId}:${++barrierSeq}`, waiters: [done] };
-        openBarrier = batch;
-        setImmediate(() => {
-          openBarrier = null;
-          sentBarriers.set(batch.token, batch.waiters);
-          const c = client;
-          if (!c) return batch.waiters.forEach((w) => w());
-          query(c, 'SELECT pg_notify($1, $2)', [BARRIER_CHANNEL, batch.token]).catch(() => {
-            sentBarriers.delete(batch.token);
-            batch.waiters.forEach((w) => w());
-          });
-        });
+        barrierWaiters.push(done);
+        scheduleBarrier();
       });
     },
     onReset(handler) {

@@ -5,6 +5,8 @@ import type { Realm, User } from '../data/models.ts';
 export interface RequestState {
   operation: WireOperation;
   pathParams: Record<string, number>;
+  /** The path parameters as the path spells them (request validation checks these). */
+  rawPathParams: Record<string, string>;
   realm: Realm;
   /** null for unauthenticated calls (public operations, spectators). */
   user: User | null;

@@ -8,8 +8,29 @@ import type { RequestState } from './context.ts';
 
 export type { Logger };
 
+/**
+ * Lines go to standard output in batches (once ~4 KB are buffered, and at least every 250 ms), not one
+ * write per line: a write per request costs as much as a small request's own work. What is buffered
+ * when the process exits is written then (pino flushes its destinations on exit).
+ */
+const destinations = new Set<ReturnType<typeof pino.destination>>();
+let flusher: NodeJS.Timeout | undefined;
+
 export function createLogger(level: string): Logger {
-  return pino({ level, base: { service: 'parley' } });
+  const destination = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  destinations.add(destination);
+  destination.once('close', () => destinations.delete(destination));
+  flusher ??= setInterval(() => {
+    for (const d of destinations) {
+      try {
+        d.flush();
+      } catch {
+        destinations.delete(d); // closed
+      }
+    }
+  }, 250);
+  flusher.unref();
+  return pino({ level, base: { service: 'parley' } }, destination);
 }
 
 /** An incoming id is reused when it is a plausible token (from a load balancer, say); otherwise a new one. */

@@ -11,7 +11,7 @@ interface CompiledPath {
 }
 
 export type Resolution =
-  | { kind: 'operation'; operation: WireOperation; pathParams: Record<string, number> }
+  | { kind: 'operation'; operation: WireOperation; pathParams: Record<string, number>; rawPathParams: Record<string, string> }
   | { kind: 'method-not-allowed'; allowed: string[] }
   | { kind: 'not-found' };
 
@@ -49,12 +49,15 @@ export function resolveOperation(method: string, path: string): Resolution {
     const operation = compiled.byMethod.get(method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase());
     if (!operation) return { kind: 'method-not-allowed', allowed: [...compiled.byMethod.keys()].sort() };
     const pathParams: Record<string, number> = {};
+    // As the path has them (what request validation checks).
+    const rawPathParams: Record<string, string> = {};
     // Ids beyond PostgreSQL's integer range can name no row: -1 makes the lookup fail as "not found".
     compiled.paramNames.forEach((name, i) => {
       const id = Number(m[i + 1]);
       pathParams[name] = id <= MAX_ID ? id : -1;
+      rawPathParams[name] = m[i + 1]!;
     });
-    return { kind: 'operation', operation, pathParams };
+    return { kind: 'operation', operation, pathParams, rawPathParams };
   }
   return { kind: 'not-found' };
 }

@@ -205,6 +205,50 @@ describe('POST /typing', () => {
     expect(error).toBeUndefined();
   });
 
+  it('delivers every one of many concurrent typing notifications once, in id order (they are notified in batches)', async () => {
+    const q = await register('othello', { event_types: ['typing'] });
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => env.client('hamlet').POST('/typing', { body: { op: i % 2 ? 'stop' : 'start', to: [env.users.othello.id] } as any })),
+    );
+    for (const { error } of answers) expect(error).toBeUndefined();
+    const events: any[] = [];
+    let last = q.last_event_id;
+    for (let round = 0; events.length < 20 && round < 20; round++) {
+      const got = await poll('othello', q, last);
+      events.push(...got.filter((e) => e.type !== 'heartbeat'));
+      if (got.length) last = got[got.length - 1].id;
+    }
+    expect(events).toHaveLength(20);
+    expect(events.every((e) => e.type === 'typing' && e.sender.user_id === env.users.hamlet.id)).toBe(true);
+    expect(events.filter((e) => e.op === 'start')).toHaveLength(10);
+    const ids = events.map((e) => e.id);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(new Set(ids).size).toBe(20);
+  });
+
+  it("follows typing settings changed behind the server's back at once (kept per process, dropped when the database announces a change)", async () => {
+    const db = env.running.deps.db;
+    const othello = env.users.othello.id;
+    const hamlet = env.users.hamlet.id;
+    const type = () => env.client('hamlet').POST('/typing', { body: { op: 'start', to: [othello] } as any });
+    const q = await register('othello', { event_types: ['typing'] });
+    expect((await type()).error).toBeUndefined(); // both are known to the process from now on
+    const first = await poll('othello', q, q.last_event_id);
+    expect(first).toHaveLength(1);
+    await db.$executeRaw`UPDATE user_settings SET receives_typing_notifications = false WHERE user_id = ${othello}`;
+    try {
+      expect((await type()).error).toBeUndefined();
+      expect(await poll('othello', q, first[0].id, true)).toEqual([]);
+      await db.$executeRaw`UPDATE user_settings SET send_private_typing_notifications = false WHERE user_id = ${hamlet}`;
+      expectJsonError(await type(), 400, 'User has disabled typing notifications for direct messages');
+    } finally {
+      await db.$executeRaw`UPDATE user_settings SET receives_typing_notifications = true WHERE user_id = ${othello}`;
+      await db.$executeRaw`UPDATE user_settings SET send_private_typing_notifications = true WHERE user_id = ${hamlet}`;
+    }
+    expect((await type()).error).toBeUndefined();
+    expect(await poll('othello', q, first[0].id)).toHaveLength(1);
+  });
+
   it('delivers channel typing only to clients with stream_typing_notifications', async () => {
     const channelId = await anyChannel();
     const capable = await register('othello', { client_capabilities: { stream_typing_notifications: true } });

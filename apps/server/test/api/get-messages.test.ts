@@ -333,6 +333,8 @@ describe('GET /messages: narrow operators', () => {
     expect(await hamletSees([['is', 'mentioned']])).toEqual(pick('moat'));
     expect(await hamletSees([['is', 'resolved']])).toEqual(pick('resolved'));
     expect(await hamletSees([['is', 'alerted']])).toEqual([]);
+    // Topics hamlet started are followed automatically (test/api/user-topics.test.ts); without any policy, none are.
+    await db().userTopic.deleteMany({ where: { userId: uid('hamlet') } });
     expect(await hamletSees([['is', 'followed']])).toEqual([]);
     const [moat] = (await messages('hamlet', { anchor: String(m['moat']), num_before: 0, num_after: 0 })).body.messages;
     expect(moat.flags).toEqual(['read', 'starred', 'mentioned']);

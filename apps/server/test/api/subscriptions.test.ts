@@ -9,6 +9,7 @@ import { eventsSince, markEvents } from '../helpers/events.ts';
 import type { SystemGroupIds } from '../helpers/groups.ts';
 import { adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
 import { withRealm } from '../helpers/realm.ts';
+import { CACHED_TABLES } from '../../src/data/db.ts';
 
 let env: TestServer;
 let realmId: number;
@@ -511,5 +512,16 @@ describe('wire shapes of the Python zulip client', () => {
     const res = await env.raw('/users/me/subscriptions', { method: 'POST', as: 'hamlet', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
     expectJsonError(res, 400, "Missing 'subscriptions' argument", 'REQUEST_VARIABLE_MISSING');
     expect(res.body.var_name).toBe('subscriptions');
+  });
+});
+
+describe('POST /users/me/subscriptions: answering without the invalidation barrier', () => {
+  // Subscribing to existing channels answers without waiting to hear its invalidations (it writes
+  // subscription and event rows only); that holds while no other table is followed by a cache.
+  it('the tables whose triggers notify (cache invalidations) are exactly CACHED_TABLES', async () => {
+    const rows = await db().$queryRaw<Array<{ table: string }>>`
+      SELECT DISTINCT c.relname AS table FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid
+      WHERE NOT t.tgisinternal AND pg_get_functiondef(p.oid) LIKE '%pg_notify%'`;
+    expect(rows.map((r) => r.table).sort()).toEqual([...CACHED_TABLES].sort());
   });
 });

@@ -22,7 +22,7 @@ const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;
 
 const setPolicy = (as: Person, stream_id: number, topic: string, visibility_policy: number) =>
-  env.client(as).POST('/user_topics', { body: { stream_id, topic, visibility_policy } });
+  env.client(as).POST('/user_topics', { body: { stream_id, topic, visibility_policy: visibility_policy as 0 | 1 | 2 | 3 } });
 async function policySet(as: Person, streamId: number, topic: string, policy: number): Promise<void> {
   const { error } = await setPolicy(as, streamId, topic, policy);
   if (error) throw new Error(JSON.stringify(error));
@@ -33,7 +33,7 @@ async function registered(as: Person, body: Record<string, unknown> = {}): Promi
   const res = await env.raw('/register', {
     method: 'POST',
     as,
-    body: new URLSearchParams(Object.entries({ fetch_event_types: ['user_topic', 'muted_topics'], ...body }).map(([k, v]) => [k, JSON.stringify(v)])),
+    body: new URLSearchParams(Object.entries({ fetch_event_types: ['user_topic', 'muted_topics'], ...body }).map(([k, v]): [string, string] => [k, JSON.stringify(v)])),
   });
   if (res.status !== 200) throw new Error(JSON.stringify(res.body));
   return res.body;
@@ -171,10 +171,10 @@ describe('PATCH /users/me/subscriptions/muted_topics (older form)', () => {
 
 describe('reading with topic policies', () => {
   it('is:followed, is:muted and in:home follow the topics and channels the reader muted, unmuted or followed', async () => {
-    const quiet = await createChannel(env, 'iago', {}, ['iago', 'hamlet']);
-    const loud = await createChannel(env, 'iago', {}, ['iago', 'hamlet']);
-    // Parley has no endpoint for subscription properties yet: the channel is muted in the database.
-    await db().subscription.update({ where: { userId_channelId: { userId: uid('hamlet'), channelId: quiet.id } }, data: { isMuted: true } });
+    const quiet = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
+    const loud = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
+    const muted = await env.client('hamlet').POST('/users/me/subscriptions/properties', { body: { subscription_data: [{ stream_id: quiet.id, property: 'is_muted', value: true }] } });
+    expect(muted.error).toBeUndefined();
     const quietPlain = await send('iago', quiet.name, 'plain');
     const quietUnmuted = await send('iago', quiet.name, 'Unmuted');
     const quietFollowed = await send('iago', quiet.name, 'followed here');
@@ -191,9 +191,10 @@ describe('reading with topic policies', () => {
     expect(only(await narrowed('hamlet', [{ operator: 'is', operand: 'followed', negated: true }]), all)).toEqual([quietPlain, quietUnmuted, loudPlain, loudMuted]);
     expect(only(await narrowed('hamlet', [{ operator: 'is', operand: 'muted' }]), all)).toEqual([quietPlain, loudMuted]);
     expect(only(await narrowed('hamlet', [{ operator: 'in', operand: 'home' }]), all)).toEqual([quietUnmuted, quietFollowed, loudPlain, loudFollowed]);
-    // Policies are the reader's own.
-    expect(only(await narrowed('iago', [{ operator: 'is', operand: 'followed' }]), all)).toEqual([]);
-    expect(only(await narrowed('iago', [{ operator: 'in', operand: 'home' }]), all)).toEqual(all);
+    // Policies are the reader's own (the sender follows the topics they started).
+    expect(only(await narrowed('othello', [{ operator: 'is', operand: 'followed' }]), all)).toEqual([]);
+    expect(only(await narrowed('othello', [{ operator: 'in', operand: 'home' }]), all)).toEqual(all);
+    expect(only(await narrowed('iago', [{ operator: 'is', operand: 'followed' }]), all)).toEqual(all);
   });
 
   it('the first unread message skips muted topics, and muted channels unless the narrow names one', async () => {
@@ -206,5 +207,71 @@ describe('reading with topic policies', () => {
     expect(await narrowed('cordelia', [{ operator: 'channel', operand: ch.id }], 'first_unread')).toEqual([next]);
     await policySet('cordelia', ch.id, 'muted topic', 0);
     expect(await narrowed('cordelia', [{ operator: 'channel', operand: ch.id }], 'first_unread')).toEqual([muted, next]);
+  });
+});
+
+describe('automatic policies when sending (Zulip\'s automatically_follow_topics_* settings)', () => {
+  const sendRaw = (as: Person, to: string, topic: string, content = 'hello') =>
+    env.raw('/messages', { method: 'POST', as, body: new URLSearchParams({ type: 'stream', to, topic, content }) });
+  const settings = async (as: Person, body: Record<string, unknown>) => {
+    const { error } = await env.client(as).PATCH('/settings', { body: body as any });
+    if (error) throw new Error(JSON.stringify(error));
+  };
+
+  it('follows a topic its sender starts (the default), says so once, and not for replies of others', async () => {
+    const ch = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
+    const mark = await markEvents(env);
+    const first = await sendRaw('hamlet', ch.name, 'Fresh Topic');
+    expect(first.body).toMatchObject({ result: 'success', automatic_new_visibility_policy: 3 });
+    expect(await policyOf('hamlet', ch.id, 'fresh topic')).toBe(3);
+    const again = await sendRaw('hamlet', ch.name, 'fresh topic');
+    expect(again.body.automatic_new_visibility_policy).toBeUndefined();
+    const reply = await sendRaw('othello', ch.name, 'FRESH TOPIC');
+    expect(reply.body.automatic_new_visibility_policy).toBeUndefined();
+    expect(await policyOf('othello', ch.id, 'fresh topic')).toBe(0);
+    const told = (await eventPayloadsSince(env, mark)).filter((e) => e.type === 'user_topic');
+    expect(told).toEqual([{ type: 'user_topic', stream_id: ch.id, topic_name: 'Fresh Topic', last_updated: expect.any(Number), visibility_policy: 3 }]);
+    // Direct messages have no topic to follow.
+    const direct = await env.raw('/messages', { method: 'POST', as: 'hamlet', body: new URLSearchParams({ type: 'private', to: JSON.stringify([uid('othello')]), content: 'hi' }) });
+    expect(direct.body.automatic_new_visibility_policy).toBeUndefined();
+  });
+
+  it('follows on every send or on none as the sender chose, and unmutes topics of muted channels', async () => {
+    const ch = await createChannel(env, 'iago', {}, ['iago', 'desdemona', 'shiva']);
+    await send('iago', ch.name, 'existing');
+    await settings('desdemona', { automatically_follow_topics_policy: 2 });
+    expect((await sendRaw('desdemona', ch.name, 'existing')).body.automatic_new_visibility_policy).toBe(3);
+    await settings('shiva', { automatically_follow_topics_policy: 4, automatically_unmute_topics_in_muted_streams_policy: 4 });
+    expect((await sendRaw('shiva', ch.name, 'brand new')).body.automatic_new_visibility_policy).toBeUndefined();
+    expect(await policyOf('shiva', ch.id, 'brand new')).toBe(0);
+    // In a muted channel, sending unmutes the topic (unmute on send, the default), even a muted one.
+    await settings('shiva', { automatically_unmute_topics_in_muted_streams_policy: 2 });
+    expect((await env.client('shiva').POST('/users/me/subscriptions/properties', { body: { subscription_data: [{ stream_id: ch.id, property: 'is_muted', value: true }] } })).error).toBeUndefined();
+    await policySet('shiva', ch.id, 'existing', 1);
+    expect((await sendRaw('shiva', ch.name, 'existing')).body.automatic_new_visibility_policy).toBe(2);
+    expect(await policyOf('shiva', ch.id, 'existing')).toBe(2);
+    // A followed topic is never made merely unmuted.
+    await policySet('shiva', ch.id, 'existing', 3);
+    expect((await sendRaw('shiva', ch.name, 'existing')).body.automatic_new_visibility_policy).toBeUndefined();
+    expect(await policyOf('shiva', ch.id, 'existing')).toBe(3);
+    await settings('desdemona', { automatically_follow_topics_policy: 3 });
+    await settings('shiva', { automatically_follow_topics_policy: 3 });
+  });
+
+  it('makes recipients it mentions by name follow the topic, unless muted, silent, or not wanted', async () => {
+    const ch = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello', 'cordelia']);
+    await send('iago', ch.name, 'talk');
+    await policySet('cordelia', ch.id, 'talk', 1);
+    await send('iago', ch.name, 'talk', `@**King Hamlet** @**Cordelia, Lear's daughter** @_**Othello, the Moor of Venice** look`);
+    expect(await policyOf('hamlet', ch.id, 'talk')).toBe(3);
+    expect(await policyOf('cordelia', ch.id, 'talk')).toBe(1);
+    expect(await policyOf('othello', ch.id, 'talk')).toBe(0);
+    await settings('othello', { automatically_follow_topics_where_mentioned: false });
+    await send('iago', ch.name, 'talk', '@**Othello, the Moor of Venice** now');
+    expect(await policyOf('othello', ch.id, 'talk')).toBe(0);
+    await settings('othello', { automatically_follow_topics_where_mentioned: true });
+    // A user who cannot read the channel is not made to follow it.
+    await send('iago', ch.name, 'talk', '@**Desdemona** here?');
+    expect(await policyOf('desdemona', ch.id, 'talk')).toBe(0);
   });
 });
