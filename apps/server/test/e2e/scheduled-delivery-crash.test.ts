@@ -16,6 +16,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { copyTemplateDatabase } from '../helpers/template-copy.ts';
 import { createParleyClient, type ParleyClient } from '@parley/client';
 import { TEST_SECRET } from '../helpers/fixtures.ts';
 
@@ -107,10 +108,7 @@ const client = (server: Server, person: 'iago' | 'hamlet' | 'othello'): ParleyCl
   createParleyClient({ site: server.url, email: template.users[person].email, apiKey: template.users[person].apiKey });
 
 beforeAll(async () => {
-  const admin = new pg.Client({ connectionString: template.adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database} TEMPLATE ${template.templateDatabase}`);
-  await admin.end();
+  await copyTemplateDatabase(template.adminUrl, template.templateDatabase, database);
   sql = new pg.Pool({ connectionString: databaseUrl, max: 2 });
 }, 120_000);
 

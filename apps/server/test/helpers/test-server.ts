@@ -1,13 +1,13 @@
 // A real Parley server for one test file, on its own copy of the seeded template database.
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import pg from 'pg';
 import { inject } from 'vitest';
 import { createParleyClient, type ParleyClient } from '@parley/client';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps, listen, type RunningServer } from '../../src/server.ts';
 import { TEST_SECRET, type Person } from './fixtures.ts';
 import { basicAuth } from './auth.ts';
+import { copyTemplateDatabase } from './template-copy.ts';
 
 export interface TestServer {
   url: string;
@@ -28,10 +28,7 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const template = inject('parleyTemplate');
   const database = `t_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: template.adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database} TEMPLATE ${template.templateDatabase}`);
-  await admin.end();
+  await copyTemplateDatabase(template.adminUrl, template.templateDatabase, database);
   const databaseUrl = template.adminUrl.replace(/\/postgres$/, `/${database}`);
   const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: template.realmUrl, validateResponses: true, rateLimit: options.rateLimit ?? null, logLevel: process.env.PARLEY_LOG_LEVEL ?? 'error', ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) };
   const deps = await createDeps(config, databaseUrl, { poolSize: 8, emitQueryEvents: options.emitQueryEvents ?? false });
