@@ -1,7 +1,8 @@
 // A user's visibility policy for a topic (POST /user_topics and the older PATCH
 // /users/me/subscriptions/muted_topics): who may set it, the write, and the `user_topic` event (with the
 // older `muted_topics` list) for the user's own clients, in one transaction. Nothing is sent when the
-// policy does not change.
+// policy does not change. Also the policies Parley sets by itself when a channel message is sent
+// (applyAutomaticTopicPolicies, called by actions/messages.ts in the sending transaction).
 import type { AppDeps } from '../deps.ts';
 import { inTransaction, type Db } from '../data/db.ts';
 import type { AfterCommit } from '../events/bus.ts';
@@ -133,8 +134,8 @@ export async function applyAutomaticTopicPolicies(
     const policy = automaticPolicyForSender(state);
     if (policy !== null && (await writePolicy(t, q.sender.id, q.channel, q.topic, policy))) senderPolicy = policy;
   }
-  const mentioned = q.mentionedRecipientIds.filter((id) => id !== q.sender.id);
-  for (const userId of await usersToFollowWhenMentioned(t.tx, { userIds: mentioned, channelId: q.channel.id, topic: q.topic })) {
+  // As in Zulip, a sender who mentions themselves counts too.
+  for (const userId of await usersToFollowWhenMentioned(t.tx, { userIds: q.mentionedRecipientIds, channelId: q.channel.id, topic: q.topic })) {
     await writePolicy(t, userId, q.channel, q.topic, VisibilityPolicy.FOLLOWED);
   }
   return senderPolicy;
