@@ -23,7 +23,7 @@ import { checkCanSendToChannel, checkDirectMessagePermission } from '../access/m
 import { defaultNarrowUrl, extractReferences, renderMessage } from '../lib/markdown.ts';
 import { MESSAGE_FLAG_BITS } from '../lib/message-flags.ts';
 import { formatMessage, type MessagePerson, type MessageRow } from '../lib/message-format.ts';
-import { EMPTY_TOPIC_DISPLAY_NAME, LEGACY_EMPTY_TOPIC_NAME, MAX_MESSAGE_LENGTH, MAX_TOPIC_LENGTH } from '../lib/message-limits.ts';
+import { EMPTY_TOPIC_DISPLAY_NAME, MAX_MESSAGE_LENGTH, MAX_TOPIC_LENGTH, topicFromClient } from '../lib/message-limits.ts';
 import type { MessageDeliveryFields } from '../events/present.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import { pushTargetsForMessage, queuePushesForMessage, type MessagePushTargets } from './push.ts';
@@ -114,8 +114,7 @@ function firstUnprintable(text: string): number | null {
 
 /** Strip, map the display names of the empty topic to "", refuse unprintable characters. */
 export function normalizeTopic(topic: string): string {
-  let t = topic.trim();
-  if (t === EMPTY_TOPIC_DISPLAY_NAME || t === LEGACY_EMPTY_TOPIC_NAME) t = '';
+  const t = topicFromClient(topic.trim());
   const bad = firstUnprintable(t);
   if (bad !== null) throw new JsonableError(`Invalid character in topic, at position ${bad}!`);
   return t;

@@ -11,7 +11,7 @@ import { JsonableError } from '../errors.ts';
 import { loadPermissionSubject } from '../access/group-settings.ts';
 import { checkCanSendToChannel } from '../access/messages.ts';
 import { hasContentAccess } from '../access/channels.ts';
-import { EMPTY_TOPIC_DISPLAY_NAME, LEGACY_EMPTY_TOPIC_NAME, MAX_CHANNEL_SIZE_FOR_TYPING } from '../lib/message-limits.ts';
+import { MAX_CHANNEL_SIZE_FOR_TYPING, topicFromClient } from '../lib/message-limits.ts';
 
 export type TypingRequest =
   | { kind: 'direct'; op: 'start' | 'stop'; to: number[] | undefined }
@@ -51,8 +51,7 @@ export async function doSetTypingStatus(deps: AppDeps, realm: Realm, sender: Use
   const subscribed = channel ? (await subscribedChannelIds(deps.db, sender.id, [channel.id])).has(channel.id) : false;
   if (!channel || !hasContentAccess(subject, channel, subscribed)) throw new JsonableError('Invalid channel ID');
   checkCanSendToChannel(subject, channel, { subscribed });
-  let topic = request.topic.trim();
-  if (topic === LEGACY_EMPTY_TOPIC_NAME || topic === EMPTY_TOPIC_DISPLAY_NAME) topic = '';
+  const topic = topicFromClient(request.topic.trim());
   const audience = await channelTypingAudience(deps.db, channel.id);
   if (audience.subscriberCount > MAX_CHANNEL_SIZE_FOR_TYPING) return;
   await deps.events.publishEphemeral(realm.id, audience.receiverIds, {

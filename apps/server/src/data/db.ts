@@ -23,7 +23,12 @@ export async function inTransaction<T>(
     callbacks = []; // only the attempt that commits may run its callbacks
     return db.$transaction((tx) => work(tx, (fn) => callbacks.push(fn)), { maxWait: 10_000, timeout: 30_000, ...options });
   });
-  // The change is committed: a failing after-commit step (a NOTIFY) must not turn it into an error.
+  await runAfterCommit(callbacks);
+  return result;
+}
+
+/** The change is committed: a failing after-commit step (a NOTIFY) must not turn it into an error. */
+async function runAfterCommit(callbacks: Array<() => void | Promise<void>>): Promise<void> {
   for (const fn of callbacks) {
     try {
       await fn();
@@ -31,7 +36,6 @@ export async function inTransaction<T>(
       console.error('[parley] after-commit step failed:', error);
     }
   }
-  return result;
 }
 
 /**
@@ -233,13 +237,7 @@ export async function inSqlTransaction<T>(
       if (!broken || !broken.message.startsWith('Transaction timed out')) client.release(broken);
     }
   });
-  for (const fn of callbacks) {
-    try {
-      await fn();
-    } catch (error) {
-      console.error('[parley] after-commit step failed:', error);
-    }
-  }
+  await runAfterCommit(callbacks);
   return result;
 }
 

@@ -7,7 +7,7 @@
 // caller may read; negated terms are negated conditions, never a way to reach other rows.
 import { JsonableError } from '../errors.ts';
 import { MESSAGE_FLAG_BITS } from './message-flags.ts';
-import { EMPTY_TOPIC_DISPLAY_NAME, LEGACY_EMPTY_TOPIC_NAME } from './message-limits.ts';
+import { topicFromClient } from './message-limits.ts';
 
 export type NarrowOperand = string | number | number[];
 
@@ -111,7 +111,7 @@ export function renameEmptyTopicTerms(terms: NarrowTerm[]): NarrowTerm[] {
   const i = terms.findIndex((t) => t.operator === 'topic');
   if (i < 0) return terms;
   const t = terms[i]!;
-  if (t.operand !== EMPTY_TOPIC_DISPLAY_NAME && t.operand !== LEGACY_EMPTY_TOPIC_NAME) return terms;
+  if (typeof t.operand !== 'string' || topicFromClient(t.operand) === t.operand) return terms;
   return terms.map((term, j) => (j === i ? { ...term, operand: '' } : term));
 }
 

@@ -258,6 +258,19 @@ describe('automatic policies when sending (Zulip\'s automatically_follow_topics_
     await settings('shiva', { automatically_follow_topics_policy: 3 });
   });
 
+  it('counts a topic as started by its sender when the earlier messages are in a history the sender cannot read', async () => {
+    const ch = await createChannel(env, 'iago', { invite_only: true, history_public_to_subscribers: false }, ['iago']);
+    await send('iago', ch.name, 'before you came');
+    const joined = await env.client('iago').POST('/users/me/subscriptions', { body: { subscriptions: [{ name: ch.name }], principals: [uid('cordelia')] } as any });
+    expect(joined.error).toBeUndefined();
+    // Cordelia cannot read iago's earlier message: for her, her first message starts the topic.
+    expect((await sendRaw('cordelia', ch.name, 'before you came')).body.automatic_new_visibility_policy).toBe(3);
+    // In a channel whose history subscribers read, the same reply starts nothing.
+    const open = await createChannel(env, 'iago', {}, ['iago', 'cordelia']);
+    await send('iago', open.name, 'before you came');
+    expect((await sendRaw('cordelia', open.name, 'before you came')).body.automatic_new_visibility_policy).toBeUndefined();
+  });
+
   it('makes recipients it mentions by name follow the topic, unless muted, silent, or not wanted', async () => {
     const ch = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello', 'cordelia']);
     await send('iago', ch.name, 'talk');
