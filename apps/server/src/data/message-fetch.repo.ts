@@ -27,6 +27,12 @@ const HISTORICAL_FLAGS = MESSAGE_FLAG_BITS.read | MESSAGE_FLAG_BITS.historical;
 interface Base {
   from: Prisma.Sql;
   where: Prisma.Sql[];
+  /**
+   * Reads in id order that walk the viewer's per-user index (user_id, flags & 1, message_id): its
+   * ranges to walk, one per read state, each in id order (null: the narrow's own index leads, e.g.
+   * (channel_id, lower(topic), id), and the viewer's row is probed by message).
+   */
+  readStates: Prisma.Sql[] | null;
   /** The id column to bound and order by (the index's own column). */
   id: Prisma.Sql;
   /** The viewer's flags (NULL without a row). */
@@ -35,13 +41,31 @@ interface Base {
   realmId: number;
 }
 
-function baseOf(scope: MessageScope): Base {
+/** Conditions that an index of message leads with (the viewer's rows are then probed by message). */
+const MESSAGE_INDEXED = new Set<MessageCondition['kind']>(['channel', 'topic', 'sender', 'conversation', 'direct-including', 'search', 'id']);
+const UNREAD_RANGE = Prisma.sql`(um.flags & 1) = 0`;
+const READ_RANGE = Prisma.sql`(um.flags & 1) = 1`;
+
+/**
+ * The ranges of the per-user index an ordered read of the viewer's rows walks: none when a condition
+ * on the message leads; only the unread one for is:unread, only the read one for -is:unread.
+ */
+function readStatesOf(conditions: NarrowCondition[]): Prisma.Sql[] | null {
+  if (conditions.some((c) => !c.negated && MESSAGE_INDEXED.has(c.condition.kind))) return null;
+  const unread = conditions.filter((c) => c.condition.kind === 'unread');
+  if (unread.some((c) => !c.negated)) return [UNREAD_RANGE];
+  if (unread.some((c) => c.negated)) return [READ_RANGE];
+  return [UNREAD_RANGE, READ_RANGE];
+}
+
+function baseOf(scope: MessageScope, conditions: NarrowCondition[]): Base {
   if (scope.kind === 'received') {
     const where = [Prisma.sql`um.user_id = ${scope.userId}::int`];
     if (scope.hiddenChannelIds.length > 0) where.push(Prisma.sql`(m.channel_id IS NULL OR m.channel_id <> ALL(${scope.hiddenChannelIds}::int[]))`);
     return {
       from: Prisma.sql`user_message um JOIN message m ON m.id = um.message_id`,
       where,
+      readStates: readStatesOf(conditions),
       id: Prisma.sql`um.message_id`,
       flags: Prisma.sql`um.flags::int`,
       userId: scope.userId,
@@ -54,6 +78,7 @@ function baseOf(scope: MessageScope): Base {
         ? Prisma.sql`message m`
         : Prisma.sql`message m LEFT JOIN user_message um ON um.user_id = ${scope.userId}::int AND um.message_id = m.id`,
     where: [Prisma.sql`m.realm_id = ${scope.realmId}::int`],
+    readStates: null,
     id: Prisma.sql`m.id`,
     flags: scope.userId === null ? Prisma.sql`NULL::int` : Prisma.sql`um.flags::int`,
     userId: scope.userId,
@@ -147,6 +172,20 @@ function whereOf(base: Base, conditions: NarrowCondition[], extra: Prisma.Sql[] 
   return Prisma.join([...base.where, ...conditions.map((c) => compile(c, base)), ...extra], ' AND ');
 }
 
+/**
+ * `SELECT columns … ORDER BY id LIMIT limit` over the base, as a parenthesized query. Over the viewer's
+ * per-user index, each read-state range is walked in id order up to the limit and the ranges merged.
+ */
+function orderedSql(base: Base, conditions: NarrowCondition[], extra: Prisma.Sql[], columns: Prisma.Sql, order: 'ASC' | 'DESC', limit: number): Prisma.Sql {
+  const one = (range: Prisma.Sql | null) =>
+    Prisma.sql`(SELECT ${columns} FROM ${base.from} WHERE ${whereOf(base, conditions, range ? [...extra, range] : extra)}
+      ORDER BY ${base.id} ${Prisma.raw(order)} LIMIT ${limit}::int)`;
+  const ranges = base.readStates;
+  if (ranges === null) return one(null);
+  if (ranges.length === 1) return one(ranges[0]!);
+  return Prisma.sql`(SELECT * FROM (${Prisma.join(ranges.map(one), ' UNION ALL ')}) ranges ORDER BY id ${Prisma.raw(order)} LIMIT ${limit}::int)`;
+}
+
 /** A message of a page, with the viewer's flags (null without a row) and its channel's name. */
 export interface PageRow extends MessageRow {
   flags: number | null;
@@ -179,10 +218,9 @@ export interface PageQuery {
  * whole history. Null when the page is empty by construction.
  */
 function pageIdsSql(q: Pick<PageQuery, 'scope' | 'conditions' | 'selection'>): Prisma.Sql | null {
-  const base = baseOf(q.scope);
+  const base = baseOf(q.scope, q.conditions);
   const side = (bound: Prisma.Sql | null, order: 'ASC' | 'DESC', limit: number) =>
-    Prisma.sql`(SELECT ${base.id} AS id, ${base.flags} AS flags FROM ${base.from} WHERE ${whereOf(base, q.conditions, bound ? [bound] : [])}
-      ORDER BY ${base.id} ${Prisma.raw(order)} LIMIT ${limit}::int)`;
+    orderedSql(base, q.conditions, bound ? [bound] : [], Prisma.sql`${base.id} AS id, ${base.flags} AS flags`, order, limit);
   const s = q.selection;
   if (s.kind === 'range') {
     const sides: Prisma.Sql[] = [];
@@ -242,12 +280,10 @@ export async function firstMatchingId(
   conditions: NarrowCondition[],
   options: { order: 'ASC' | 'DESC'; sentSince?: Date },
 ): Promise<number | null> {
-  const base = baseOf(scope);
+  const base = baseOf(scope, conditions);
   // date_sent is stored in UTC without a time zone.
   const extra = options.sentSince ? [Prisma.sql`m.date_sent >= (${options.sentSince.toISOString()}::timestamptz AT TIME ZONE 'UTC')`] : [];
-  const rows = await db.$queryRaw<{ id: number }[]>`
-    SELECT ${base.id} AS id FROM ${base.from} WHERE ${whereOf(base, conditions, extra)}
-    ORDER BY ${base.id} ${Prisma.raw(options.order)} LIMIT 1`;
+  const rows = await db.$queryRaw<{ id: number }[]>`${orderedSql(base, conditions, extra, Prisma.sql`${base.id} AS id`, options.order, 1)}`;
   return rows[0]?.id ?? null;
 }
 

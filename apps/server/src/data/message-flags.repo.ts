@@ -37,9 +37,15 @@ export async function countOwnMessages(db: Db, userId: number, messageIds: numbe
   return row?.n ?? 0;
 }
 
-/** The user's newest message id (0 when none): "mark all" stops there, so later messages stay unread. */
+/**
+ * The user's newest message id (0 when none): "mark all" stops there, so later messages stay unread.
+ * The newer of the ends of the per-user index's two ranges (unread and read rows).
+ */
 export async function newestOwnMessageId(db: Db, userId: number): Promise<number> {
-  const [row] = await db.$queryRaw<{ id: number | null }[]>`SELECT max(message_id) AS id FROM user_message WHERE user_id = ${userId}::int`;
+  const [row] = await db.$queryRaw<{ id: number | null }[]>`
+    SELECT GREATEST(
+      (SELECT max(message_id) FROM user_message WHERE user_id = ${userId}::int AND (flags & 1) = 0),
+      (SELECT max(message_id) FROM user_message WHERE user_id = ${userId}::int AND (flags & 1) = 1)) AS id`;
   return row?.id ?? 0;
 }
 

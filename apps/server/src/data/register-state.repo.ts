@@ -1,5 +1,6 @@
 // Small reads for the /register state that no other read model needs.
 import type { Db } from './db.ts';
+import { newestOwnMessageId } from './message-flags.repo.ts';
 
 /** The user's subscription rows by channel: true when active, false when unsubscribed. */
 export async function subscriptionStatesOfUser(db: Db, userId: number): Promise<Map<number, boolean>> {
@@ -9,6 +10,5 @@ export async function subscriptionStatesOfUser(db: Db, userId: number): Promise<
 
 /** The newest message the user has received (-1 when none). */
 export async function maxMessageIdOfUser(db: Db, userId: number): Promise<number> {
-  const [row] = await db.$queryRaw<{ max: number | null }[]>`SELECT max(message_id) AS max FROM user_message WHERE user_id = ${userId}::int`;
-  return row?.max ?? -1;
+  return (await newestOwnMessageId(db, userId)) || -1;
 }

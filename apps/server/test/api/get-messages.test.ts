@@ -733,6 +733,38 @@ describe('scale: a topic of a channel of 1,000,000 messages', () => {
     });
   }
 
+  it("the reader's own rows, without a channel: each read state's range of the per-user index, from the anchor, no further than the page", async () => {
+    const othello = uid('othello');
+    const newestOwn = async (where: string) =>
+      (await db().$queryRawUnsafe<{ id: number }[]>(`SELECT message_id AS id FROM user_message WHERE user_id = ${othello} ${where} ORDER BY message_id DESC LIMIT 50`)).map((r) => r.id).reverse();
+    // 40 of othello's 100,000 rows unread, spread over the newest 4,000.
+    const newestId = (await db().message.findFirstOrThrow({ where: { channelId: priv.id }, orderBy: { id: 'desc' } })).id;
+    const unread = `message_id > ${newestId - 4000} AND message_id % 100 = 0`;
+    await db().$executeRawUnsafe(`UPDATE user_message SET flags = 0 WHERE user_id = ${othello} AND ${unread}`);
+    try {
+      expect(await newestOwn('AND (flags & 1) = 0')).toHaveLength(40);
+      for (const [narrow, expected] of [
+        [[], await newestOwn('')],
+        [[{ operator: 'is', operand: 'unread' }], await newestOwn('AND (flags & 1) = 0')],
+        [[{ operator: 'is', operand: 'unread', negated: true }], await newestOwn('AND (flags & 1) = 1')],
+      ] as const) {
+        const { res, plan } = await measure('othello', { anchor: 'newest', num_before: 50, num_after: 0, narrow });
+        expect(res.status).toBe(200);
+        expect(res.body.messages.map((m: any) => m.id)).toEqual(expected);
+        const all = nodes(plan.Plan);
+        const rowScans = all.filter((n) => n['Relation Name'] === 'user_message');
+        expect(rowScans.length).toBeGreaterThan(0);
+        for (const scan of rowScans) expect(scan['Actual Rows'] * scan['Actual Loops']).toBeLessThanOrEqual(51);
+        // is:unread: the unread range of the per-user index, never a walk of all the reader's rows.
+        if (narrow.length > 0 && !narrow[0]!.negated) expect(rowScans.map((n) => n['Index Name'])).toEqual(['user_message_user_read_idx']);
+        expect(all.some((n) => n['Node Type'] === 'Seq Scan' && ['message', 'user_message'].includes(n['Relation Name']))).toBe(false);
+        expect(plan.Plan['Shared Hit Blocks'] + plan.Plan['Shared Read Blocks']).toBeLessThan(1500);
+      }
+    } finally {
+      await db().$executeRawUnsafe(`UPDATE user_message SET flags = 1 WHERE user_id = ${othello} AND ${unread}`);
+    }
+  });
+
   it('topics of the big channel: one probe per topic', async () => {
     const first = (await db().message.findFirstOrThrow({ where: { channelId: big.id }, orderBy: { id: 'asc' } })).id;
     const res = await get('cordelia', `/users/me/${big.id}/topics`);

@@ -104,7 +104,7 @@ describe('delivery', () => {
     expect(message.sender).toMatchObject({ fullName: 'Notification Bot', isBot: true, systemBot: 'notification-bot' });
     expect(message.directUserIds.sort()).toEqual([message.senderId, uid('hamlet')].sort((a, b) => a - b));
     expect(message.content).toContain('````quote\nRemember the ```fences```\n````'); // a fence longer than any inside
-    const hamletRow = await db().userMessage.findUniqueOrThrow({ where: { userId_messageId: { userId: uid('hamlet'), messageId: message.id } } });
+    const hamletRow = await db().userMessage.findUniqueOrThrow({ where: { messageId_userId: { messageId: message.id, userId: uid('hamlet') } } });
     expect(Number(hamletRow.flags) & 1).toBe(0); // unread
     expect((await reminders('hamlet')).map((r) => r.reminder_id)).not.toContain(id);
     const events = await eventPayloadsSince(env, mark);
