@@ -32,7 +32,8 @@
 //             warm-up run of each side, then three alternating runs, medians.
 //   send      POST /messages (stream, ~100 characters) to the 1,000-subscriber channel and to the
 //             10-subscriber one, one request at a time: a warm-up run of each, three alternating runs,
-//             percentiles over every request of the runs.
+//             percentiles over every request of the runs. Then 20 of the 1,000 subscribers each read
+//             the channel twice: the first read writes their deferred rows for every message sent.
 //   delivery  1,000 queues (POST /register, event_types ["message"]) of the 1,000 subscribers, each
 //             with a parked GET /events re-parked with last_event_id as soon as its answer arrives;
 //             then 30 messages to the channel, one at a time (each once the server is idle again):
@@ -284,6 +285,24 @@ async function main() {
       const note = failed ? ` (${failed} failed requests)` : '';
       rows.push([`POST /messages to a channel of ${CROWD.toLocaleString('en')} subscribers, sequential, p50 ms`, fmt(p50), '', '', '≤ 40 ms', (p50 <= 40 ? '✓' : '✗') + note]);
       rows.push([`POST /messages p50, ${CROWD.toLocaleString('en')} ÷ 10 subscribers`, fmt(p50), fmt(p50ten), `${fmt(p50 / p50ten, 2)}×`, '≤ 2×', (p50 / p50ten <= 2 ? '✓' : '✗') + note]);
+      // Where the recipients' rows went: each writes its own when it next reads (deferred rows).
+      const sentToCrowd = all(crowd).length + 1;
+      const readers = fixture.crowd.slice(1, 21);
+      const firstReads: number[] = [];
+      const secondReads: number[] = [];
+      const page = `${api}/messages?${form({ anchor: 'newest', num_before: 50, num_after: 0, narrow: JSON.stringify([{ operator: 'channel', operand: fixture.crowdChannelId }]) })}`;
+      for (const reader of readers) {
+        for (const into of [firstReads, secondReads]) {
+          const start = performance.now();
+          const answer = await request(agent, page, { headers: { authorization: basic(reader) } });
+          if (answer.status !== 200) throw new Error(`GET /messages as a subscriber: ${answer.status} ${answer.body.slice(0, 300)}`);
+          into.push(answer.at - start);
+        }
+      }
+      rows.push([`GET /messages (newest 50 of the channel) by a subscriber, first read after ~${sentToCrowd.toLocaleString('en')} sends (writes their rows), p50 ms`, fmt(percentile(firstReads, 50)), fmt(percentile(secondReads, 50)), `${fmt(percentile(firstReads, 50) / percentile(secondReads, 50), 2)}×`, '', 'info']);
+      details.push(
+        `Deferred rows: ${readers.length} subscribers of the 1,000-subscriber channel, one after the other, each read the channel's newest 50 messages twice after the send runs. The first read writes the subscriber's rows for every message sent to the channel during the runs (about ${sentToCrowd.toLocaleString('en')}); the second finds them written. p50 ${fmt(percentile(firstReads, 50))} ms / ${fmt(percentile(secondReads, 50))} ms, max ${fmt(Math.max(...firstReads))} ms / ${fmt(Math.max(...secondReads))} ms.`,
+      );
       details.push(
         `POST /messages (stream, ~100 characters, no mentions), sequential, ${RUNS} alternating runs of ${DURATION} s per channel; percentiles over every request of the runs, CPU medians of the runs, ms:\n\n` +
           markdownTable(

@@ -238,6 +238,13 @@ export async function addHistory(pool: PgPool, fixture: MessagesFixture, count: 
   );
   log(`history: indexes made after ${since()}`);
   await pool.query(`INSERT INTO user_message (user_id, message_id, flags) SELECT $1, id, 1 FROM message WHERE channel_id = $2`, [readerId, fixture.historyChannelIds[0]]);
+  // Every user's rows are written up to here (Parley would have written the reader's as above; the
+  // history lists no deferred recipient).
+  await pool.query(
+    `INSERT INTO user_message_caught_up (user_id, message_id) SELECT u.id, (SELECT max(id) FROM message) FROM "user" u WHERE u.realm_id = $1
+     ON CONFLICT (user_id) DO UPDATE SET message_id = EXCLUDED.message_id`,
+    [fixture.realmId],
+  );
   await pool.query('VACUUM ANALYZE message');
   await pool.query('ANALYZE');
   log(`history: reader's rows, VACUUM ANALYZE done after ${since()}`);

@@ -1,4 +1,5 @@
 // POST /register, GET /events, DELETE /events.
+import { writeDeferredRows } from '../data/deferred-rows.repo.ts';
 import { randomUUID } from 'node:crypto';
 import type { AppDeps } from '../deps.ts';
 import { inTransaction, Prisma } from '../data/db.ts';
@@ -50,6 +51,8 @@ export async function doRegisterQueue(deps: AppDeps, realm: Realm, user: User, r
     deps.db,
     async (tx) => {
       const lastEventId = await newestEventId(tx, realm.id);
+      // The user's deferred rows up to the snapshot's newest message (unread_msgs, max_message_id).
+      await writeDeferredRows(tx, realm.id, user.id);
       const state = await readRegisterState(tx, realm, user, kinds, options);
       await createEventQueue(tx, {
         id: queueId,

@@ -3,6 +3,7 @@
 // the user's clients.
 import type { AppDeps } from '../deps.ts';
 import { inTransaction } from '../data/db.ts';
+import { writeDeferredRows } from '../data/deferred-rows.repo.ts';
 import type { Realm, User } from '../data/models.ts';
 import { changeFlag, countOwnMessages, markReadBatch, messageDetails, messagesOfUnsubscribedChannels, newestOwnMessageId, userHasTopic } from '../data/message-flags.repo.ts';
 import { findChannelById } from '../data/channels.repo.ts';
@@ -56,6 +57,7 @@ async function changeFlagOfMessages(
   const { bit, set } = flagChange(op, flag);
   const requested = [...new Set(messageIds)];
   return inTransaction(deps.db, async (tx, afterCommit) => {
+    await writeDeferredRows(tx, realm.id, user.id);
     let ids = requested;
     let ignoredChannelIds: number[] = [];
     if (flag === 'read' && !set && ids.length > 0) {
@@ -95,6 +97,7 @@ export interface FlagUpdateForNarrow extends FlagRange {
  * messages around an anchor in a narrow (queries/messages-state.ts messagesInFlagRange).
  */
 export async function doUpdateMessageFlagsForNarrow(deps: AppDeps, realm: Realm, user: User, request: FlagRangeRequest, op: string, flag: string): Promise<FlagUpdateForNarrow> {
+  await writeDeferredRows(deps.db, realm.id, user.id);
   const range = await messagesInFlagRange(deps.db, realm, user, request);
   // The range comes from the user's rows; a message deleted meanwhile is simply not flagged.
   const { changed, ignoredChannelIds } = await changeFlagOfMessages(deps, realm, user, range.ids, op, flag, { requireRows: false });
@@ -128,10 +131,13 @@ async function detailsOf(tx: Parameters<typeof messageDetails>[0], userId: numbe
  */
 async function markReadInBatches(deps: AppDeps, realm: Realm, user: User, scope: { channelId?: number; topic?: string } | 'everything', budgetMs: number): Promise<boolean> {
   const everything = scope === 'everything';
+  await writeDeferredRows(deps.db, realm.id, user.id);
   const upTo = everything ? null : await newestOwnMessageId(deps.db, user.id);
   const deadline = Date.now() + budgetMs;
   for (;;) {
     const marked = await inTransaction(deps.db, async (tx, afterCommit) => {
+      // Everything: messages that arrived since the last batch are marked too.
+      if (everything) await writeDeferredRows(tx, realm.id, user.id);
       const ids = await markReadBatch(tx, user.id, upTo, MARK_READ_BATCH, everything ? {} : scope);
       await queuePushRemovals(tx, deps, realm, user, ids);
       const last = ids.length < MARK_READ_BATCH;
@@ -167,6 +173,7 @@ export async function doMarkStreamAsRead(deps: AppDeps, realm: Realm, user: User
 export async function doMarkTopicAsRead(deps: AppDeps, realm: Realm, user: User, channelId: number, topicName: string): Promise<void> {
   const channel = await readableChannel(deps, realm, user, channelId);
   const topic = topicName === EMPTY_TOPIC_DISPLAY_NAME ? '' : topicName;
+  await writeDeferredRows(deps.db, realm.id, user.id);
   // Zulip: the empty topic name skips the existence check and marks the whole channel read.
   if (topic === '') {
     await markReadInBatches(deps, realm, user, { channelId: channel.id }, deps.config.markReadBudgetMs);

@@ -250,7 +250,7 @@ export async function storeCheckedMessage(
   if (origin.localId !== undefined) delivery._local_id = origin.localId;
   const shownSender = checked.people.get(sender.id);
   if (shownSender?.email_public && shownSender.avatar_source === 'G') delivery._gravatar = true;
-  const row = await storeMessage(tx, message, { userIds: checked.recipientIds, flags: checked.flags }, {
+  const row = await storeMessage(tx, message, { userIds: checked.recipientIds, flags: checked.flags, deferred: deferredRecipients(checked, sender.id, pushTargets) }, {
     payload: { type: 'message', message: formatted, ...delivery },
     allPublicStreams: checked.channel !== null && !checked.channel.inviteOnly,
   });
@@ -264,6 +264,21 @@ export async function storeCheckedMessage(
       )
     : null;
   return { ...row, automaticNewVisibilityPolicy };
+}
+
+/**
+ * The recipients of a channel message whose user_message row can wait until they read (see
+ * data/deferred-rows.repo.ts): flags 0, not the sender, and no device a push of the message may go to
+ * (a push marks the row). Direct messages write every row at once (they have few recipients).
+ */
+function deferredRecipients(checked: CheckedMessage, senderId: number, pushTargets: MessagePushTargets): Set<number> {
+  const deferred = new Set<number>();
+  if (checked.channel === null) return deferred;
+  const pushable = new Set(pushTargets.map((t) => t.user_id));
+  checked.recipientIds.forEach((id, i) => {
+    if (checked.flags[i] === 0 && id !== senderId && !pushable.has(id)) deferred.add(id);
+  });
+  return deferred;
 }
 
 export async function doSendMessage(

@@ -1,5 +1,6 @@
 // Domain actions on users. Each runs in one transaction, checks the caller's permissions itself (through
 // access/) on rows read under the locks it holds, and emits its events after commit.
+import { startCaughtUp } from '../data/deferred-rows.repo.ts';
 import type { AppDeps } from '../deps.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
@@ -85,6 +86,7 @@ export async function insertUser(tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'
   if (await findUserByDeliveryEmail(tx, realm.id, email)) throw new JsonableError(`Email '${email}' already in use`);
   const bot = input.systemBot ? { isBot: true, botType: input.systemBot.botType, botOwnerId: null, systemBot: input.systemBot.kind } : {};
   const user = await createUser(tx, { realmId: realm.id, email, deliveryEmail: email, fullName, role, passwordHash, ...bot });
+  await startCaughtUp(tx, realm.id, user.id);
   const membership = await syncSystemGroupMembership(tx, realm.id, user.id, user.role);
   const apiKey = generateApiKey();
   await upsertApiKey(tx, user.id, deps.cipher.lookupHash(apiKey), deps.cipher.encrypt(apiKey));

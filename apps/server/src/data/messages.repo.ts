@@ -31,24 +31,37 @@ export interface NewMessageEvent {
 const intList = (values: number[]) => values.join(',');
 
 /**
- * Stores the message, one user_message row per recipient (flags aligned with userIds) and its `message`
- * event (for the same recipients, with their flags), in one statement. It takes the organization's
- * event-order lock first, so that message ids, and the ids of the events announcing them, follow commit
- * order (a client never sees message n+1 before message n). The recipients travel once, as text; the
+ * Stores the message, its recipients' user_message rows and its `message` event (for every recipient,
+ * with their flags), in one statement. Recipients in `deferred` (flags 0) get no row now: the message
+ * lists them, and their rows are written when they next read (writeDeferredRows); the others get
+ * their row (flags aligned with userIds). It takes the organization's event-order lock first, so that
+ * message ids, and the ids of the events announcing them, follow commit order (a client never sees
+ * message n+1 before message n; catching up relies on it too). The recipients travel once, as text; the
  * event carries them as arrays of ids and flags (one payload for all of them). No event is stored when
  * there is no recipient.
  */
 export async function storeMessage(
   tx: Db,
   m: NewMessage,
-  recipients: { userIds: number[]; flags: number[] },
+  recipients: { userIds: number[]; flags: number[]; deferred: ReadonlySet<number> },
   event: NewMessageEvent,
 ): Promise<MessageRow> {
+  const deferredIds: number[] = [];
+  const rowIds: number[] = [];
+  const rowFlags: number[] = [];
+  recipients.userIds.forEach((id, i) => {
+    if (recipients.deferred.has(id)) deferredIds.push(id);
+    else {
+      rowIds.push(id);
+      rowFlags.push(recipients.flags[i]!);
+    }
+  });
   const [row] = await tx.$queryRaw<MessageRow[]>`
     WITH ordered AS (${eventOrderLockSql(m.realmId)}),
     stored AS (
-      INSERT INTO message (realm_id, sender_id, channel_id, topic, direct_user_ids, content, rendered_content, sending_client)
-      SELECT ${m.realmId}::int, ${m.senderId}::int, ${m.channelId}::int, ${m.topic}, ${m.directUserIds}::int[], ${m.content}, ${m.renderedContent}, ${m.sendingClient}
+      INSERT INTO message (realm_id, sender_id, channel_id, topic, direct_user_ids, content, rendered_content, sending_client, deferred_recipient_ids)
+      SELECT ${m.realmId}::int, ${m.senderId}::int, ${m.channelId}::int, ${m.topic}, ${m.directUserIds}::int[], ${m.content}, ${m.renderedContent}, ${m.sendingClient},
+        string_to_array(${intList(deferredIds)}, ',')::int[]
       FROM ordered
       RETURNING *
     ),
@@ -57,7 +70,8 @@ export async function storeMessage(
     ),
     rows AS (
       INSERT INTO user_message (user_id, message_id, flags)
-      SELECT r.user_id, stored.id, r.flags FROM stored, recipients, unnest(recipients.user_ids, recipients.flags) AS r(user_id, flags)
+      SELECT r.user_id, stored.id, r.flags FROM stored,
+        unnest(string_to_array(${intList(rowIds)}, ',')::int[], string_to_array(${intList(rowFlags)}, ',')::int[]) AS r(user_id, flags)
     ),
     announced AS (
       INSERT INTO event (realm_id, user_ids, realm_wide, payload, type, flags, all_public_streams)

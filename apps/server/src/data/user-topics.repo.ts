@@ -68,7 +68,7 @@ export interface SenderTopicState {
 /**
  * The sender's settings, policy and channel mute for the topic, and whether the topic has another
  * message the sender can read: with `historyPublic`, any of the channel; otherwise one the sender
- * received (so that a protected history does not leak through the answer).
+ * received, with a row or a deferred one (so that a protected history does not leak through the answer).
  */
 export async function senderTopicState(
   db: Db,
@@ -82,7 +82,8 @@ export async function senderTopicState(
       EXISTS (
         SELECT 1 FROM message m
         WHERE m.channel_id = ${q.channelId}::int AND lower(m.topic) = lower(${q.topic}::text) AND m.id <> ${q.messageId}::int
-          AND (${q.historyPublic}::boolean OR EXISTS (SELECT 1 FROM user_message um WHERE um.user_id = ${q.senderId}::int AND um.message_id = m.id))
+          AND (${q.historyPublic}::boolean OR m.deferred_recipient_ids @> ARRAY[${q.senderId}::int]
+            OR EXISTS (SELECT 1 FROM user_message um WHERE um.user_id = ${q.senderId}::int AND um.message_id = m.id))
       ) AS "topicHasOtherMessages"
     FROM "user" u
     LEFT JOIN user_settings us ON us.user_id = u.id

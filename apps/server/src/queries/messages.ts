@@ -5,6 +5,7 @@
 // can no longer read; a positive channel term (or channels:public) for a channel whose history they may
 // read (access/messages.ts canReadChannelHistory) reaches every message of that channel, those without a
 // row of theirs flagged read and historical. Spectators read web-public channels only.
+import { writeDeferredRows } from '../data/deferred-rows.repo.ts';
 import type { Schema, SuccessData } from '@parley/api-types';
 import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
@@ -128,6 +129,7 @@ function canReadMessage(subject: PermissionSubject | null, found: { flags: numbe
 /** The message if `viewer` may read it (null otherwise, or when it does not exist). */
 export async function readableMessage(db: Db, realm: Realm, viewer: User | null, messageId: number) {
   if (messageId < 1 || messageId > MAX_MESSAGE_ID) return null;
+  if (viewer) await writeDeferredRows(db, realm.id, viewer.id);
   const found = await messageWithViewerRow(db, realm.id, messageId, viewer?.id ?? null);
   if (!found) return null;
   const subject = viewer ? await subjectFor(db, viewer, found.channel !== null && dependsOnGroups(viewer, found.channel)) : null;
@@ -294,6 +296,7 @@ export async function fetchMessages(db: Db, realm: Realm, viewer: User | null, r
   }
   const includeAnchor = idsMode ? false : (req.includeAnchor ?? true);
   const anchor = idsMode ? null : parseAnchor(req.anchor, req.useFirstUnreadAnchor ?? false, req.anchorDate);
+  if (viewer) await writeDeferredRows(db, realm.id, viewer.id);
   terms = renameEmptyTopicTerms(await expandWith(db, realm, viewer, terms));
 
   const requested = idsMode ? req.messageIds!.length : numBefore + numAfter;
@@ -430,6 +433,7 @@ export async function topicsOfChannel(db: Db, realm: Realm, viewer: User | null,
     // Protected history: only the topics of messages the user received.
     if (!channel.historyPublicToSubscribers) onlyRowsOf = viewer.id;
   }
+  if (onlyRowsOf !== null) await writeDeferredRows(db, realm.id, onlyRowsOf);
   const topics = await channelTopics(db, channel.id, onlyRowsOf);
   return {
     topics: topics.map((t) => ({ name: t.name === '' && !options.allowEmptyTopicName ? EMPTY_TOPIC_DISPLAY_NAME : t.name, max_id: t.max_id })),

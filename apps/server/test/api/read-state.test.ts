@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { createChannel } from '../helpers/channels.ts';
+import { realmIdOf } from '../helpers/realm.ts';
+import { writeDeferredRows } from '../../src/data/deferred-rows.repo.ts';
 import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
 
 let env: TestServer;
@@ -25,7 +27,9 @@ async function send(as: Person, body: Record<string, unknown>): Promise<number> 
 }
 const toChannel = (as: Person, topic: string, content = 'hello', to = channel.name) => send(as, { type: 'stream', to, topic, content });
 
+/** The person's unread rows in the database, after writing their deferred rows (as any read of them does). */
 async function unreadIds(person: Person): Promise<number[]> {
+  await writeDeferredRows(env.running.deps.db, await realmIdOf(env), uid(person));
   const rows = await env.running.deps.db.$queryRaw<{ id: number }[]>`SELECT message_id AS id FROM user_message WHERE user_id = ${uid(person)} AND (flags & 1) = 0 ORDER BY message_id`;
   return rows.map((r) => r.id);
 }

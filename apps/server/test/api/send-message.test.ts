@@ -48,11 +48,12 @@ describe('POST /messages to a channel', () => {
     expect(res.status).toBe(200);
     const id = res.body.id as number;
     expect(Number.isInteger(id)).toBe(true);
+    // Rows at once for the sender and the mentioned; the others' rows are written when they read.
     const flags = await flagsOf(id);
-    expect([...flags.keys()].sort((a, b) => a - b)).toEqual([uid('iago'), uid('hamlet'), uid('othello'), uid('polonius')].sort((a, b) => a - b));
+    expect([...flags.keys()].sort((a, b) => a - b)).toEqual([uid('iago'), uid('hamlet')].sort((a, b) => a - b));
     expect(flags.get(uid('hamlet'))! & 8).toBe(8); // mentioned
-    expect(flags.get(uid('othello'))).toBe(0);
     expect(flags.get(uid('iago'))! & 1).toBe(0); // API clients' messages start unread for the sender
+    expect((await db().message.findUniqueOrThrow({ where: { id } })).deferredRecipientIds).toEqual([uid('othello'), uid('polonius')].sort((a, b) => a - b));
 
     const [he] = await poll('hamlet', hq);
     expect(he.type).toBe('message');
@@ -72,6 +73,14 @@ describe('POST /messages to a channel', () => {
     expect(oe.flags).toEqual([]);
     expect(oe.message.content_type).toBe('text/x-markdown');
     expect(oe.message.content).toBe('Hello @**King Hamlet**, see **this**');
+
+    // othello reads: his row is written then, unread; polonius's still waits.
+    const read = await env.raw(`/messages/${id}`, { as: 'othello' });
+    expect(read.status).toBe(200);
+    expect(read.body.message.flags).toEqual([]);
+    const after = await flagsOf(id);
+    expect(after.get(uid('othello'))).toBe(0);
+    expect(after.has(uid('polonius'))).toBe(false);
   });
 
   it('accepts the channel by id, as JSON, and a JSON list of one', async () => {
@@ -178,7 +187,7 @@ describe('100 concurrent senders to one topic', () => {
 
 describe('user_message rows, their message and their user (checked per statement, not per row)', () => {
   it('a row for a message or a user that does not exist is refused; deleting a message deletes its rows', async () => {
-    const res = await send('hamlet', { type: 'stream', to: channel.name, topic: 'integrity', content: 'to be deleted' });
+    const res = await send('hamlet', { type: 'stream', to: channel.name, topic: 'integrity', content: 'to be deleted, @**Othello, the Moor of Venice**' });
     const id = res.body.id as number;
     await expect(db().$executeRawUnsafe('INSERT INTO user_message (user_id, message_id, flags) VALUES ($1, 2147483000, 0)', uid('hamlet'))).rejects.toThrow(/violates its reference to table "message"/);
     await expect(db().$executeRawUnsafe('INSERT INTO user_message (user_id, message_id, flags) VALUES (2147483000, $1, 0)', id)).rejects.toThrow(/violates its reference to table "user"/);
