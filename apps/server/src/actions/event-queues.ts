@@ -1,8 +1,8 @@
 // POST /register, GET /events, DELETE /events.
-import { writeDeferredRows } from '../data/deferred-rows.repo.ts';
 import { randomUUID } from 'node:crypto';
 import type { AppDeps } from '../deps.ts';
 import { inTransaction, Prisma } from '../data/db.ts';
+import { writeDeferredRows } from '../data/deferred-rows.repo.ts';
 import type { Realm, User } from '../data/models.ts';
 import { createEventQueue, deleteEventQueue, touchEventQueue } from '../data/event-queues.repo.ts';
 import { newestEventId } from '../data/event-queues.repo.ts';

@@ -1,9 +1,9 @@
 // Domain actions on users. Each runs in one transaction, checks the caller's permissions itself (through
 // access/) on rows read under the locks it holds, and emits its events after commit.
-import { startCaughtUp } from '../data/deferred-rows.repo.ts';
 import type { AppDeps } from '../deps.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
+import { startCaughtUp } from '../data/deferred-rows.repo.ts';
 import type { Realm, User } from '../data/models.ts';
 import {
   countActiveHumanOwners,

@@ -4,10 +4,11 @@
 // Who reads what: without a channel term a user reads their own user_message rows, minus channels they
 // can no longer read; a positive channel term (or channels:public) for a channel whose history they may
 // read (access/messages.ts canReadChannelHistory) reaches every message of that channel, those without a
-// row of theirs flagged read and historical. Spectators read web-public channels only.
-import { writeDeferredRows } from '../data/deferred-rows.repo.ts';
+// row of theirs flagged read and historical. Spectators read web-public channels only. A user's deferred
+// rows (data/deferred-rows.repo.ts) are written before any read of their rows or flags.
 import type { Schema, SuccessData } from '@parley/api-types';
 import type { Db } from '../data/db.ts';
+import { writeDeferredRows } from '../data/deferred-rows.repo.ts';
 import type { Realm, User } from '../data/models.ts';
 import {
   channelsForMessageRead,
