@@ -20,9 +20,11 @@ export async function writeDeferredRows(db: RawSql, realmId: number, userId: num
     ), newest AS (
       SELECT COALESCE((SELECT max(id) FROM message WHERE realm_id = ${realmId}::int), 0) AS id
     ), due AS (
-      SELECT m.id FROM message m, mark, newest
+      -- The bounds as scalar subqueries (values known before the scan), so that they bound the index
+      -- scan itself rather than filter every message of the user's channels.
+      SELECT m.id FROM message m
       WHERE m.channel_id IN (SELECT s.channel_id FROM subscription s WHERE s.user_id = ${userId}::int)
-        AND m.id > mark.id AND m.id <= newest.id
+        AND m.id > (SELECT id FROM mark) AND m.id <= (SELECT id FROM newest)
         AND m.deferred_recipient_ids @> ARRAY[${userId}::int]
     ), written AS (
       INSERT INTO user_message (user_id, message_id, flags)

@@ -177,9 +177,13 @@ function whereOf(base: Base, conditions: NarrowCondition[], extra: Prisma.Sql[] 
  * per-user index, each read-state range is walked in id order up to the limit and the ranges merged.
  */
 function orderedSql(base: Base, conditions: NarrowCondition[], extra: Prisma.Sql[], columns: Prisma.Sql, order: 'ASC' | 'DESC', limit: number): Prisma.Sql {
+  // A range is ordered by the per-user index's whole key (constant but for the id within a range), so
+  // that it is walked through that index and never through the key (message_id, user_id), which would
+  // read every row of every user from the anchor on.
+  const direction = Prisma.raw(order);
   const one = (range: Prisma.Sql | null) =>
     Prisma.sql`(SELECT ${columns} FROM ${base.from} WHERE ${whereOf(base, conditions, range ? [...extra, range] : extra)}
-      ORDER BY ${base.id} ${Prisma.raw(order)} LIMIT ${limit}::int)`;
+      ORDER BY ${range ? Prisma.sql`um.user_id ${direction}, (um.flags & 1) ${direction}, ` : Prisma.empty}${base.id} ${direction} LIMIT ${limit}::int)`;
   const ranges = base.readStates;
   if (ranges === null) return one(null);
   if (ranges.length === 1) return one(ranges[0]!);

@@ -39,13 +39,15 @@ export async function countOwnMessages(db: Db, userId: number, messageIds: numbe
 
 /**
  * The user's newest message id (0 when none): "mark all" stops there, so later messages stay unread.
- * The newer of the ends of the per-user index's two ranges (unread and read rows).
+ * The newer of the ends of the per-user index's two ranges (unread and read rows), each ordered by the
+ * index's whole key so that no other index can serve it (the key (message_id, user_id) would read every
+ * row after the user's newest, other users' included).
  */
 export async function newestOwnMessageId(db: Db, userId: number): Promise<number> {
   const [row] = await db.$queryRaw<{ id: number | null }[]>`
     SELECT GREATEST(
-      (SELECT max(message_id) FROM user_message WHERE user_id = ${userId}::int AND (flags & 1) = 0),
-      (SELECT max(message_id) FROM user_message WHERE user_id = ${userId}::int AND (flags & 1) = 1)) AS id`;
+      (SELECT message_id FROM user_message WHERE user_id = ${userId}::int AND (flags & 1) = 0 ORDER BY user_id DESC, (flags & 1) DESC, message_id DESC LIMIT 1),
+      (SELECT message_id FROM user_message WHERE user_id = ${userId}::int AND (flags & 1) = 1 ORDER BY user_id DESC, (flags & 1) DESC, message_id DESC LIMIT 1)) AS id`;
   return row?.id ?? 0;
 }
 
