@@ -16,23 +16,3 @@ ALTER TABLE "user_message_caught_up" ADD CONSTRAINT "user_message_caught_up_user
 INSERT INTO "user_message_caught_up" ("user_id", "message_id")
 SELECT u.id, COALESCE((SELECT max(m.id) FROM "message" m WHERE m.realm_id = u.realm_id), 0) FROM "user" u;
 
--- Catching up inserts no row most of the time; the reference check then returns at once.
-CREATE OR REPLACE FUNCTION parley_user_message_check_references() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  user_ids int[];
-BEGIN
-  IF NOT EXISTS (SELECT 1 FROM parley_new_rows) THEN
-    RETURN NULL;
-  END IF;
-  IF EXISTS (SELECT 1 FROM (SELECT DISTINCT n.message_id FROM parley_new_rows n) n WHERE NOT EXISTS (SELECT 1 FROM message m WHERE m.id = n.message_id)) THEN
-    RAISE EXCEPTION 'insert on table "user_message" violates its reference to table "message"'
-      USING ERRCODE = 'foreign_key_violation';
-  END IF;
-  user_ids := ARRAY(SELECT DISTINCT n.user_id FROM parley_new_rows n ORDER BY 1);
-  IF (SELECT count(*) FROM "user" u WHERE u.id = ANY(user_ids)) <> cardinality(user_ids) THEN
-    RAISE EXCEPTION 'insert on table "user_message" violates its reference to table "user"'
-      USING ERRCODE = 'foreign_key_violation';
-  END IF;
-  RETURN NULL;
-END
-$$;
