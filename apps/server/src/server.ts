@@ -23,6 +23,7 @@ import { createRateLimiter } from './data/rate-limits.repo.ts';
 import { createUserDirectory } from './queries/user-directory.ts';
 import { createLogger } from './http/logging.ts';
 import { createApiKeyCipher, loadOrCreateSecret } from './security/secrets.ts';
+import { startIdleCollection } from './http/idle-collection.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -101,6 +102,7 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
   const housekeeping = startEventHousekeeping(deps.db, deps.logger);
+  const idleCollection = startIdleCollection(server);
   registerJobHandlers(deps);
   await deps.jobs.start();
   // In-flight requests, so that close() can let them finish.
@@ -123,6 +125,7 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
       // Parked long-polls answer at once (a heartbeat), so that clients poll again elsewhere.
       deps.delivery.close();
       housekeeping.stop();
+      idleCollection.stop();
       // Stop accepting; idle keep-alive connections go at once, requests under way get up to drainMs.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
