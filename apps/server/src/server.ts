@@ -96,8 +96,14 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
   const app = buildApp(deps);
   deps.listener.start();
   await deps.listener.ready();
+  // As app.listen, with the application's own request handler (app.ts `serve`).
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve(s)));
+    const s = http.createServer(app.serverOptions, app.serve);
+    s.once('error', reject);
+    s.listen(port, host, () => {
+      s.removeListener('error', reject);
+      resolve(s);
+    });
   });
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
@@ -108,12 +114,13 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
   // In-flight requests, so that close() can let them finish.
   let inFlight = 0;
   let drained: (() => void) | null = null;
+  const responseClosed = () => {
+    inFlight--;
+    if (inFlight === 0) drained?.();
+  };
   server.on('request', (_req, res: ServerResponse) => {
     inFlight++;
-    res.once('close', () => {
-      inFlight--;
-      if (inFlight === 0) drained?.();
-    });
+    res.on('close', responseClosed); // a response closes once
   });
   const address = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;

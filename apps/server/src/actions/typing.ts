@@ -12,12 +12,22 @@ import { loadPermissionSubject } from '../access/group-settings.ts';
 import { checkCanSendToChannel } from '../access/messages.ts';
 import { hasContentAccess } from '../access/channels.ts';
 import { MAX_CHANNEL_SIZE_FOR_TYPING, topicFromClient } from '../lib/message-limits.ts';
+import { markCachesUntouched } from '../data/db.ts';
 
 export type TypingRequest =
   | { kind: 'direct'; op: 'start' | 'stop'; to: number[] | undefined }
   | { kind: 'channel'; op: 'start' | 'stop'; channelId: number | undefined; topic: string | undefined };
 
-export async function doSetTypingStatus(deps: AppDeps, realm: Realm, sender: User, request: TypingRequest): Promise<void> {
+/**
+ * Writes nothing (no table, so none of data/db.ts CACHED_TABLES): the answer is marked so, and the
+ * dispatcher does not wait for this process's invalidation barrier before sending it.
+ */
+export async function doSetTypingStatus(deps: AppDeps, realm: Realm, sender: User, request: TypingRequest): Promise<Record<string, never>> {
+  await publishTyping(deps, realm, sender, request);
+  return markCachesUntouched({});
+}
+
+async function publishTyping(deps: AppDeps, realm: Realm, sender: User, request: TypingRequest): Promise<void> {
   const senderRef = { user_id: sender.id, email: sender.email };
   if (request.kind === 'direct') {
     if (request.to === undefined) throw new JsonableError("Missing 'to' argument");

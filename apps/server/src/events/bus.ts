@@ -7,7 +7,7 @@ import type { Db } from '../data/db.ts';
 import type { Db as AnyDb } from '../data/db.ts';
 import { insertEvents, publishEphemeralEvents, type QueuedEvent } from '../data/events.repo.ts';
 import type { Logger } from '../http/logging.ts';
-import type { DatabaseListener } from './listener.ts';
+import { ListenerUnavailable, type DatabaseListener } from './listener.ts';
 
 export const EVENTS_CHANNEL = 'parley_events';
 /** Ephemeral events (typing), whole in the NOTIFY payload. */
@@ -47,7 +47,79 @@ export interface EventBus {
   flush(): Promise<void>;
 }
 
+/** A nested SQL fragment of a tagged template (Prisma.Sql: its `strings` around its `values`). */
+interface SqlFragment {
+  strings: readonly string[];
+  values: readonly unknown[];
+}
+const isSqlFragment = (value: unknown): value is SqlFragment =>
+  typeof value === 'object' &&
+  value !== null &&
+  Array.isArray((value as SqlFragment).strings) &&
+  Array.isArray((value as SqlFragment).values) &&
+  (value as SqlFragment).strings.length === (value as SqlFragment).values.length + 1;
+
+/** Text ($1, $2, …) and values of a tagged SQL template, nested fragments inlined as Prisma.sql does. */
+function flattenSql(strings: readonly string[], values: readonly unknown[]): { text: string; values: unknown[] } {
+  const out: unknown[] = [];
+  let text = '';
+  const walk = (parts: readonly string[], items: readonly unknown[]) => {
+    text += parts[0];
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (isSqlFragment(item)) walk(item.strings, item.values);
+      else {
+        // As the data layer sends arguments to node-postgres (data/db.ts): dates as ISO-8601, BigInts as text.
+        out.push(item instanceof Date ? item.toISOString() : typeof item === 'bigint' ? item.toString() : item);
+        text += `$${out.length}`;
+      }
+      text += parts[i + 1];
+    }
+  };
+  walk(strings, values);
+  return { text, values: out };
+}
+
+/** How long a statement on the listener connection may wait for a lock (see listener.ts `run`). */
+const LISTENER_LOCK_TIMEOUT_MS = 50;
+/** PostgreSQL's lock_not_available (a lock_timeout expired). */
+const LOCK_NOT_AVAILABLE = '55P03';
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+/** PostgreSQL answered the statement with an error of its own (not a lock wait cut short). */
+function refusedByPostgres(error: unknown): boolean {
+  if (error instanceof ListenerUnavailable) return false;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && SQLSTATE.test(code) && code !== LOCK_NOT_AVAILABLE;
+}
+
+/**
+ * The data layer's statements, sent on the listener connection (events/listener.ts `run`): written in
+ * the same socket write as the barrier of the callers waiting then, without a pooled connection or
+ * Prisma's query machinery. Statements are prepared once per connection (one name per text), and
+ * wait at most LISTENER_LOCK_TIMEOUT_MS for a lock. Rejects with ListenerUnavailable, without sending
+ * anything, while that connection is down.
+ */
+function listenerSql(listener: DatabaseListener): AnyDb {
+  const names = new Map<string, string>();
+  const send = (query: TemplateStringsArray | SqlFragment, values: unknown[]) => {
+    const statement = isSqlFragment(query) && !Array.isArray(query) ? flattenSql(query.strings, query.values) : flattenSql(query as TemplateStringsArray, values);
+    let name = names.get(statement.text);
+    if (name === undefined) {
+      name = `parley_listener_${names.size + 1}`;
+      names.set(statement.text, name);
+    }
+    return listener.run({ name, ...statement, lockTimeoutMs: LISTENER_LOCK_TIMEOUT_MS });
+  };
+  const sql = {
+    $executeRaw: (query: TemplateStringsArray | SqlFragment, ...values: unknown[]) => send(query, values).then((r) => r.rowCount),
+    $queryRaw: (query: TemplateStringsArray | SqlFragment, ...values: unknown[]) => send(query, values).then((r) => r.rows),
+  };
+  return sql as unknown as AnyDb;
+}
+
 export function createEventBus(db: AnyDb, listener: DatabaseListener, logger: Logger): EventBus {
+  const viaListener = listenerSql(listener);
   const pending = new Set<number>();
   let sending: Promise<void> | null = null;
 
@@ -104,8 +176,16 @@ export function createEventBus(db: AnyDb, listener: DatabaseListener, logger: Lo
           size += bytes;
           chunks.push(chunk);
         }
+        const bodies = group.map((i) => i.body);
         try {
-          await publishEphemeralEvents(db, EPHEMERAL_CHANNEL, realmId, group.map((i) => i.body), chunks);
+          // On the listener connection, with the next barrier; through the pool while it is down.
+          await publishEphemeralEvents(viaListener, EPHEMERAL_CHANNEL, realmId, bodies, chunks).catch((error: unknown) => {
+            if (refusedByPostgres(error)) throw error;
+            // Not sent (the connection is down), lost with the connection, or the event-order lock is
+            // held by a longer write: a pooled connection does it (and waits for the lock). Lost with
+            // the connection after it ran, it is announced twice: harmless for what is ephemeral.
+            return publishEphemeralEvents(db, EPHEMERAL_CHANNEL, realmId, bodies, chunks);
+          });
           for (const item of group) item.resolve();
         } catch (error) {
           for (const item of group) item.reject(error);

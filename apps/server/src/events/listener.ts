@@ -2,6 +2,8 @@
 // query pool, so that announcements never wait for a pooled connection and every process hears
 // what any other committed. It reconnects with backoff; while it is down, `listening` is false and
 // subscribers are told to forget anything they derived from notifications (they may have missed some).
+// It also runs the process's own NOTIFYs: barriers, event announcements and the ephemeral (typing)
+// statements of events/bus.ts, pipelined in rounds (one socket write each, see `run`).
 import pg from 'pg';
 import type { Logger } from '../http/logging.ts';
 
@@ -20,6 +22,12 @@ export interface DatabaseListener {
   /** NOTIFY on this connection (coalescing is the caller's); falls back to `fallback` while down. */
   notify(channel: string, payload: string): Promise<void>;
   /**
+   * Runs one statement (its own implicit transaction) on this connection, written together with the
+   * other statements and the barrier of the same round (see below). Rejects with ListenerUnavailable,
+   * without sending anything, while the connection is down: the caller then uses a pooled connection.
+   */
+  run(statement: { name?: string; text: string; values: unknown[]; lockTimeoutMs?: number }): Promise<{ rows: unknown[]; rowCount: number }>;
+  /**
    * Resolves once this process has received every notification committed before the call (a NOTIFY
    * of our own comes back after them: PostgreSQL delivers notifications in commit order). Calls made
    * in the same tick share one round trip.
@@ -30,6 +38,27 @@ export interface DatabaseListener {
   /** Resolves once LISTEN is established (or after `timeoutMs`). */
   ready(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** `run` was called while the listener connection is down: nothing was sent. */
+export class ListenerUnavailable extends Error {
+  constructor() {
+    super('the listener connection is down');
+  }
+}
+
+interface RoundStatement {
+  name?: string;
+  text: string;
+  values: unknown[];
+  /**
+   * The statement runs in a transaction of its own that waits at most this long for a lock (then it
+   * fails with PostgreSQL's lock_not_available, 55P03), so that this connection, which every
+   * notification of the process comes through, is never held up longer by another transaction's lock.
+   */
+  lockTimeoutMs?: number;
+  resolve: (result: { rows: unknown[]; rowCount: number }) => void;
+  reject: (error: unknown) => void;
 }
 
 export function createDatabaseListener(
@@ -49,46 +78,16 @@ export function createDatabaseListener(
   const BARRIER_CHANNEL = 'parley_barrier';
   const barrierId = `${process.pid}-${Math.random().toString(36).slice(2)}`;
   let barrierSeq = 0;
-  /** Callers waiting for the next barrier to be sent; at most one barrier is out at a time. */
+  /** Callers waiting for the next barrier to be sent. */
   let barrierWaiters: Array<() => void> = [];
-  let barrierOut: string | null = null;
-  let barrierScheduled = false;
   const sentBarriers = new Map<string, Array<() => void>>();
   const finishBarrier = (token: string) => {
     const waiters = sentBarriers.get(token);
     if (!waiters) return;
     sentBarriers.delete(token);
-    if (barrierOut === token) barrierOut = null;
     for (const resolve of waiters) resolve();
-    scheduleBarrier();
   };
   handlers.set(BARRIER_CHANNEL, [(payload) => finishBarrier(payload)]);
-
-  // Barriers go out one at a time: callers arriving while one is out wait for the next, which is sent
-  // after their call (so it covers them) as soon as the one out comes back. Under load, one NOTIFY
-  // serves every caller of a round trip.
-  function scheduleBarrier() {
-    if (barrierScheduled || barrierOut !== null || barrierWaiters.length === 0) return;
-    barrierScheduled = true;
-    setImmediate(sendBarrier);
-  }
-  function sendBarrier() {
-    barrierScheduled = false;
-    if (barrierOut !== null || barrierWaiters.length === 0) return;
-    const waiters = barrierWaiters;
-    barrierWaiters = [];
-    const c = client;
-    if (!c || !listening) {
-      for (const resolve of waiters) resolve();
-      return;
-    }
-    const token = `${barrierId}:${++barrierSeq}`;
-    barrierOut = token;
-    sentBarriers.set(token, waiters);
-    // One that does not come back in time (connection trouble) must not hold up the next.
-    setTimeout(() => finishBarrier(token), 2_000).unref();
-    query(c, 'SELECT pg_notify($1, $2)', [BARRIER_CHANNEL, token]).catch(() => finishBarrier(token));
-  }
 
   /** One query at a time on the listener connection (node-postgres no longer queues for us). */
   let queue: Promise<unknown> = Promise.resolve();
@@ -98,13 +97,95 @@ export function createDatabaseListener(
     return run;
   };
 
+  // Rounds: the statements given to `run` and `notify` and the barrier of the callers waiting go out
+  // together, pipelined in one socket write (each statement with its own Sync, so its own implicit
+  // transaction: one failing fails alone), one round at a time. Callers arriving while a round is out
+  // join the next, which is sent as soon as the one out is answered: under load, one write and one
+  // barrier NOTIFY serve every caller of a round trip. A barrier is sent after its callers' calls, and
+  // after the round's other statements (so it covers them too).
+  let roundStatements: RoundStatement[] = [];
+  let roundOut = false;
+  let roundScheduled = false;
+  function scheduleRound() {
+    if (roundScheduled || roundOut || (roundStatements.length === 0 && barrierWaiters.length === 0)) return;
+    roundScheduled = true;
+    setImmediate(sendRound);
+  }
+  function sendRound() {
+    roundScheduled = false;
+    if (roundOut) return;
+    const statements = roundStatements;
+    const waiters = barrierWaiters;
+    roundStatements = [];
+    barrierWaiters = [];
+    if (statements.length === 0 && waiters.length === 0) return;
+    const c = client;
+    if (!c || !listening) {
+      for (const resolve of waiters) resolve(); // nothing is cached while not listening
+      for (const statement of statements) statement.reject(new ListenerUnavailable());
+      return;
+    }
+    let token: string | null = null;
+    if (waiters.length > 0) {
+      const sent = (token = `${barrierId}:${++barrierSeq}`);
+      sentBarriers.set(sent, waiters);
+      // One that does not come back in time (connection trouble) must not hold up its callers.
+      setTimeout(() => finishBarrier(sent), 2_000).unref();
+    }
+    roundOut = true;
+    const round = queue.then(() => {
+      const answers: Array<Promise<unknown>> = [];
+      const stream = (c as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
+      stream?.cork?.();
+      try {
+        for (const statement of statements) {
+          const config = statement.name ? { name: statement.name, text: statement.text, values: statement.values } : { text: statement.text, values: statement.values };
+          if (statement.lockTimeoutMs === undefined) {
+            answers.push(c.query(config).then((result) => statement.resolve({ rows: result.rows, rowCount: result.rowCount ?? 0 }), statement.reject));
+            continue;
+          }
+          // BEGIN … COMMIT are written with it, whatever happens to it (a failed statement makes
+          // COMMIT a ROLLBACK), so that nothing after it runs inside its transaction.
+          answers.push(c.query('BEGIN').catch(() => {}));
+          answers.push(c.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(statement.lockTimeoutMs))}`).catch(() => {}));
+          const result = c.query(config);
+          const commit = c.query('COMMIT');
+          answers.push(
+            Promise.all([result, commit]).then(([r, committed]) => {
+              if (committed.command !== 'COMMIT') throw new Error(`the statement's transaction ended with ${committed.command}`);
+              statement.resolve({ rows: r.rows, rowCount: r.rowCount ?? 0 });
+            }).catch(statement.reject),
+          );
+        }
+        if (token !== null) {
+          const sent = token;
+          answers.push(c.query('SELECT pg_notify($1, $2)', [BARRIER_CHANNEL, sent]).catch(() => finishBarrier(sent)));
+        }
+      } finally {
+        stream?.uncork?.();
+      }
+      return Promise.all(answers);
+    });
+    queue = round.catch(() => {});
+    // The next round goes out no sooner than the loop iteration after the one that read this one's
+    // answers: the requests read meanwhile join it (a busy process writes fewer, fuller rounds; an idle
+    // one loses only an iteration of an otherwise empty loop).
+    void queue.then(() =>
+      setImmediate(() => {
+        roundOut = false;
+        scheduleRound();
+      }),
+    );
+  }
+
   const reset = () => {
     for (const handler of resetHandlers) handler();
   };
 
   async function connect(): Promise<void> {
     if (closed) return;
-    const c = new pg.Client({ connectionString: databaseUrl, keepAlive: true });
+    // Pipelined: a round's statements are written at once (`query` above still sends one at a time).
+    const c = new pg.Client({ connectionString: databaseUrl, keepAlive: true, pipeline: true });
     c.on('notification', (message) => {
       for (const handler of handlers.get(message.channel) ?? []) {
         try {
@@ -195,7 +276,14 @@ export function createDatabaseListener(
           resolve();
         };
         barrierWaiters.push(done);
-        scheduleBarrier();
+        scheduleRound();
+      });
+    },
+    run(statement) {
+      if (!listening || !client) return Promise.reject(new ListenerUnavailable());
+      return new Promise((resolve, reject) => {
+        roundStatements.push({ ...statement, resolve, reject });
+        scheduleRound();
       });
     },
     onReset(handler) {
@@ -204,7 +292,10 @@ export function createDatabaseListener(
     async notify(channel, payload) {
       if (client && listening) {
         try {
-          await query(client, 'SELECT pg_notify($1, $2)', [channel, payload]);
+          await new Promise((resolve, reject) => {
+            roundStatements.push({ text: 'SELECT pg_notify($1, $2)', values: [channel, payload], resolve, reject });
+            scheduleRound();
+          });
           return;
         } catch {
           // fall through: the pool still works

@@ -73,9 +73,21 @@ function createTypingPeopleCache(listener: DatabaseListener): TypingPeopleCache 
           entries.set(person.id, { realmId, person });
         }
       }
-      return found.sort((a, b) => a.id - b.id);
+      return sortById(found);
     },
   };
+}
+
+/** Ascending by id, in place: an insertion sort for the few people of a typing notification (no allocation). */
+function sortById(people: TypingPerson[]): TypingPerson[] {
+  if (people.length > 32) return people.sort((a, b) => a.id - b.id);
+  for (let i = 1; i < people.length; i++) {
+    const person = people[i]!;
+    let j = i - 1;
+    for (; j >= 0 && people[j]!.id > person.id; j--) people[j + 1] = people[j]!;
+    people[j + 1] = person;
+  }
+  return people;
 }
 
 const caches = new WeakMap<DatabaseListener, TypingPeopleCache>();

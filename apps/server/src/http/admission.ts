@@ -35,7 +35,7 @@ export function admission(options: AdmissionOptions) {
       release();
     };
     const admit = () => {
-      res.once('close', releaseOnce);
+      res.on('close', releaseOnce); // a response closes once
       // A long-poll gives its slot back while it waits (see HandlerContext.detachFromAdmission).
       res.locals['releaseAdmission'] = releaseOnce;
       next();
@@ -54,7 +54,7 @@ export function admission(options: AdmissionOptions) {
       }, options.queueTimeoutMs),
     };
     // A client that gives up while waiting leaves the line.
-    res.once('close', () => {
+    res.on('close', () => {
       const i = waiting.indexOf(entry);
       if (i >= 0) {
         waiting.splice(i, 1);

@@ -27,6 +27,50 @@ export function parseBasicAuth(req: Request): Credentials | null {
   return { email: pieces[0]!.trim(), apiKey: pieces[1]!.trim() };
 }
 
+/** What a well-formed header yields: the parsed credentials and the key's lookup hash. */
+interface VerifiedHeader {
+  credentials: Credentials;
+  lookupHash: string;
+}
+
+/** At most this many headers are remembered per process (the oldest go first). */
+const MAX_REMEMBERED_HEADERS = 10_000;
+
+/**
+ * The credentials of a request from its Authorization header (null: none), with the API key's lookup
+ * hash. Parsing a header and hashing its key is a pure function of the header (and of the server
+ * secret), so the answer for a header that authenticated a user before is remembered: only this
+ * parsing and HMAC are skipped. Who the key belongs to, and every check of `authenticate`, still
+ * come from the credential cache on every request, so a changed key or a deactivated user is refused
+ * exactly as before. Headers that failed are not remembered (a flood of made-up keys cannot push out
+ * the real ones).
+ */
+export function createHeaderAuthenticator(deps: { db: Db; cipher: ApiKeyCipher; credentials: CredentialCache }) {
+  const remembered = new Map<string, VerifiedHeader>();
+  const remember = (header: string, verified: VerifiedHeader) => {
+    if (remembered.size >= MAX_REMEMBERED_HEADERS) remembered.delete(remembered.keys().next().value!);
+    remembered.set(header, verified);
+  };
+  /** Without waiting when both the header and its identity are known (the common case). */
+  return (req: Request): { user: User; realm: Realm } | null | Promise<{ user: User; realm: Realm }> => {
+    const header = req.headers.authorization;
+    if (header === undefined || header === '') return null;
+    const known = remembered.get(header);
+    if (known) {
+      const identity = deps.credentials.peek(known.lookupHash);
+      if (identity) return checkIdentity(identity, known.credentials);
+      return authenticateHashed(deps, known.credentials, known.lookupHash);
+    }
+    const credentials = parseBasicAuth(req)!;
+    if (!isWellFormedApiKey(credentials.apiKey)) throw new UnauthorizedError('Malformed API key');
+    const lookupHash = deps.cipher.lookupHash(credentials.apiKey);
+    return authenticateHashed(deps, credentials, lookupHash).then((identity) => {
+      remember(header, { credentials, lookupHash });
+      return identity;
+    });
+  };
+}
+
 /**
  * Resolves the key to its user and organization: from the per-process cache (no database round trip),
  * or from the database once, verified against the encrypted key. Every check below runs on every
@@ -37,7 +81,14 @@ export async function authenticate(
   credentials: Credentials,
 ): Promise<{ user: User; realm: Realm }> {
   if (!isWellFormedApiKey(credentials.apiKey)) throw new UnauthorizedError('Malformed API key');
-  const lookupHash = deps.cipher.lookupHash(credentials.apiKey);
+  return authenticateHashed(deps, credentials, deps.cipher.lookupHash(credentials.apiKey));
+}
+
+async function authenticateHashed(
+  deps: { db: Db; cipher: ApiKeyCipher; credentials: CredentialCache },
+  credentials: Credentials,
+  lookupHash: string,
+): Promise<{ user: User; realm: Realm }> {
   const identity = await deps.credentials.get(lookupHash, async () => {
     const row = await findUserByApiKeyHash(deps.db, lookupHash);
     if (!row || !deps.cipher.matches(credentials.apiKey, row.ciphertext)) return null;
@@ -45,10 +96,15 @@ export async function authenticate(
     return { user, realm, ciphertext: row.ciphertext };
   });
   if (!identity) throw new UnauthorizedError('Invalid API key');
+  return checkIdentity(identity, credentials);
+}
+
+/** The checks every request passes, on a cached identity too. */
+function checkIdentity<T extends { user: User; realm: Realm }>(identity: T, credentials: Credentials): T {
   const { user, realm } = identity;
   if (user.deliveryEmail.toLowerCase() !== credentials.email.toLowerCase()) throw new UnauthorizedError('Invalid API key');
   if (!user.isActive) throw new UnauthorizedError('Account is deactivated');
   if (realm.deactivated) throw new UnauthorizedError('This organization has been deactivated');
   if (user.isBot && user.botType === 2) throw new UnauthorizedError('This API is not available to incoming webhook bots.');
-  return { user, realm };
+  return identity;
 }

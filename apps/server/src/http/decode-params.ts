@@ -93,8 +93,8 @@ export function decodeParams(
   query: URLSearchParams,
 ): DecodedParams {
   const raw = new Map<string, unknown>();
-  for (const [name, value] of query) raw.set(name, value);
-  for (const [name, value] of Object.entries(body ?? {})) raw.set(name, lastValue(value));
+  if (query.size > 0) for (const [name, value] of query) raw.set(name, value);
+  if (body) for (const name of Object.keys(body)) raw.set(name, lastValue(body[name]));
 
   for (const [canonical, alias] of Object.entries(ALIASES)) {
     if (!Object.hasOwn(operation.params, canonical) || !raw.has(alias)) continue;
@@ -145,7 +145,11 @@ function rejectNulCharacters(value: unknown, path: string[]): void {
     if (typeof current === 'string') {
       if (current.includes('\u0000')) throw new JsonableError(`${formatParamPath(at)} contains a NUL character`);
     } else if (Array.isArray(current)) {
-      for (let i = current.length - 1; i >= 0; i--) stack.push([current[i], [...at, String(i)]]);
+      for (let i = current.length - 1; i >= 0; i--) {
+        const item: unknown = current[i];
+        // Numbers, booleans and null hold no NUL: nothing to visit (lists of ids are the common case).
+        if (item !== null && (typeof item === 'string' || typeof item === 'object')) stack.push([item, [...at, String(i)]]);
+      }
     } else if (current !== null && typeof current === 'object' && !(current instanceof FloatLiteral)) {
       const entries = Object.entries(current);
       for (let i = entries.length - 1; i >= 0; i--) {

@@ -40,7 +40,11 @@ export function requestIdOf(res: Response): string {
   return (res.locals.requestId as string | undefined) ?? '-';
 }
 
-/** Assigns the request id and logs one line when the response is finished (or the client went away). */
+/**
+ * Assigns the request id and logs one line once the response is over: finished, or the client went
+ * away before (`aborted`). Node emits `close` exactly once per response, after `finish` when it
+ * finished, so one listener serves both.
+ */
 export function requestLogging(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
     const incoming = req.headers['x-request-id'];
@@ -48,30 +52,22 @@ export function requestLogging(logger: Logger) {
     res.locals.requestId = id;
     res.setHeader('X-Request-Id', id);
     const started = process.hrtime.bigint();
-    const done = (event: 'finish' | 'close') => () => {
-      res.removeListener('finish', onFinish);
-      res.removeListener('close', onClose);
+    res.on('close', () => {
       if (!logger.isLevelEnabled('info')) return;
       const state = res.locals.parley as Partial<RequestState> | undefined;
-      logger.info(
-        {
-          req_id: id,
-          method: req.method,
-          // The path only: query strings may carry parameters that should not sit in logs.
-          path: req.path === '/' ? req.baseUrl || '/' : `${req.baseUrl}${req.path}`,
-          operation: state?.operation?.operationId,
-          user_id: state?.user?.id,
-          status: res.statusCode,
-          ms: Number(process.hrtime.bigint() - started) / 1e6,
-          ...(event === 'close' && !res.writableFinished ? { aborted: true } : {}),
-        },
-        'request',
-      );
-    };
-    const onFinish = done('finish');
-    const onClose = done('close');
-    res.once('finish', onFinish);
-    res.once('close', onClose);
+      const line: Record<string, unknown> = {
+        req_id: id,
+        method: req.method,
+        // The path only: query strings may carry parameters that should not sit in logs.
+        path: req.path === '/' ? req.baseUrl || '/' : `${req.baseUrl}${req.path}`,
+        operation: state?.operation?.operationId,
+        user_id: state?.user?.id,
+        status: res.statusCode,
+        ms: Number(process.hrtime.bigint() - started) / 1e6,
+      };
+      if (!res.writableFinished) line.aborted = true;
+      logger.info(line, 'request');
+    });
     next();
   };
 }

@@ -41,11 +41,13 @@ export function runChain(chain: Middleware[], req: Request, res: Response, done:
   step();
 }
 
-export function validateRequest(validator: unknown): Middleware {
+export function validateRequest(validator: unknown, options: { validateSecurity: boolean }): Middleware {
   const chain = (Array.isArray(validator) ? validator : [validator]) as Middleware[];
   // Only for the middlewares we know; anything else (another version) runs in full every time.
   const understood = chain.some((m) => m.name === SEARCH) && chain.every((m) => KNOWN.includes(m.name));
-  const validating = chain.filter((m) => VALIDATING.includes(m.name));
+  // Without security validation, the validator's security middleware only passes the request on (a
+  // promise later): its first run, in the full chain, is enough.
+  const validating = chain.filter((m) => VALIDATING.includes(m.name) && (options.validateSecurity || m.name !== 'securityMiddleware'));
   const routes = new Map<string, RouteMetadata>();
   return (req, res, next) => {
     const state = res.locals.parley as RequestState;

@@ -26,6 +26,8 @@ export const INVALIDATION_CHANNEL = 'parley_invalidate';
 export interface CredentialCache {
   /** The identity for an API key's lookup hash, from memory or through `load` (null: no such key). */
   get(lookupHash: string, load: () => Promise<CachedIdentity | null>): Promise<CachedIdentity | null>;
+  /** The identity for an API key's lookup hash when it is in memory (and not expired), without waiting. */
+  peek(lookupHash: string): CachedIdentity | undefined;
   /** The organization answering unauthenticated requests, from memory or through `load`. */
   defaultRealm(load: () => Promise<Realm | null>): Promise<Realm | null>;
   readonly size: number;
@@ -72,6 +74,10 @@ export function createCredentialCache(listener: DatabaseListener, options: { max
   return {
     get size() {
       return entries.size;
+    },
+    peek(lookupHash) {
+      const hit = entries.get(lookupHash);
+      return hit && hit.expiresAt > Date.now() ? hit.value : undefined;
     },
     async get(lookupHash, load) {
       const hit = entries.get(lookupHash);
