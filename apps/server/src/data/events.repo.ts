@@ -17,7 +17,7 @@ export interface StoredEvent {
  * commit. A long-poll that has seen event n has therefore seen every event of the organization up to
  * n, and never meets an earlier one committing later.
  */
-const EVENT_ORDER_LOCK = 7265003;
+export const EVENT_ORDER_LOCK = 7265003;
 export function eventOrderLockSql(realmId: number): Prisma.Sql {
   return Prisma.sql`SELECT pg_advisory_xact_lock(${EVENT_ORDER_LOCK}::int, ${realmId}::int)`;
 }

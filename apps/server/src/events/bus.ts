@@ -86,11 +86,16 @@ const LISTENER_LOCK_TIMEOUT_MS = 50;
 const LOCK_NOT_AVAILABLE = '55P03';
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
-/** PostgreSQL answered the statement with an error of its own (not a lock wait cut short). */
+/**
+ * PostgreSQL refused the statement itself: an error with a SQLSTATE, other than a lock wait cut short
+ * (55P03), a connection failure (class 08) or the session ended by an operator or a shutdown (class
+ * 57, e.g. pg_terminate_backend). Anything else (the connection down or lost) is the connection's.
+ */
 function refusedByPostgres(error: unknown): boolean {
   if (error instanceof ListenerUnavailable) return false;
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && SQLSTATE.test(code) && code !== LOCK_NOT_AVAILABLE;
+  if (typeof code !== 'string' || !SQLSTATE.test(code)) return false;
+  return code !== LOCK_NOT_AVAILABLE && !code.startsWith('08') && !code.startsWith('57');
 }
 
 /**

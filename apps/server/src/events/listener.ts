@@ -7,6 +7,9 @@
 import pg from 'pg';
 import type { Logger } from '../http/logging.ts';
 
+/** How the listener connection shows in pg_stat_activity. */
+export const LISTENER_APPLICATION_NAME = 'parley-listener';
+
 export interface DatabaseListener {
   /** True while LISTEN is established: notifications are being received. */
   readonly listening: boolean;
@@ -185,7 +188,7 @@ export function createDatabaseListener(
   async function connect(): Promise<void> {
     if (closed) return;
     // Pipelined: a round's statements are written at once (`query` above still sends one at a time).
-    const c = new pg.Client({ connectionString: databaseUrl, keepAlive: true, pipeline: true });
+    const c = new pg.Client({ connectionString: databaseUrl, keepAlive: true, pipeline: true, application_name: LISTENER_APPLICATION_NAME });
     c.on('notification', (message) => {
       for (const handler of handlers.get(message.channel) ?? []) {
         try {

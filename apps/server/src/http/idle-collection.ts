@@ -20,7 +20,11 @@ export interface IdleCollection {
   stop(): void;
 }
 
-export function startIdleCollection(server: Server, collect: Collect | undefined = exposedCollector()): IdleCollection {
+export function startIdleCollection(
+  server: Server,
+  options: { collect?: Collect | undefined; idleMs?: number; checkMs?: number } = {},
+): IdleCollection {
+  const { collect = exposedCollector(), idleMs = IDLE_MS, checkMs = CHECK_MS } = options;
   if (!collect) return { stop() {} };
   let requests = 0;
   let seen = 0;
@@ -37,10 +41,10 @@ export function startIdleCollection(server: Server, collect: Collect | undefined
       collected = false;
       return;
     }
-    if (collected || now - lastRequestAt < IDLE_MS) return;
+    if (collected || now - lastRequestAt < idleMs) return;
     collected = true;
     collect();
-  }, CHECK_MS);
+  }, checkMs);
   timer.unref();
   return { stop: () => clearInterval(timer) };
 }

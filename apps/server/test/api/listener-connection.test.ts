@@ -1,0 +1,151 @@
+// The listener connection (events/listener.ts) carries the process's notifications and, pipelined with
+// them, the statements that publish typing notifications. Neither a long write holding the event-order
+// lock nor the loss of that connection may cost a typing notification or hold up notifications.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import type { Person } from '../helpers/fixtures.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { EVENT_ORDER_LOCK } from '../../src/data/events.repo.ts';
+import { LISTENER_APPLICATION_NAME } from '../../src/events/listener.ts';
+
+let env: TestServer;
+let admin: pg.Client;
+beforeAll(async () => {
+  env = await startTestServer();
+  admin = new pg.Client({ connectionString: env.databaseUrl });
+  await admin.connect();
+});
+afterAll(async () => {
+  await admin.end();
+  await env.close();
+});
+
+interface Queue {
+  queue_id: string;
+  last_event_id: number;
+}
+
+async function register(as: Person): Promise<Queue> {
+  const { data, error } = await env.client(as).POST('/register', { body: { event_types: ['typing'] } as any });
+  if (error) throw new Error(`register: ${JSON.stringify(error)}`);
+  return data as unknown as Queue;
+}
+
+async function typingEvents(as: Person, queue: Queue): Promise<any[]> {
+  const { data, error } = await env.client(as).GET('/events', { params: { query: { queue_id: queue.queue_id, last_event_id: queue.last_event_id } as any } });
+  if (error) throw new Error(`events: ${JSON.stringify(error)}`);
+  return (data as any).events.filter((e: any) => e.type === 'typing');
+}
+
+/** The application names of the sessions waiting for an advisory lock of this database. */
+async function lockWaiters(): Promise<string[]> {
+  const { rows } = await admin.query(
+    `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+     WHERE l.locktype = 'advisory' AND NOT l.granted AND a.datname = current_database()`,
+  );
+  return rows.map((r: { application_name: string }) => r.application_name);
+}
+
+/** Holds the event-order lock of the test organization in a transaction of its own until `release`. */
+async function holdEventOrderLock(): Promise<{ release(): Promise<void> }> {
+  const realmId = ((await admin.query('SELECT realm_id FROM "user" WHERE id = $1', [env.users.othello.id])).rows[0] as { realm_id: number }).realm_id;
+  const holder = new pg.Client({ connectionString: env.databaseUrl });
+  await holder.connect();
+  await holder.query('BEGIN');
+  await holder.query('SELECT pg_advisory_xact_lock($1::int, $2::int)', [EVENT_ORDER_LOCK, realmId]);
+  return {
+    async release() {
+      await holder.query('COMMIT');
+      await holder.end();
+    },
+  };
+}
+
+const startTyping = (to: number) => env.client('hamlet').POST('/typing', { body: { op: 'start', to: [to] } as any });
+
+describe('typing on the listener connection', () => {
+  it('waits for a long write holding the event-order lock without holding up the notifications of the process', async () => {
+    const othello = env.users.othello.id;
+    const queue = await register('othello');
+    // A notification the process listens for, sent while the typing statement waits for the lock.
+    const heard: string[] = [];
+    env.running.deps.listener.on('parley_test_probe', (payload) => heard.push(payload));
+    await env.running.deps.listener.listened('parley_test_probe');
+
+    const lock = await holdEventOrderLock();
+    let typing: ReturnType<typeof startTyping> | undefined;
+    try {
+      let answered = false;
+      typing = startTyping(othello);
+      void typing.then(() => (answered = true));
+      // The listener connection gives up on the lock at once, and a pooled connection waits for it.
+      await waitFor(async () => (await lockWaiters()).some((name) => name !== LISTENER_APPLICATION_NAME), { what: 'a pooled connection waiting for the event-order lock' });
+      // Were the listener connection still waiting for the lock, it would hear nothing until the commit below.
+      await admin.query("SELECT pg_notify('parley_test_probe', 'while the lock is held')");
+      await waitFor(async () => heard.length > 0, { what: 'the notification sent while the event-order lock is held', timeoutMs: 10_000 });
+      expect(heard).toEqual(['while the lock is held']);
+      expect(await lockWaiters()).not.toContain(LISTENER_APPLICATION_NAME);
+      expect(answered).toBe(false); // the typing notification waits for the lock
+    } finally {
+      await lock.release();
+    }
+    const { error, response } = await typing!;
+    expect(response.status).toBe(200);
+    expect(error).toBeUndefined();
+    const events = await typingEvents('othello', queue);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ op: 'start', sender: { user_id: env.users.hamlet.id } });
+  });
+
+  it('is published through the pool when the listener connection is lost under its statement', async () => {
+    const othello = env.users.othello.id;
+    const lock = await holdEventOrderLock();
+    let typing: ReturnType<typeof startTyping> | undefined;
+    try {
+      // Ends the listener connection's session the moment it waits for the lock (inside its 50 ms).
+      const ending = admin.query(
+        `DO $$
+         DECLARE waiting int;
+         BEGIN
+           FOR attempt IN 1..20000 LOOP
+             SELECT a.pid INTO waiting FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+             WHERE l.locktype = 'advisory' AND NOT l.granted AND a.datname = current_database() AND a.application_name = '${LISTENER_APPLICATION_NAME}';
+             IF waiting IS NOT NULL THEN PERFORM pg_terminate_backend(waiting); RETURN; END IF;
+             PERFORM pg_sleep(0.0005);
+           END LOOP;
+           RAISE EXCEPTION 'the listener connection never waited for the lock';
+         END $$`,
+      );
+      typing = startTyping(othello);
+      await ending;
+    } finally {
+      await lock.release();
+    }
+    const { error, response } = await typing;
+    expect(error).toBeUndefined();
+    expect(response.status).toBe(200);
+    await waitFor(async () => env.running.deps.listener.listening, { what: 'the listener connection to come back' });
+  });
+
+  it('goes through the pool while the listener connection is down, and back on it once reconnected', async () => {
+    const othello = env.users.othello.id;
+    const queue = await register('othello');
+    const ended = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [LISTENER_APPLICATION_NAME]);
+    expect(ended.rowCount).toBe(1);
+    // At once: whether the process has noticed the loss yet or not, the notification is published.
+    const during = await Promise.all([startTyping(othello), startTyping(othello)]);
+    for (const { response } of during) expect(response.status).toBe(200);
+
+    await waitFor(async () => env.running.deps.listener.listening, { what: 'the listener connection to come back' });
+    const reconnected = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [LISTENER_APPLICATION_NAME]);
+    expect(reconnected.rows[0]).toEqual({ n: 1 });
+    const after = await register('othello');
+    expect((await startTyping(othello)).response.status).toBe(200);
+    const delivered = await typingEvents('othello', after);
+    expect(delivered).toHaveLength(1);
+    // The queue registered before the loss still receives (what was published while the process could
+    // not hear notifications is lost to it: typing is ephemeral, nothing stored it).
+    expect((await typingEvents('othello', queue)).map((e) => e.id)).toContain(delivered[0].id);
+  });
+});
