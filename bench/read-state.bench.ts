@@ -6,7 +6,7 @@
 //
 // Environment:
 //   PARLEY_BENCH_PARLEY_SERVER_CMD  how to start Parley (run by the shell in the repository root; default
-//                            `node --import tsx apps/server/src/main.ts`), with NODE_ENV=production and
+//                            `node --expose-gc --import tsx apps/server/src/main.ts`), with NODE_ENV=production and
 //                            PARLEY_RATE_LIMIT=0, as in bench/messages.bench.ts
 //   BENCH_UNREAD             unread messages of the reader (100000)
 //   BENCH_RUNS               alternating runs of mark_all_as_read and the bulk UPDATE (5)

@@ -6,7 +6,7 @@
 //
 // Environment:
 //   PARLEY_BENCH_PARLEY_SERVER_CMD  how to start Parley (run by the shell in the repository root; default
-//                            `node --import tsx apps/server/src/main.ts`); it gets DATABASE_URL,
+//                            `node --expose-gc --import tsx apps/server/src/main.ts`); it gets DATABASE_URL,
 //                            PARLEY_SECRET_KEY, PARLEY_DATA_DIR, PARLEY_URL, HOST, PORT,
 //                            NODE_ENV=production and PARLEY_RATE_LIMIT=0, as in messages.bench.ts
 //   BENCH_SCHEDULED          scheduled messages (10000)

@@ -245,7 +245,7 @@ export async function stopBenchDatabase(database: { stop(): Promise<void> }, dir
 }
 
 /** How the benches start Parley: PARLEY_BENCH_SERVER_CMD, run by the shell in the repository root. */
-export const PARLEY_SERVER_CMD = process.env.PARLEY_BENCH_SERVER_CMD || 'node --import tsx apps/server/src/main.ts';
+export const PARLEY_SERVER_CMD = process.env.PARLEY_BENCH_SERVER_CMD || 'node --expose-gc --import tsx apps/server/src/main.ts';
 
 /**
  * Starts Parley as every bench does (production mode, no rate limit, no response validation) on a free
