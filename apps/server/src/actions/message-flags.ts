@@ -129,9 +129,16 @@ async function detailsOf(tx: Parameters<typeof messageDetails>[0], userId: numbe
  *   clients are told once, when the last batch commits, with Zulip's `all: true` event (no message
  *   IDs: clients mark everything read), and not at all when the budget ran out (as Zulip does).
  */
-async function markReadInBatches(deps: AppDeps, realm: Realm, user: User, scope: { channelId?: number; topic?: string } | 'everything', budgetMs: number): Promise<boolean> {
+async function markReadInBatches(
+  deps: AppDeps,
+  realm: Realm,
+  user: User,
+  scope: { channelId?: number; topic?: string } | 'everything',
+  budgetMs: number,
+  options: { caughtUp?: boolean } = {},
+): Promise<boolean> {
   const everything = scope === 'everything';
-  await writeDeferredRows(deps.db, realm.id, user.id);
+  if (!options.caughtUp) await writeDeferredRows(deps.db, realm.id, user.id);
   const upTo = everything ? null : await newestOwnMessageId(deps.db, user.id);
   const deadline = Date.now() + budgetMs;
   for (;;) {
@@ -173,12 +180,13 @@ export async function doMarkStreamAsRead(deps: AppDeps, realm: Realm, user: User
 export async function doMarkTopicAsRead(deps: AppDeps, realm: Realm, user: User, channelId: number, topicName: string): Promise<void> {
   const channel = await readableChannel(deps, realm, user, channelId);
   const topic = topicName === EMPTY_TOPIC_DISPLAY_NAME ? '' : topicName;
+  // Before the topic's existence is checked against the user's rows.
   await writeDeferredRows(deps.db, realm.id, user.id);
   // Zulip: the empty topic name skips the existence check and marks the whole channel read.
   if (topic === '') {
-    await markReadInBatches(deps, realm, user, { channelId: channel.id }, deps.config.markReadBudgetMs);
+    await markReadInBatches(deps, realm, user, { channelId: channel.id }, deps.config.markReadBudgetMs, { caughtUp: true });
     return;
   }
   if (!(await userHasTopic(deps.db, user.id, channel.id, topic))) throw new JsonableError(`No such topic '${topicName}'`);
-  await markReadInBatches(deps, realm, user, { channelId: channel.id, topic }, deps.config.markReadBudgetMs);
+  await markReadInBatches(deps, realm, user, { channelId: channel.id, topic }, deps.config.markReadBudgetMs, { caughtUp: true });
 }

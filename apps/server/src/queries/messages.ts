@@ -126,11 +126,13 @@ function canReadMessage(subject: PermissionSubject | null, found: { flags: numbe
   return c.historyPublicToSubscribers || found.flags !== null || (!c.inviteOnly && !isGuest(subject.user));
 }
 
-/** The message if the viewer may read it (with their flags, null without a row), else null. */
-/** The message if `viewer` may read it (null otherwise, or when it does not exist). */
-export async function readableMessage(db: Db, realm: Realm, viewer: User | null, messageId: number) {
+/**
+ * The message if `viewer` may read it, with their flags (null without a row); null otherwise, or when
+ * it does not exist. `caughtUp`: the caller has already written the viewer's deferred rows.
+ */
+export async function readableMessage(db: Db, realm: Realm, viewer: User | null, messageId: number, options: { caughtUp?: boolean } = {}) {
   if (messageId < 1 || messageId > MAX_MESSAGE_ID) return null;
-  if (viewer) await writeDeferredRows(db, realm.id, viewer.id);
+  if (viewer && !options.caughtUp) await writeDeferredRows(db, realm.id, viewer.id);
   const found = await messageWithViewerRow(db, realm.id, messageId, viewer?.id ?? null);
   if (!found) return null;
   const subject = viewer ? await subjectFor(db, viewer, found.channel !== null && dependsOnGroups(viewer, found.channel)) : null;
@@ -145,7 +147,8 @@ const CONVERSATION_OPERATORS = new Set(['stream', 'channel', 'topic', 'dm', 'pm-
 /**
  * Zulip's update_narrow_terms_containing_with_operator: `with:<id>` becomes the conversation that now
  * holds the message (channel and topic, or direct-message participants); when the viewer cannot read it,
- * the other terms stand if they define a conversation.
+ * the other terms stand if they define a conversation. The viewer's deferred rows must have been
+ * written before (both callers do so first).
  */
 export async function expandWith(db: Db, realm: Realm, viewer: User | null, terms: NarrowTerm[]): Promise<NarrowTerm[]> {
   const withTerms = terms.filter((t) => t.operator === 'with');
@@ -154,7 +157,7 @@ export async function expandWith(db: Db, realm: Realm, viewer: User | null, term
   const rest = terms.filter((t) => t !== withTerms[0]);
   const id = withMessageId(withTerms[0]!.operand);
   if (id === null) throw new BadNarrowError("Invalid 'with' operator");
-  const found = await readableMessage(db, realm, viewer, id);
+  const found = await readableMessage(db, realm, viewer, id, { caughtUp: true });
   if (!found) {
     if (narrowDefinesConversation(rest)) return rest;
     throw new BadNarrowError("Invalid 'with' operator");

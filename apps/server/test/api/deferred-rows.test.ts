@@ -75,6 +75,22 @@ describe('deferred rows', () => {
     expect(await unread('polonius', channel)).toEqual([]);
   });
 
+  it('are written before a first mark_topic_as_read checks the topic, and before a first `with:` narrow finds its message', async () => {
+    const channel = await createChannel(env, 'iago', {}, ['iago', 'othello', 'desdemona']);
+    const ids = [await send('iago', channel, 'one'), await send('iago', channel, 'two')];
+    expect(await db().userMessage.count({ where: { userId: uid('othello'), messageId: { in: ids } } })).toBe(0);
+    // othello's first request since: the topic exists only through the rows written now.
+    const marked = await env.raw('/mark_topic_as_read', { method: 'POST', as: 'othello', body: form({ stream_id: channel.id, topic_name: 'deferred' }), headers: FORM });
+    expect(marked.status, JSON.stringify(marked.body)).toBe(200);
+    expect(await unread('othello', channel)).toEqual([]);
+
+    // desdemona's first request since: the `with:` message is found with her (unread) row.
+    const query = form({ anchor: 'newest', num_before: 10, num_after: 0, narrow: [{ operator: 'with', operand: ids[0] }] });
+    const res = await env.raw(`/messages?${query}`, { as: 'desdemona' });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.messages.map((m: any) => [m.id, m.flags])).toEqual(ids.map((id) => [id, []]));
+  });
+
   it('a user deactivated when a message is sent never receives it', async () => {
     const channel = await createChannel(env, 'iago', {}, ['iago', 'hamlet']);
     await db().user.update({ where: { id: uid('hamlet') }, data: { isActive: false } });
