@@ -45,10 +45,18 @@ export interface DatabaseListener {
 
 /** `run` was called while the listener connection is down: nothing was sent. */
 export class ListenerUnavailable extends Error {
-  constructor() {
-    super('the listener connection is down');
+  constructor(message = 'the listener connection is down') {
+    super(message);
   }
 }
+
+/** A statement given to `run` (or a NOTIFY) not answered this long is given up (ListenerUnavailable). */
+const STATEMENT_ANSWER_MS = 2_000;
+/**
+ * A round not answered this long means the connection is stuck (its statements wait at most a short
+ * lock timeout): it is dropped, and a new one made, as when PostgreSQL ends it.
+ */
+const ROUND_STUCK_MS = 10_000;
 
 interface RoundStatement {
   name?: string;
@@ -169,7 +177,12 @@ export function createDatabaseListener(
       }
       return Promise.all(answers);
     });
-    queue = round.catch(() => {});
+    const stuck = setTimeout(() => {
+      logger.warn({ ms: ROUND_STUCK_MS }, 'the listener connection answered nothing in time; reconnecting');
+      (c as unknown as { connection?: { stream?: { destroy?(): void } } }).connection?.stream?.destroy?.();
+    }, ROUND_STUCK_MS);
+    stuck.unref();
+    queue = round.catch(() => {}).finally(() => clearTimeout(stuck));
     // The next round goes out no sooner than the loop iteration after the one that read this one's
     // answers: the requests read meanwhile join it (a busy process writes fewer, fuller rounds; an idle
     // one loses only an iteration of an otherwise empty loop).
@@ -179,6 +192,27 @@ export function createDatabaseListener(
         scheduleRound();
       }),
     );
+  }
+
+  /** A statement for the next round; given up after STATEMENT_ANSWER_MS (its answer, should it come, is ignored). */
+  function runInRound(statement: Omit<RoundStatement, 'resolve' | 'reject'>): Promise<{ rows: unknown[]; rowCount: number }> {
+    if (!listening || !client) return Promise.reject(new ListenerUnavailable());
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new ListenerUnavailable('the listener connection did not answer in time')), STATEMENT_ANSWER_MS);
+      timer.unref();
+      roundStatements.push({
+        ...statement,
+        resolve: (result) => {
+          clearTimeout(timer);
+          resolve(result);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      });
+      scheduleRound();
+    });
   }
 
   const reset = () => {
@@ -283,11 +317,7 @@ export function createDatabaseListener(
       });
     },
     run(statement) {
-      if (!listening || !client) return Promise.reject(new ListenerUnavailable());
-      return new Promise((resolve, reject) => {
-        roundStatements.push({ ...statement, resolve, reject });
-        scheduleRound();
-      });
+      return runInRound(statement);
     },
     onReset(handler) {
       resetHandlers.push(handler);
@@ -295,10 +325,7 @@ export function createDatabaseListener(
     async notify(channel, payload) {
       if (client && listening) {
         try {
-          await new Promise((resolve, reject) => {
-            roundStatements.push({ text: 'SELECT pg_notify($1, $2)', values: [channel, payload], resolve, reject });
-            scheduleRound();
-          });
+          await runInRound({ text: 'SELECT pg_notify($1, $2)', values: [channel, payload] });
           return;
         } catch {
           // fall through: the pool still works

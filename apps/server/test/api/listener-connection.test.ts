@@ -148,4 +148,30 @@ describe('typing on the listener connection', () => {
     // not hear notifications is lost to it: typing is ephemeral, nothing stored it).
     expect((await typingEvents('othello', queue)).map((e) => e.id)).toContain(delivered[0].id);
   });
+
+  it('goes through the pool when the listener connection does not answer in time, and a stuck connection is replaced', async () => {
+    const listener = env.running.deps.listener;
+    const listenerPids = async () =>
+      (await admin.query('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [LISTENER_APPLICATION_NAME])).rows.map((r: { pid: number }) => r.pid);
+    const before = await listenerPids();
+    expect(before).toHaveLength(1);
+    let resets = 0; // the connection lost, then made again
+    listener.onReset(() => resets++);
+    // Occupies the connection longer than anything it runs may take.
+    const occupied = listener.run({ text: 'SELECT pg_sleep(12)', values: [] }).then(
+      () => 'answered',
+      (error: unknown) => (error as Error).message,
+    );
+    const { response } = await startTyping(env.users.othello.id);
+    expect(response.status).toBe(200);
+    expect(resets).toBe(0); // answered through the pool, not once the connection was replaced
+    expect(await occupied).toBe('the listener connection did not answer in time');
+    // Replaced (before the 12 s are over), and working again.
+    await waitFor(async () => resets >= 2 && listener.listening, { what: 'a new listener connection', timeoutMs: 15_000 });
+    // (the old session sleeps on until PostgreSQL finds its client gone)
+    expect((await listenerPids()).filter((pid) => pid !== before[0])).toHaveLength(1);
+    const queue = await register('othello');
+    expect(await startTyping(env.users.othello.id).then(({ response }) => response.status)).toBe(200);
+    expect(await typingEvents('othello', queue)).toHaveLength(1);
+  }, 30_000);
 });
