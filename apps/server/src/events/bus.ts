@@ -7,7 +7,7 @@ import type { Db } from '../data/db.ts';
 import type { Db as AnyDb } from '../data/db.ts';
 import { insertEvents, publishEphemeralEvents, type QueuedEvent } from '../data/events.repo.ts';
 import type { Logger } from '../http/logging.ts';
-import { ListenerUnavailable, type DatabaseListener } from './listener.ts';
+import { refusedByPostgres, type DatabaseListener } from './listener.ts';
 
 export const EVENTS_CHANNEL = 'parley_events';
 /** Ephemeral events (typing), whole in the NOTIFY payload. */
@@ -82,21 +82,6 @@ function flattenSql(strings: readonly string[], values: readonly unknown[]): { t
 
 /** How long a statement on the listener connection may wait for a lock (see listener.ts `run`). */
 const LISTENER_LOCK_TIMEOUT_MS = 50;
-/** PostgreSQL's lock_not_available (a lock_timeout expired). */
-const LOCK_NOT_AVAILABLE = '55P03';
-const SQLSTATE = /^[0-9A-Z]{5}$/;
-
-/**
- * PostgreSQL refused the statement itself: an error with a SQLSTATE, other than a lock wait cut short
- * (55P03), a connection failure (class 08) or the session ended by an operator or a shutdown (class
- * 57, e.g. pg_terminate_backend). Anything else (the connection down or lost) is the connection's.
- */
-function refusedByPostgres(error: unknown): boolean {
-  if (error instanceof ListenerUnavailable) return false;
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string' || !SQLSTATE.test(code)) return false;
-  return code !== LOCK_NOT_AVAILABLE && !code.startsWith('08') && !code.startsWith('57');
-}
 
 /**
  * The data layer's statements, sent on the listener connection (events/listener.ts `run`): written in

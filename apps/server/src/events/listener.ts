@@ -50,6 +50,24 @@ export class ListenerUnavailable extends Error {
   }
 }
 
+/** PostgreSQL's lock_not_available (a lock_timeout expired). */
+const LOCK_NOT_AVAILABLE = '55P03';
+/** PostgreSQL's invalid_sql_statement_name: a prepared statement whose Parse failed earlier in the round. */
+const INVALID_STATEMENT_NAME = '26000';
+
+/**
+ * PostgreSQL refused a statement given to `run` itself (an error PostgreSQL answered), other than: a
+ * lock wait cut short (55P03), a connection failure (class 08), the session ended by an operator or a
+ * shutdown (class 57, e.g. pg_terminate_backend), or a prepared statement missing because an earlier
+ * one of the round failed (26000). Anything else (ListenerUnavailable, a socket error such as EPIPE,
+ * the connection ended) is the connection's: the caller may do the same through a pooled connection.
+ */
+export function refusedByPostgres(error: unknown): boolean {
+  if (!(error instanceof pg.DatabaseError)) return false;
+  const code = error.code ?? '';
+  return code !== LOCK_NOT_AVAILABLE && code !== INVALID_STATEMENT_NAME && !code.startsWith('08') && !code.startsWith('57');
+}
+
 /** A statement given to `run` (or a NOTIFY) not answered this long is given up (ListenerUnavailable). */
 const STATEMENT_ANSWER_MS = 2_000;
 /**
@@ -70,6 +88,8 @@ interface RoundStatement {
   lockTimeoutMs?: number;
   resolve: (result: { rows: unknown[]; rowCount: number }) => void;
   reject: (error: unknown) => void;
+  /** Given up by its caller (not answered in time): not sent, should its round not have gone yet. */
+  givenUp?: boolean;
 }
 
 export function createDatabaseListener(
@@ -125,7 +145,8 @@ export function createDatabaseListener(
   function sendRound() {
     roundScheduled = false;
     if (roundOut) return;
-    const statements = roundStatements;
+    // (a statement given up is not sent late: its caller has done it through the pool)
+    const statements = roundStatements.filter((statement) => !statement.givenUp);
     const waiters = barrierWaiters;
     roundStatements = [];
     barrierWaiters = [];
@@ -198,9 +219,7 @@ export function createDatabaseListener(
   function runInRound(statement: Omit<RoundStatement, 'resolve' | 'reject'>): Promise<{ rows: unknown[]; rowCount: number }> {
     if (!listening || !client) return Promise.reject(new ListenerUnavailable());
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new ListenerUnavailable('the listener connection did not answer in time')), STATEMENT_ANSWER_MS);
-      timer.unref();
-      roundStatements.push({
+      const queued: RoundStatement = {
         ...statement,
         resolve: (result) => {
           clearTimeout(timer);
@@ -210,7 +229,13 @@ export function createDatabaseListener(
           clearTimeout(timer);
           reject(error);
         },
-      });
+      };
+      const timer = setTimeout(() => {
+        queued.givenUp = true;
+        reject(new ListenerUnavailable('the listener connection did not answer in time'));
+      }, STATEMENT_ANSWER_MS);
+      timer.unref();
+      roundStatements.push(queued);
       scheduleRound();
     });
   }

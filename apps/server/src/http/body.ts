@@ -74,4 +74,5 @@ function listen(req: Request, length: number, next: NextFunction, done: (body: B
   req.on('end', onEnd);
   req.on('close', onClose);
   if (req.readableEnded) onEnd(); // (not expected) ended before the listeners came
+  else if (req.destroyed) onClose(); // the client went away before the listeners came: `close` is past
 }

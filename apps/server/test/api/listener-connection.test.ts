@@ -174,4 +174,29 @@ describe('typing on the listener connection', () => {
     expect(await startTyping(env.users.othello.id).then(({ response }) => response.status)).toBe(200);
     expect(await typingEvents('othello', queue)).toHaveLength(1);
   }, 30_000);
+
+  it('does not send late what it gave up on: a typing notification queued behind a slow statement is published once', async () => {
+    const listener = env.running.deps.listener;
+    const registered = await env.client('othello').POST('/register', { body: { event_types: ['typing', 'user_settings'] } as any });
+    const queue = registered.data as unknown as Queue;
+    // Slow (7 s), but not stuck (10 s): the connection is kept, and the round behind it goes out afterwards.
+    const occupied = listener.run({ text: 'SELECT pg_sleep(7)', values: [] }).catch(() => undefined);
+    const { response } = await startTyping(env.users.othello.id);
+    // Through the pool: the typing-settings barrier gives up after 2 s, the statement 2 s later.
+    expect(response.status).toBe(200);
+    await occupied;
+    await listener.barrier(15_000); // a round after the slow one has been answered
+    // A stored event after everything else: once it is delivered, whatever was published before it is too.
+    expect((await env.client('othello').PATCH('/settings', { body: { enter_sends: true } as any })).response.status).toBe(200);
+    const events: any[] = [];
+    let last = queue.last_event_id;
+    while (!events.some((e) => e.type === 'user_settings')) {
+      const { data, error } = await env.client('othello').GET('/events', { params: { query: { queue_id: queue.queue_id, last_event_id: last } as any } });
+      expect(error).toBeUndefined();
+      const got = (data as any).events as any[];
+      events.push(...got);
+      if (got.length) last = got[got.length - 1].id;
+    }
+    expect(events.filter((e) => e.type === 'typing')).toHaveLength(1);
+  }, 30_000);
 });
