@@ -83,7 +83,8 @@ export interface FlagRange {
  * narrow around the anchor, as GET /messages picks a page, with the counts lowered so that together
  * they are at most MAX_MESSAGES_PER_FLAG_UPDATE. The range is taken from the user's own rows only
  * (messages without one cannot be flagged, as in POST /messages/flags), including those of channels
- * the user can no longer read, whose flags are still theirs.
+ * the user can no longer read, whose flags are still theirs. The caller writes the user's deferred
+ * rows first (data/deferred-rows.repo.ts): the range is read from the rows as they are.
  */
 export async function messagesInFlagRange(db: Db, realm: Realm, user: User, req: FlagRangeRequest): Promise<FlagRange> {
   let terms = parseNarrow(req.narrow);
