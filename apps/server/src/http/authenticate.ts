@@ -59,7 +59,11 @@ export function createHeaderAuthenticator(deps: { db: Db; cipher: ApiKeyCipher; 
     if (known) {
       const identity = deps.credentials.peek(known.lookupHash);
       if (identity) return checkIdentity(identity, known.credentials);
-      return authenticateHashed(deps, known.credentials, known.lookupHash);
+      // Refused now (the key rotated, say): forgotten, so that it does not stay in memory.
+      return authenticateHashed(deps, known.credentials, known.lookupHash).catch((error: unknown) => {
+        remembered.delete(header);
+        throw error;
+      });
     }
     const credentials = parseBasicAuth(req)!;
     if (!isWellFormedApiKey(credentials.apiKey)) throw new UnauthorizedError('Malformed API key');
