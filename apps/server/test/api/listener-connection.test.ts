@@ -11,11 +11,19 @@ import { LISTENER_APPLICATION_NAME } from '../../src/events/listener.ts';
 
 let env: TestServer;
 let admin: pg.Client;
+/** How often the listener connection was lost or made again (its reset handlers run on both). */
+let resets = 0;
 beforeAll(async () => {
   env = await startTestServer();
   admin = new pg.Client({ connectionString: env.databaseUrl });
   await admin.connect();
+  env.running.deps.listener.onReset(() => resets++);
 });
+
+/** Waits until the listener connection has been lost and made again since `before` (a count of resets). */
+async function replaced(before: number): Promise<void> {
+  await waitFor(async () => resets >= before + 2 && env.running.deps.listener.listening, { what: 'a new listener connection', timeoutMs: 15_000 });
+}
 afterAll(async () => {
   await admin.end();
   await env.close();
@@ -100,6 +108,7 @@ describe('typing on the listener connection', () => {
 
   it('is published through the pool when the listener connection is lost under its statement', async () => {
     const othello = env.users.othello.id;
+    const before = resets;
     const lock = await holdEventOrderLock();
     let typing: ReturnType<typeof startTyping> | undefined;
     try {
@@ -125,19 +134,20 @@ describe('typing on the listener connection', () => {
     const { error, response } = await typing;
     expect(error).toBeUndefined();
     expect(response.status).toBe(200);
-    await waitFor(async () => env.running.deps.listener.listening, { what: 'the listener connection to come back' });
+    await replaced(before);
   });
 
   it('goes through the pool while the listener connection is down, and back on it once reconnected', async () => {
     const othello = env.users.othello.id;
     const queue = await register('othello');
+    const before = resets;
     const ended = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [LISTENER_APPLICATION_NAME]);
     expect(ended.rowCount).toBe(1);
     // At once: whether the process has noticed the loss yet or not, the notification is published.
     const during = await Promise.all([startTyping(othello), startTyping(othello)]);
     for (const { response } of during) expect(response.status).toBe(200);
 
-    await waitFor(async () => env.running.deps.listener.listening, { what: 'the listener connection to come back' });
+    await replaced(before);
     const reconnected = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [LISTENER_APPLICATION_NAME]);
     expect(reconnected.rows[0]).toEqual({ n: 1 });
     const after = await register('othello');
@@ -153,10 +163,9 @@ describe('typing on the listener connection', () => {
     const listener = env.running.deps.listener;
     const listenerPids = async () =>
       (await admin.query('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [LISTENER_APPLICATION_NAME])).rows.map((r: { pid: number }) => r.pid);
-    const before = await listenerPids();
-    expect(before).toHaveLength(1);
-    let resets = 0; // the connection lost, then made again
-    listener.onReset(() => resets++);
+    const pidsBefore = await listenerPids();
+    expect(pidsBefore).toHaveLength(1);
+    const before = resets;
     // Occupies the connection longer than anything it runs may take.
     const occupied = listener.run({ text: 'SELECT pg_sleep(12)', values: [] }).then(
       () => 'answered',
@@ -164,12 +173,12 @@ describe('typing on the listener connection', () => {
     );
     const { response } = await startTyping(env.users.othello.id);
     expect(response.status).toBe(200);
-    expect(resets).toBe(0); // answered through the pool, not once the connection was replaced
+    expect(resets).toBe(before); // answered through the pool, not once the connection was replaced
     expect(await occupied).toBe('the listener connection did not answer in time');
     // Replaced (before the 12 s are over), and working again.
-    await waitFor(async () => resets >= 2 && listener.listening, { what: 'a new listener connection', timeoutMs: 15_000 });
+    await replaced(before);
     // (the old session sleeps on until PostgreSQL finds its client gone)
-    expect((await listenerPids()).filter((pid) => pid !== before[0])).toHaveLength(1);
+    expect((await listenerPids()).filter((pid) => pid !== pidsBefore[0])).toHaveLength(1);
     const queue = await register('othello');
     expect(await startTyping(env.users.othello.id).then(({ response }) => response.status)).toBe(200);
     expect(await typingEvents('othello', queue)).toHaveLength(1);
