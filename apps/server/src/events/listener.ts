@@ -43,7 +43,10 @@ export interface DatabaseListener {
   close(): Promise<void>;
 }
 
-/** `run` was called while the listener connection is down: nothing was sent. */
+/**
+ * `run` could not use the listener connection: it was down (nothing was sent), or it did not answer
+ * in time (a statement already written may still run; one not yet written is not sent later).
+ */
 export class ListenerUnavailable extends Error {
   constructor(message = 'the listener connection is down') {
     super(message);
