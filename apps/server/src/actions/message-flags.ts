@@ -43,7 +43,8 @@ function flagChange(op: string, flag: string): { bit: number; set: boolean } {
  * one transaction, and tells the user's clients which messages changed. Unread messages must be in
  * channels the user is subscribed to, so marking unread skips the messages of other channels and
  * answers those channels. `requireRows`: every message (but those skipped) must be one the user has a
- * row for (`Invalid message(s)` otherwise).
+ * row for (`Invalid message(s)` otherwise). `caughtUp`: the caller has written the user's deferred
+ * rows for the messages given (otherwise they are written here, in the transaction).
  */
 async function changeFlagOfMessages(
   deps: AppDeps,
@@ -52,12 +53,12 @@ async function changeFlagOfMessages(
   messageIds: number[],
   op: string,
   flag: string,
-  options: { requireRows: boolean },
+  options: { requireRows: boolean; caughtUp?: boolean },
 ): Promise<{ changed: number[]; ignoredChannelIds: number[] }> {
   const { bit, set } = flagChange(op, flag);
   const requested = [...new Set(messageIds)];
   return inTransaction(deps.db, async (tx, afterCommit) => {
-    await writeDeferredRows(tx, realm.id, user.id);
+    if (!options.caughtUp) await writeDeferredRows(tx, realm.id, user.id);
     let ids = requested;
     let ignoredChannelIds: number[] = [];
     if (flag === 'read' && !set && ids.length > 0) {
@@ -100,7 +101,8 @@ export async function doUpdateMessageFlagsForNarrow(deps: AppDeps, realm: Realm,
   await writeDeferredRows(deps.db, realm.id, user.id);
   const range = await messagesInFlagRange(deps.db, realm, user, request);
   // The range comes from the user's rows; a message deleted meanwhile is simply not flagged.
-  const { changed, ignoredChannelIds } = await changeFlagOfMessages(deps, realm, user, range.ids, op, flag, { requireRows: false });
+  // (the range was read from rows written just before: nothing more is due for its messages)
+  const { changed, ignoredChannelIds } = await changeFlagOfMessages(deps, realm, user, range.ids, op, flag, { requireRows: false, caughtUp: true });
   return { ...range, updatedCount: changed.length, ignoredChannelIds };
 }
 
@@ -138,7 +140,8 @@ async function markReadInBatches(
   options: { caughtUp?: boolean } = {},
 ): Promise<boolean> {
   const everything = scope === 'everything';
-  if (!options.caughtUp) await writeDeferredRows(deps.db, realm.id, user.id);
+  // Everything: each batch catches up in its own transaction (below), the first one included.
+  if (!options.caughtUp && !everything) await writeDeferredRows(deps.db, realm.id, user.id);
   const upTo = everything ? null : await newestOwnMessageId(deps.db, user.id);
   const deadline = Date.now() + budgetMs;
   for (;;) {

@@ -91,6 +91,17 @@ describe('deferred rows', () => {
     expect(res.body.messages.map((m: any) => [m.id, m.flags])).toEqual(ids.map((id) => [id, []]));
   });
 
+  it('are written before a first POST /messages/flags/narrow picks its range', async () => {
+    const channel = await createChannel(env, 'iago', {}, ['iago', 'cordelia']);
+    const ids = [await send('iago', channel, 'one'), await send('iago', channel, 'two')];
+    expect(await db().userMessage.count({ where: { userId: uid('cordelia'), messageId: { in: ids } } })).toBe(0);
+    const body = { anchor: 'newest', num_before: 10, num_after: 0, narrow: [{ operator: 'channel', operand: channel.id }], op: 'add', flag: 'starred' };
+    const res = await env.raw('/messages/flags/narrow', { method: 'POST', as: 'cordelia', body: form(body), headers: FORM });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.updated_count).toBe(2);
+    expect([...(await channelFlags('cordelia', channel)).entries()]).toEqual(ids.map((id) => [id, ['starred']]));
+  });
+
   it('a user deactivated when a message is sent never receives it', async () => {
     const channel = await createChannel(env, 'iago', {}, ['iago', 'hamlet']);
     await db().user.update({ where: { id: uid('hamlet') }, data: { isActive: false } });
