@@ -72,3 +72,16 @@ export class ServerOverloadedError extends RetryLaterError {
 }
 
 export const insufficientPermission = () => new JsonableError('Insufficient permission');
+
+/** One address that could not be invited: [address, reason, the account exists but is deactivated]. */
+export type InvitationFailure = [string, string, boolean];
+
+/** Zulip's InvitationError: 400 INVITATION_FAILED with the per-address failures. */
+export class InvitationError extends JsonableError {
+  constructor(msg: string, errors: InvitationFailure[], options: { sentInvitations: boolean; dailyLimitReached?: boolean }) {
+    super(msg, {
+      code: 'INVITATION_FAILED',
+      data: { errors, sent_invitations: options.sentInvitations, license_limit_reached: false, daily_limit_reached: options.dailyLimitReached ?? false },
+    });
+  }
+}

@@ -5,7 +5,7 @@
 import type { Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import { findChannelById, findChannelsByNames, lockChannelForUser } from '../data/channels.repo.ts';
-import type { Audience } from '../data/events.repo.ts';
+import { audienceUserIds, type Audience } from '../data/events.repo.ts';
 import { subscribedChannelIds } from '../data/subscriptions.repo.ts';
 import { JsonableError, OrganizationOwnerRequiredError, insufficientPermission } from '../errors.ts';
 import { holds, loadPermissionSubject, type PermissionSubject } from './group-settings.ts';
@@ -64,6 +64,16 @@ export function hasMetadataAccess(subject: PermissionSubject, channel: ChannelPe
     holdsAsNonGuest(subject, channel.canAddSubscribersGroupId) ||
     holdsAsNonGuest(subject, channel.canSubscribeGroupId)
   );
+}
+
+/**
+ * The channels a message of `subject` may link to (#**name**, #**name>topic**): those whose content the
+ * sender may access, as Zulip's Markdown decides with the sender as acting user (mention.py
+ * get_stream_name_map → streams.py get_content_access_streams). The others are rendered as text, so a
+ * link reveals neither that a private channel exists nor its id.
+ */
+export function channelsLinkableBy<C extends ChannelPermissionFields & { subscribed: boolean }>(subject: PermissionSubject, channels: readonly C[]): C[] {
+  return channels.filter((channel) => hasContentAccess(subject, channel, channel.subscribed));
 }
 
 /** Organization administrators, and members of the channel's can_administer_channel_group. */
@@ -290,3 +300,35 @@ export function channelAudience(channel: ChannelPermissionFields & { id: number 
 
 /** Every non-guest user (e.g. the audience of default_streams). */
 export const nonGuestAudience = (): Audience => ({ roleNotIn: [Role.GUEST] });
+
+/** Organization owners and administrators (e.g. the audience of invites_changed). */
+export const administratorsAudience = (): Audience => ({ roleIn: [Role.OWNER, Role.ADMINISTRATOR] });
+
+/** Zulip's require_non_guest_user for subscribing oneself or others (bots may). */
+export function checkCanSubscribe(actor: User): void {
+  if (isGuest(actor)) throw new JsonableError('Not allowed for guest users');
+}
+
+/**
+ * Of `users`, those who cannot see the channel unless subscribed (ascending ids): nobody for
+ * web-public channels, guests for public ones; for private ones whoever is outside the channel's
+ * audience without its subscribers (one statement).
+ */
+export async function usersWhoSeeChannelOnlySubscribed(db: Db, realmId: number, channel: ChannelPermissionFields & { id: number }, users: Pick<User, 'id' | 'role'>[]): Promise<number[]> {
+  if (channel.isWebPublic) return [];
+  if (!channel.inviteOnly) return users.filter((u) => isGuest(u)).map((u) => u.id).sort((a, b) => a - b);
+  const ids = users.map((u) => u.id);
+  const seeing = new Set(await audienceUserIds(db, realmId, { ...channelAudience(channel, { subscribers: false }), only: ids }));
+  return ids.filter((id) => !seeing.has(id)).sort((a, b) => a - b);
+}
+
+/**
+ * Of channels the user is no longer subscribed to, those they can no longer see at all (their client
+ * drops them). Group memberships are read only when a private channel needs them.
+ */
+export async function channelsHiddenFromUnsubscribed<C extends ChannelPermissionFields>(db: Db, user: User, channels: C[]): Promise<C[]> {
+  if (isAdmin(user)) return [];
+  const needsGroups = !isGuest(user) && channels.some((c) => c.inviteOnly && !c.isWebPublic);
+  const subject = needsGroups ? await loadPermissionSubject(db, user) : { user, groups: new Set<number>() };
+  return channels.filter((c) => !hasMetadataAccess(subject, c, false));
+}

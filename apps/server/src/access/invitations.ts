@@ -2,11 +2,26 @@
 // (Zulip's zerver/views/invite.py checks, in its order).
 import type { Db } from '../data/db.ts';
 import type { Channel, Realm, User, UserGroup } from '../data/models.ts';
-import { JsonableError, OrganizationOwnerRequiredError, insufficientPermission } from '../errors.ts';
+import { InvitationError, JsonableError, OrganizationOwnerRequiredError, insufficientPermission } from '../errors.ts';
 import { accessChannelById, canAddSubscribers } from './channels.ts';
 import { holds, type PermissionSubject } from './group-settings.ts';
 import { isAdmin, isOwner, Role } from './roles.ts';
 import { accessUserGroup, checkCanAddMembers } from './user-groups.ts';
+
+/** Zulip's INVITES_MIN_USER_AGE_DAYS: when invitations are not required, newer members cannot invite. */
+const MIN_ACCOUNT_AGE_DAYS = 3;
+
+/** Where invitations are not required, members (not administrators) must have joined days ago. */
+export function checkAccountOldEnoughToInvite(realm: Realm, caller: User, now = Date.now()): void {
+  if (realm.inviteRequired || isAdmin(caller)) return;
+  if (caller.dateJoined.getTime() <= now - MIN_ACCOUNT_AGE_DAYS * 86_400_000) return;
+  throw new InvitationError('Your account is too new to send invites for this organization. Ask an organization admin, or a more experienced user.', [], {
+    sentInvitations: false,
+  });
+}
+
+/** Administrators see and manage every invitation; others their own. */
+export const seesEveryInvitation = (user: User) => isAdmin(user);
 
 /** The organization's can_invite_users_group (guests and bots were refused before). */
 export function checkCanInviteByEmail(subject: PermissionSubject, realm: Realm): void {

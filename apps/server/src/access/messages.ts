@@ -5,6 +5,8 @@ import type { Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import { anyInGroup, groupName } from '../data/user-groups.repo.ts';
 import { JsonableError } from '../errors.ts';
+import type { FetchChannel } from '../data/message-fetch.repo.ts';
+import { hasContentAccess } from './channels.ts';
 import { holds, type PermissionSubject } from './group-settings.ts';
 import { isGuest } from './roles.ts';
 
@@ -55,6 +57,47 @@ export async function checkDirectMessagePermission(db: Db, realm: Realm, subject
   if (await anyInGroup(db, groupId, others)) return;
   if ((await groupName(db, groupId)) === 'role:nobody') throw new JsonableError('Direct messages are disabled in this organization.');
   throw new JsonableError('This conversation does not include any users who can authorize it.');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading messages
+
+/**
+ * Whether content access to the channel may depend on the viewer's groups (a private channel they are
+ * not subscribed to, for a non-guest): only then must their group memberships be read.
+ */
+export const channelAccessDependsOnGroups = (viewer: Pick<User, 'role'>, c: Pick<FetchChannel, 'inviteOnly' | 'isWebPublic' | 'subscribed'>) =>
+  c.inviteOnly && !c.isWebPublic && !c.subscribed && !isGuest(viewer);
+
+/**
+ * Zulip's has_message_access: direct messages need the viewer's row; channel messages need content
+ * access to the channel, plus the row when its history is protected (public channels are readable by
+ * non-guests whatever their history setting). Spectators (null) read web-public channels only.
+ */
+export function hasMessageAccess(subject: PermissionSubject | null, found: { flags: number | null; channel: FetchChannel | null }): boolean {
+  const c = found.channel;
+  if (!subject) return c !== null && c.isWebPublic;
+  if (!c) return found.flags !== null;
+  if (!hasContentAccess(subject, c, c.subscribed)) return false;
+  return c.historyPublicToSubscribers || found.flags !== null || (!c.inviteOnly && !isGuest(subject.user));
+}
+
+/**
+ * Which channels' messages a viewer's reads must check one by one (the others are readable by role):
+ * spectators (null) only web-public ones are readable; guests every channel that is not web-public;
+ * everyone else private channels.
+ */
+export function channelsNeedingAccessCheck(viewer: Pick<User, 'role'> | null): 'not-web-public' | 'private' | null {
+  if (viewer === null) return null;
+  return isGuest(viewer) ? 'not-web-public' : 'private';
+}
+
+/** May the viewer read public channels they are not subscribed to (narrows, searches)? */
+export const canReadPublicChannels = (viewer: Pick<User, 'role'> | null) => viewer !== null && !isGuest(viewer);
+
+/** A channel whose rows the viewer has but may no longer read (removed from a private channel, say). */
+export function isChannelContentHidden(subject: PermissionSubject, c: FetchChannel): boolean {
+  return !c.isWebPublic && (isGuest(subject.user) || c.inviteOnly) && !hasContentAccess(subject, c, c.subscribed);
 }
 
 export type { Realm, User };

@@ -7,7 +7,7 @@ import type { Realm, User } from '../data/models.ts';
 import { createEventQueue, deleteEventQueue, touchEventQueue } from '../data/event-queues.repo.ts';
 import { newestEventId } from '../data/event-queues.repo.ts';
 import { JsonableError } from '../errors.ts';
-import { Role } from '../access/roles.ts';
+import { checkCanRegisterQueue } from '../access/event-queues.ts';
 import { MAX_QUEUE_LIFESPAN_SECS } from '../events/housekeeping.ts';
 import { readRegisterState, type RegisterOptions } from '../queries/register-state.ts';
 import { FEATURE_LEVEL, MERGE_BASE, ZULIP_VERSION } from '../version.ts';
@@ -30,7 +30,7 @@ export interface RegisterRequest {
 }
 
 export async function doRegisterQueue(deps: AppDeps, realm: Realm, user: User, request: RegisterRequest): Promise<Record<string, unknown>> {
-  if (request.allPublicStreams && user.role === Role.GUEST) throw new JsonableError('User not authorized for this query');
+  checkCanRegisterQueue(user, request);
   const capabilities = request.clientCapabilities;
   const options: RegisterOptions = {
     clientGravatar: request.clientGravatar,
@@ -98,10 +98,16 @@ export interface PollRequest {
 export async function doGetEvents(deps: AppDeps, user: User, request: PollRequest): Promise<{ events: Record<string, unknown>[]; queue_id: string }> {
   const queue = await touchEventQueue(deps.db, request.queueId, user.id, request.lastEventId ?? null);
   if (!queue) throw new BadEventQueueIdError(request.queueId);
-  const after = request.lastEventId ?? queue.lastEventId;
+  // The queue holds only what came after its registration and what the client has not acknowledged: a
+  // last_event_id below that (-1, or an id from before the queue existed) starts at the queue's own mark
+  // (the acknowledged id, never moving backwards; registration's newest id at first), as Zulip's queues do.
+  const after = queue.lastEventId;
   if (!request.dontBlock) request.onWait();
-  const events = await deps.delivery.poll(queue, after, { dontBlock: request.dontBlock, signal: request.signal });
-  return { events, queue_id: queue.id };
+  const answer = await deps.delivery.poll(queue, after, { dontBlock: request.dontBlock, signal: request.signal });
+  // Ended under the poll (owner deactivated, or an all_public_streams queue's owner became a guest): the
+  // queue was deleted with that change.
+  if (answer.ended && answer.events.length === 0) throw new BadEventQueueIdError(request.queueId);
+  return { events: answer.events, queue_id: queue.id };
 }
 
 export async function doDeleteQueue(deps: AppDeps, user: User, queueId: string): Promise<void> {

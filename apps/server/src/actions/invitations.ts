@@ -28,10 +28,10 @@ import { syncSystemGroupMembership, systemGroupEvents } from '../data/system-gro
 import { addMembers, findGroupsByIds } from '../data/user-groups.repo.ts';
 import { defaultChannelIds, shareLockChannels } from '../data/channels.repo.ts';
 import { activateSubscriptions } from '../data/subscriptions.repo.ts';
-import { JsonableError } from '../errors.ts';
+import { InvitationError, JsonableError, type InvitationFailure } from '../errors.ts';
 import { loadPermissionSubject } from '../access/group-settings.ts';
-import { channelAudience } from '../access/channels.ts';
-import { isGuest, requireMemberOrAdmin, Role } from '../access/roles.ts';
+import { administratorsAudience, channelAudience, usersWhoSeeChannelOnlySubscribed } from '../access/channels.ts';
+import { requireMemberOrAdmin } from '../access/roles.ts';
 import { reloadActor } from '../access/users.ts';
 import {
   accessChannelsForInvite,
@@ -41,6 +41,7 @@ import {
   checkCanInviteByEmail,
   checkCanManageInvitation,
   checkCanSetWelcomeMessage,
+  checkAccountOldEnoughToInvite,
 } from '../access/invitations.ts';
 import { channelDisplayData, channelFactsRequest } from '../queries/channels.ts';
 import { invitationLinkState, invitationLinkStateByKey, invitationPath, isWellFormedInvitationKey, reusableLinkPath, type LinkProblem } from '../queries/invitations.ts';
@@ -59,22 +60,6 @@ export const DEFAULT_INVITE_EXPIRY_MINUTES = 14_400;
 export const DAILY_INVITATION_EMAILS = 100;
 /** Lifetime of the confirmation link sent to an address given on a reusable link's page (Zulip: one day). */
 const SIGNUP_CONFIRMATION_MINUTES = 24 * 60;
-/** Zulip's INVITES_MIN_USER_AGE_DAYS: when invitations are not required, newer members cannot invite. */
-const MIN_ACCOUNT_AGE_DAYS = 3;
-
-/** One address that could not be invited: [address, reason, the account exists but is deactivated]. */
-type InvitationFailure = [string, string, boolean];
-
-/** Zulip's InvitationError: 400 INVITATION_FAILED with the per-address failures. */
-class InvitationError extends JsonableError {
-  constructor(msg: string, errors: InvitationFailure[], options: { sentInvitations: boolean; dailyLimitReached?: boolean }) {
-    super(msg, {
-      code: 'INVITATION_FAILED',
-      data: { errors, sent_invitations: options.sentInvitations, license_limit_reached: false, daily_limit_reached: options.dailyLimitReached ?? false },
-    });
-  }
-}
-
 /**
  * The addresses of `invitee_emails`: split on commas and newlines, `Name <address>` reduced to the
  * address, surrounding whitespace (line ends included) removed, empty entries dropped, duplicates merged
@@ -141,7 +126,7 @@ async function checkDailyLimit(tx: Db, realmId: number, count: number): Promise<
 
 /** Administrators and the inviter see the list change (Zulip's notify_invites_changed). */
 async function notifyInvitesChanged(tx: Db, deps: Pick<AppDeps, 'events'>, afterCommit: AfterCommit, realm: Realm, referrerId: number): Promise<void> {
-  const admins = await audienceUserIds(tx, realm.id, { roleIn: [Role.OWNER, Role.ADMINISTRATOR] });
+  const admins = await audienceUserIds(tx, realm.id, administratorsAudience());
   const referrer = await findUserById(tx, realm.id, referrerId);
   const userIds = [...new Set([...admins, ...(referrer?.isActive ? [referrer.id] : [])])].sort((a, b) => a - b);
   await deps.events.publish(tx, afterCommit, realm.id, [{ userIds, payload: { type: 'invites_changed' } }]);
@@ -200,13 +185,7 @@ export async function doSendInvites(deps: AppDeps, realm: Realm, actor: User, re
 
     await lockInviteCounter(tx, realm.id);
     await checkDailyLimit(tx, realm.id, addresses.length);
-    if (!realm.inviteRequired && caller.role > Role.ADMINISTRATOR && caller.dateJoined.getTime() > Date.now() - MIN_ACCOUNT_AGE_DAYS * 86_400_000) {
-      throw new InvitationError(
-        'Your account is too new to send invites for this organization. Ask an organization admin, or a more experienced user.',
-        [],
-        { sentInvitations: false },
-      );
-    }
+    checkAccountOldEnoughToInvite(realm, caller);
 
     const invalid: InvitationFailure[] = addresses.filter((a) => !isPlausibleEmail(a)).map((a) => [a, 'Invalid address.', false]);
     const wellFormed = addresses.filter((a) => isPlausibleEmail(a));
@@ -473,7 +452,7 @@ async function subscribeNewUser(tx: Db, realm: Realm, user: User, channelIds: nu
   const data = await channelDisplayData(tx, realm.id, added, activation.facts!);
   const events: QueuedEvent[] = [];
   for (const channel of added) {
-    if (!(await couldSeeWithoutSubscription(tx, realm, user, channel))) events.push({ userIds: [user.id], payload: streamCreateEvent([formatChannel(channel, data)]) });
+    if ((await usersWhoSeeChannelOnlySubscribed(tx, realm.id, channel, [user])).length) events.push({ userIds: [user.id], payload: streamCreateEvent([formatChannel(channel, data)]) });
   }
   events.push({
     userIds: [user.id],
@@ -485,8 +464,3 @@ async function subscribeNewUser(tx: Db, realm: Realm, user: User, channelIds: nu
   return events;
 }
 
-async function couldSeeWithoutSubscription(tx: Db, realm: Realm, user: User, channel: Channel): Promise<boolean> {
-  if (channel.isWebPublic) return true;
-  if (!channel.inviteOnly) return !isGuest(user);
-  return (await audienceUserIds(tx, realm.id, { ...channelAudience(channel, { subscribers: false }), only: [user.id] })).includes(user.id);
-}

@@ -6,11 +6,9 @@ import { inTransaction } from '../data/db.ts';
 import { writeDeferredRows } from '../data/deferred-rows.repo.ts';
 import type { Realm, User } from '../data/models.ts';
 import { changeFlag, countOwnMessages, markReadBatch, messageDetails, messagesOfUnsubscribedChannels, newestOwnMessageId, userHasTopic } from '../data/message-flags.repo.ts';
-import { findChannelById } from '../data/channels.repo.ts';
-import { subscribedChannelIds } from '../data/subscriptions.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { loadPermissionSubject } from '../access/group-settings.ts';
-import { hasContentAccess } from '../access/channels.ts';
+import { accessChannelById } from '../access/channels.ts';
 import { MESSAGE_FLAG_BITS, type MessageFlagName } from '../lib/message-flags.ts';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../lib/message-limits.ts';
 import { messagesInFlagRange, type FlagRange, type FlagRangeRequest } from '../queries/messages-state.ts';
@@ -166,13 +164,10 @@ export async function doMarkAllAsRead(deps: AppDeps, realm: Realm, user: User): 
   return { complete: await markReadInBatches(deps, realm, user, 'everything', deps.config.markReadBudgetMs) };
 }
 
-/** The channel if the user may read it (Zulip's access_stream_by_id), else `Invalid channel ID`. */
+/** The channel if the user may read its messages (Zulip's access_stream_by_id), else `Invalid channel ID`. */
 async function readableChannel(deps: AppDeps, realm: Realm, user: User, channelId: number) {
-  const channel = await findChannelById(deps.db, realm.id, channelId);
   const subject = await loadPermissionSubject(deps.db, user);
-  const subscribed = channel ? (await subscribedChannelIds(deps.db, user.id, [channel.id])).has(channel.id) : false;
-  if (!channel || channel.isArchived || !hasContentAccess(subject, channel, subscribed)) throw new JsonableError('Invalid channel ID');
-  return channel;
+  return (await accessChannelById(deps.db, realm, subject, channelId, { requireContentAccess: true, allowArchived: false })).channel;
 }
 
 export async function doMarkStreamAsRead(deps: AppDeps, realm: Realm, user: User, channelId: number): Promise<void> {

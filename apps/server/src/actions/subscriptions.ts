@@ -20,7 +20,7 @@ import {
   subscriptionRows,
   usedColorsOfUsers,
 } from '../data/subscriptions.repo.ts';
-import { audienceUserIds, insertEvents, insertEventsSql, type QueuedEvent } from '../data/events.repo.ts';
+import { insertEvents, insertEventsSql, type QueuedEvent } from '../data/events.repo.ts';
 import { sorted } from '../lib/ids.ts';
 import { JsonableError } from '../errors.ts';
 import {
@@ -30,12 +30,13 @@ import {
   checkCanSetTopicsPolicy,
   checkCanSubscribeOthers,
   checkCanUnsubscribe,
+  checkCanSubscribe,
+  channelsHiddenFromUnsubscribed,
+  usersWhoSeeChannelOnlySubscribed,
   hasContentAccess,
-  hasMetadataAccess,
   loadChannelViewer,
   type PermissionSubject,
 } from '../access/channels.ts';
-import { isAdmin, isGuest } from '../access/roles.ts';
 import { defaultStreamsEvent, insertChannel, streamCreateEvent, streamDeleteEvent, type NewChannel } from './channels.ts';
 import type { GroupSettingValue } from './group-settings.ts';
 import { channelDisplayData, channelFactsRequest } from '../queries/channels.ts';
@@ -169,7 +170,7 @@ export type SubscribeResult = SuccessData<'subscribe'>;
 
 export async function doSubscribe(deps: AppDeps, realm: Realm, actor: User, request: SubscribeRequest): Promise<SubscribeResult> {
   // Zulip's require_non_guest_user (bots may subscribe), before anything else is looked at.
-  if (isGuest(actor)) throw new JsonableError('Not allowed for guest users');
+  checkCanSubscribe(actor);
   // Two requests creating the same channel at once: the loser's transaction hits the unique index on
   // lower(name); running it again finds the channel and subscribes to it.
   for (let attempt = 1; ; attempt++) {
@@ -343,7 +344,7 @@ async function addSubscriptions(
     // Users who could not see a channel before get its creation event first.
     for (const channel of touched) {
       const joined = added.filter((a) => a.channel.id === channel.id).map((a) => a.user);
-      const newcomers = await usersWhoCouldNotSee(tx, realm, channel, joined);
+      const newcomers = await usersWhoSeeChannelOnlySubscribed(prismaOf(tx), realm.id, channel, joined);
       if (newcomers.length) events.push({ userIds: newcomers, payload: streamCreateEvent([formatChannel(channel, data)]) });
     }
     for (const user of users) {
@@ -361,19 +362,6 @@ async function addSubscriptions(
     }
   }
   return { subscribed, alreadySubscribed, events };
-}
-
-/**
- * Of users just subscribed to the channel, those who could not see it without the subscription
- * (ascending ids): guests on public channels; on private ones, whoever is neither an organization
- * administrator nor a non-guest member of a group granting metadata access (one statement).
- */
-async function usersWhoCouldNotSee(tx: SubscriptionTx, realm: Realm, channel: Channel, users: User[]): Promise<number[]> {
-  if (channel.isWebPublic) return [];
-  if (!channel.inviteOnly) return sorted(users.filter((u) => isGuest(u)).map((u) => u.id));
-  const ids = users.map((u) => u.id);
-  const seeing = new Set(await audienceUserIds(prismaOf(tx), realm.id, { ...channelAudience(channel, { subscribers: false }), only: ids }));
-  return sorted(ids.filter((id) => !seeing.has(id)));
 }
 
 /** A new user joins the organization's default channels (Zulip's do_create_user); returns the events. */
@@ -439,14 +427,9 @@ async function removalEvents(tx: Db, users: User[], channels: Channel[], removed
     const mine = removed.filter((r) => r.user.id === user.id).map((r) => r.channel);
     if (!mine.length) continue;
     events.push({ userIds: [user.id], payload: { type: 'subscription', op: 'remove', subscriptions: mine.map((c) => ({ name: c.name, stream_id: c.id })) } });
-    // Channels the user can no longer see at all disappear from their client. Only private channels
-    // need the user's groups to decide (public and web-public ones are decided by the role).
-    if (!isAdmin(user)) {
-      const needsGroups = !isGuest(user) && mine.some((c) => c.inviteOnly && !c.isWebPublic);
-      const subject = needsGroups ? await loadChannelViewer(tx, user) : { user, groups: new Set<number>() };
-      const gone = mine.filter((c) => !hasMetadataAccess(subject, c, false));
-      if (gone.length) events.push({ userIds: [user.id], payload: streamDeleteEvent(gone.map((c) => c.id)) });
-    }
+    // Channels the user can no longer see at all disappear from their client.
+    const gone = await channelsHiddenFromUnsubscribed(tx, user, mine);
+    if (gone.length) events.push({ userIds: [user.id], payload: streamDeleteEvent(gone.map((c) => c.id)) });
   }
   // Everyone else who can still see the channel, resolved when the event is stored.
   for (const channel of touched) {

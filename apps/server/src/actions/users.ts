@@ -20,7 +20,8 @@ import {
 import { syncSystemGroupMembership, systemGroupEvents } from '../data/system-groups.repo.ts';
 import { deleteProfileValue, findProfileFieldsByIds, upsertProfileValue } from '../data/profile-fields.repo.ts';
 import { activeUsersWithRole, deactivateBotsOwnedBy, emailVisibilityOf } from '../data/users-admin.repo.ts';
-import { deleteEventQueuesOfUsers } from '../data/event-queues.repo.ts';
+import { deleteAllPublicStreamsQueuesOfUser, deleteEventQueuesOfUsers } from '../data/event-queues.repo.ts';
+import { roleChangeEndsAllPublicChannelQueues } from '../access/event-queues.ts';
 import { JsonableError, UnauthorizedError } from '../errors.ts';
 import { generateApiKey } from '../security/secrets.ts';
 import { hashPassword } from '../security/passwords.ts';
@@ -142,6 +143,8 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, actor: User | nu
         throw new JsonableError('The owner permission cannot be removed from the only organization owner.');
       }
       await updateUser(tx, target.id, { role: update.role });
+      // Their long-polls end at this change's realm_user event (access/event-queues.ts eventEndsQueue).
+      if (roleChangeEndsAllPublicChannelQueues(update.role)) await deleteAllPublicStreamsQueuesOfUser(tx, target.id);
       const membership = await syncSystemGroupMembership(tx, realm.id, target.id, update.role);
       events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, role: update.role } });
       events.push(...systemGroupEvents(target.id, membership));

@@ -83,6 +83,11 @@ export async function deleteEventQueue(db: Db, queueId: string, userId: number):
   return n > 0;
 }
 
+/** Deletes the user's queues registered with all_public_streams (a role change that loses that right). */
+export async function deleteAllPublicStreamsQueuesOfUser(db: Db, userId: number): Promise<void> {
+  await db.$executeRaw`DELETE FROM event_queue WHERE user_id = ${userId}::int AND all_public_streams`;
+}
+
 /** Deletes every queue of these users (deactivation). */
 export async function deleteEventQueuesOfUsers(db: Db, userIds: number[]): Promise<void> {
   if (userIds.length) await db.$executeRaw`DELETE FROM event_queue WHERE user_id = ANY(${userIds}::int[])`;
@@ -128,8 +133,8 @@ export async function eventsOfRealmAfter(db: Db, realmId: number, afterId: numbe
 
 /**
  * The events after `afterId` that may concern this user's queue (addressed to the user, realm-wide, or
- * public-channel messages for all_public_streams queues), of the given types (all when null), oldest
- * first; and the organization's newest event id at the time of reading.
+ * public-channel messages for all_public_streams queues), of the given types (all when null) and
+ * realm_user, oldest first; and the organization's newest event id at the time of reading.
  */
 export async function eventsForQueueAfter(
   db: Db,
@@ -137,7 +142,8 @@ export async function eventsForQueueAfter(
   afterId: number,
   limit: number,
 ): Promise<{ events: EventRow[]; newestId: number }> {
-  const typeFilter = q.eventTypes ? Prisma.sql`AND type = ANY(${q.eventTypes}::text[])` : Prisma.empty;
+  // realm_user events are read whatever the types: one may end the queue (access/event-queues.ts eventEndsQueue).
+  const typeFilter = q.eventTypes ? Prisma.sql`AND (type = ANY(${q.eventTypes}::text[]) OR type = 'realm_user')` : Prisma.empty;
   const publicFilter = q.allPublicStreams ? Prisma.sql`OR all_public_streams` : Prisma.empty;
   const rows = await db.$queryRaw<(EventSqlRow & { newest: bigint | null })[]>`
     SELECT e.*, n.newest FROM (SELECT max(id) AS newest FROM event WHERE realm_id = ${q.realmId}::int) n

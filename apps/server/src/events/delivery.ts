@@ -15,6 +15,7 @@ import { eventsForQueueAfter, eventsOfRealmAfter, newestEventId, type EventQueue
 import type { Logger } from '../http/logging.ts';
 import { EPHEMERAL_CHANNEL, EVENTS_CHANNEL } from './bus.ts';
 import type { DatabaseListener } from './listener.ts';
+import { eventEndsQueue } from '../access/event-queues.ts';
 import { presentEvent, type DeliverableEvent } from './present.ts';
 
 export interface DeliveryOptions {
@@ -38,13 +39,23 @@ export const DEFAULT_DELIVERY_OPTIONS: DeliveryOptions = {
 
 export type PolledQueue = Pick<EventQueueRow, 'id' | 'realmId' | 'userId' | 'eventTypes' | 'allPublicStreams' | 'applyMarkdown' | 'narrow' | 'clientCapabilities' | 'createdAtMs' | 'clientGravatar'>;
 
+/**
+ * A poll's answer: the events, and whether the queue ended (its owner was deactivated, or lost the
+ * right the queue was registered with) at the event after the last one given: nothing after that point
+ * is delivered to it.
+ */
+export interface PollAnswer {
+  events: Record<string, unknown>[];
+  ended: boolean;
+}
+
 export interface EventDelivery {
   /**
    * The events for `queue` after `after`, adapted to it; waits (unless `dontBlock`) until there is one,
    * answering a heartbeat after a while, or until `signal` aborts (the client went away) or the
    * process stops.
    */
-  poll(queue: PolledQueue, after: number, options: { dontBlock: boolean; signal?: AbortSignal }): Promise<Record<string, unknown>[]>;
+  poll(queue: PolledQueue, after: number, options: { dontBlock: boolean; signal?: AbortSignal }): Promise<PollAnswer>;
   /**
    * Starts following the organization's events in this process (done at /register, so that ephemeral
    * events sent before the client's first poll are kept for it).
@@ -63,7 +74,7 @@ interface BufferedEvent extends DeliverableEvent {
 interface ParkedPoll {
   queue: PolledQueue;
   after: number;
-  done: (events: Record<string, unknown>[]) => void;
+  done: (answer: PollAnswer) => void;
 }
 
 interface Tail {
@@ -164,14 +175,16 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
   }
 
   /** Events of the buffer after `after` for this queue, adapted (oldest first, at most batchLimit). */
-  function collect(tail: Tail, queue: PolledQueue, after: number): Record<string, unknown>[] {
+  function collect(tail: Tail, queue: PolledQueue, after: number): PollAnswer {
     const out: Record<string, unknown>[] = [];
     let i = firstAfter(tail.buffer, after);
     for (; i < tail.buffer.length && out.length < options.batchLimit; i++) {
-      const presented = presentEvent(tail.buffer[i]!, queue);
+      const event = tail.buffer[i]!;
+      if (eventEndsQueue(event, queue)) return { events: out, ended: true };
+      const presented = presentEvent(event, queue);
       if (presented) out.push(presented);
     }
-    return out;
+    return { events: out, ended: false };
   }
 
   function firstAfter(buffer: BufferedEvent[], after: number): number {
@@ -187,8 +200,8 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
 
   function dispatch(tail: Tail) {
     for (const poll of [...tail.polls]) {
-      const events = collect(tail, poll.queue, poll.after);
-      if (events.length) poll.done(events);
+      const answer = collect(tail, poll.queue, poll.after);
+      if (answer.events.length || answer.ended) poll.done(answer);
     }
   }
 
@@ -255,7 +268,7 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
       if (!closed) tailFor(realmId);
     },
     async poll(queue, requestedAfter, { dontBlock, signal }) {
-      if (closed) return [heartbeat(requestedAfter)];
+      if (closed) return { events: [heartbeat(requestedAfter)], ended: false };
       const tail = tailFor(queue.realmId);
       await tail.ready;
       if (dontBlock) {
@@ -265,27 +278,33 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
         if (tail.fetching) await tail.fetching;
       }
       let after = requestedAfter;
-      let events: Record<string, unknown>[];
+      let answer: PollAnswer;
       if (after >= tail.start) {
-        events = collect(tail, queue, after);
+        answer = collect(tail, queue, after);
       } else {
         // Older than the buffer: the database has everything up to its newest id, the buffer what came since.
         const fromDb = await eventsForQueueAfter(db, queue, after, options.batchLimit);
         const seen = new Set<number>();
-        events = [];
+        answer = { events: [], ended: false };
         for (const r of fromDb.events) {
+          if (eventEndsQueue(r, queue)) {
+            answer.ended = true;
+            break;
+          }
           const presented = presentEvent(fromRow(r, 0), queue);
           seen.add(r.id);
-          if (presented) events.push(presented);
+          if (presented) answer.events.push(presented);
         }
-        if (fromDb.events.length < options.batchLimit) {
-          for (const e of collect(tail, queue, Math.max(after, tail.start))) if (!seen.has(e['id'] as number)) events.push(e);
-          events.sort((a, b) => (a['id'] as number) - (b['id'] as number));
-          if (!events.length) after = Math.max(after, Math.min(tail.start, fromDb.newestId));
+        if (!answer.ended && fromDb.events.length < options.batchLimit) {
+          const later = collect(tail, queue, Math.max(after, tail.start));
+          for (const e of later.events) if (!seen.has(e['id'] as number)) answer.events.push(e);
+          answer.ended = later.ended;
+          answer.events.sort((a, b) => (a['id'] as number) - (b['id'] as number));
+          if (!answer.events.length) after = Math.max(after, Math.min(tail.start, fromDb.newestId));
         }
       }
-      if (events.length || dontBlock || signal?.aborted) return events;
-      if (closed) return [heartbeat(after)];
+      if (answer.events.length || answer.ended || dontBlock || signal?.aborted) return answer;
+      if (closed) return { events: [heartbeat(after)], ended: false };
 
       // Park until a fetch brings something, a heartbeat is due, the client leaves, or we stop.
       return new Promise((resolve) => {
@@ -301,8 +320,8 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
             resolve(result);
           },
         };
-        const onAbort = () => poll.done([]);
-        const timer = setTimeout(() => poll.done([heartbeat(after)]), options.heartbeatMs + Math.random() * options.heartbeatJitterMs);
+        const onAbort = () => poll.done({ events: [], ended: false });
+        const timer = setTimeout(() => poll.done({ events: [heartbeat(after)], ended: false }), options.heartbeatMs + Math.random() * options.heartbeatJitterMs);
         timer.unref();
         signal?.addEventListener('abort', onAbort, { once: true });
         tail.polls.add(poll);
@@ -312,7 +331,7 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
     close() {
       closed = true;
       clearInterval(sweeper);
-      for (const tail of tails.values()) for (const poll of [...tail.polls]) poll.done([heartbeat(poll.after)]);
+      for (const tail of tails.values()) for (const poll of [...tail.polls]) poll.done({ events: [heartbeat(poll.after)], ended: false });
     },
   };
 }

@@ -7,7 +7,8 @@ import type { Realm, User } from '../data/models.ts';
 import { findInvitationById, findInvitationByKeyHash, InvitationStatus, listPendingInvitations, type InvitationRow } from '../data/invitations.repo.ts';
 import { findRealmById } from '../data/realms.repo.ts';
 import { findUserById } from '../data/users.repo.ts';
-import { isAdmin, requireMemberOrAdmin } from '../access/roles.ts';
+import { requireMemberOrAdmin } from '../access/roles.ts';
+import { seesEveryInvitation } from '../access/invitations.ts';
 
 type Invite = SuccessData<'get-invites'>['invites'][number];
 
@@ -24,7 +25,7 @@ const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
  */
 export async function listInvitesForUser(deps: Pick<AppDeps, 'db' | 'cipher'>, realm: Realm, user: User): Promise<Invite[]> {
   requireMemberOrAdmin(user);
-  const rows = await listPendingInvitations(deps.db, realm.id, isAdmin(user) ? undefined : user.id);
+  const rows = await listPendingInvitations(deps.db, realm.id, seesEveryInvitation(user) ? undefined : user.id);
   return rows.map((row): Invite => {
     const common = {
       id: row.id,

@@ -23,8 +23,14 @@ import {
 } from '../data/message-fetch.repo.ts';
 import { directRecipientsByEmails, directRecipientsByIds, messagePeople } from '../data/messages.repo.ts';
 import { hasContentAccess, loadChannelViewer, type PermissionSubject } from '../access/channels.ts';
-import { canReadChannelHistory } from '../access/messages.ts';
-import { isGuest } from '../access/roles.ts';
+import {
+  canReadChannelHistory,
+  canReadPublicChannels,
+  channelAccessDependsOnGroups,
+  channelsNeedingAccessCheck,
+  hasMessageAccess,
+  isChannelContentHidden,
+} from '../access/messages.ts';
 import { JsonableError, MissingArgumentError, UnauthorizedError } from '../errors.ts';
 import { flagNames } from '../lib/message-flags.ts';
 import { formatMessage, type MessageFormatContext, type MessagePerson, type MessageRow } from '../lib/message-format.ts';
@@ -110,22 +116,6 @@ async function subjectFor(db: Db, viewer: User, needGroups: boolean): Promise<Pe
   return needGroups ? loadChannelViewer(db, viewer) : { user: viewer, groups: new Set() };
 }
 
-/** Whether content access to the channel may depend on group settings (private, not subscribed, not a guest). */
-const dependsOnGroups = (viewer: User, c: FetchChannel) => c.inviteOnly && !c.isWebPublic && !c.subscribed && !isGuest(viewer);
-
-/**
- * Zulip's has_message_access: direct messages need the viewer's row; channel messages need content
- * access to the channel, plus the row when its history is protected (public channels are readable by
- * non-guests whatever their history setting). Spectators read web-public channels only.
- */
-function canReadMessage(subject: PermissionSubject | null, found: { flags: number | null; channel: FetchChannel | null }): boolean {
-  const c = found.channel;
-  if (!subject) return c !== null && c.isWebPublic;
-  if (!c) return found.flags !== null;
-  if (!hasContentAccess(subject, c, c.subscribed)) return false;
-  return c.historyPublicToSubscribers || found.flags !== null || (!c.inviteOnly && !isGuest(subject.user));
-}
-
 /**
  * The message if `viewer` may read it, with their flags (null without a row); null otherwise, or when
  * it does not exist. `caughtUp`: the caller has already written the viewer's deferred rows.
@@ -135,8 +125,8 @@ export async function readableMessage(db: Db, realm: Realm, viewer: User | null,
   if (viewer && !options.caughtUp) await writeDeferredRows(db, realm.id, viewer.id);
   const found = await messageWithViewerRow(db, realm.id, messageId, viewer?.id ?? null);
   if (!found) return null;
-  const subject = viewer ? await subjectFor(db, viewer, found.channel !== null && dependsOnGroups(viewer, found.channel)) : null;
-  return canReadMessage(subject, found) ? found : null;
+  const subject = viewer ? await subjectFor(db, viewer, found.channel !== null && channelAccessDependsOnGroups(viewer, found.channel)) : null;
+  return hasMessageAccess(subject, found) ? found : null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -189,20 +179,19 @@ export interface ResolvedNarrow {
  */
 export async function resolveNarrow(db: Db, realm: Realm, viewer: User | null, terms: NarrowTerm[]): Promise<ResolvedNarrow> {
   const lookups = narrowLookups(terms);
-  const guest = viewer !== null && isGuest(viewer);
   const [channels, usersById, usersByEmail] = await Promise.all([
     channelsForMessageRead(db, realm.id, viewer?.id ?? null, {
       names: lookups.channelNames,
       ids: lookups.channelIds,
-      restricted: viewer === null ? null : guest ? 'not-web-public' : 'private',
+      restricted: channelsNeedingAccessCheck(viewer),
     }),
     lookups.userIds.length > 0 ? directRecipientsByIds(db, realm.id, [...new Set(lookups.userIds)]) : Promise.resolve([]),
     lookups.userEmails.length > 0 ? directRecipientsByEmails(db, realm, [...new Set(lookups.userEmails)]) : Promise.resolve(null),
   ]);
-  const subject = viewer ? await subjectFor(db, viewer, channels.some((c) => dependsOnGroups(viewer, c))) : null;
+  const subject = viewer ? await subjectFor(db, viewer, channels.some((c) => channelAccessDependsOnGroups(viewer, c))) : null;
 
   // Channels a user can no longer read keep their rows out of the user's history.
-  const hidden = subject ? channels.filter((c) => !c.isWebPublic && (guest || c.inviteOnly) && !hasContentAccess(subject, c, c.subscribed)).map((c) => c.id) : [];
+  const hidden = subject ? channels.filter((c) => isChannelContentHidden(subject, c)).map((c) => c.id) : [];
 
   const byName = new Map(channels.map((c) => [c.name.toLowerCase(), c]));
   const byId = new Map(channels.map((c) => [c.id, c]));
@@ -211,7 +200,7 @@ export async function resolveNarrow(db: Db, realm: Realm, viewer: User | null, t
   const idSet = new Set(usersById.map((u) => u.id));
   const built = buildNarrow(terms, {
     viewerId: viewer?.id ?? null,
-    canAccessPublicChannels: viewer !== null && !guest,
+    canAccessPublicChannels: canReadPublicChannels(viewer),
     channelByName: (name) => narrowChannel(byName.get(name.toLowerCase())),
     channelById: (id) => narrowChannel(byId.get(id)),
     userById: (id) => (idSet.has(id) ? id : undefined),
@@ -432,7 +421,7 @@ export async function topicsOfChannel(db: Db, realm: Realm, viewer: User | null,
   if (!viewer) {
     if (!channel.isWebPublic) throw invalid;
   } else {
-    const subject = await subjectFor(db, viewer, dependsOnGroups(viewer, channel));
+    const subject = await subjectFor(db, viewer, channelAccessDependsOnGroups(viewer, channel));
     if (!hasContentAccess(subject, channel, channel.subscribed)) throw invalid;
     // Protected history: only the topics of messages the user received.
     if (!channel.historyPublicToSubscribers) onlyRowsOf = viewer.id;

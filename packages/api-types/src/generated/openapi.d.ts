@@ -1461,12 +1461,18 @@ export interface paths {
         /**
          * Get events from an event queue
          * @description Long-polls an event queue made by `POST /register`. Passing `last_event_id` acknowledges every
-         *     event up to it (the server may then discard them); the answer holds every event after it. When
+         *     event up to it (the server may then discard them); the answer holds every event after it. A queue
+         *     holds only events that happened after it was registered, each for the users entitled to it when it
+         *     happened: a `last_event_id` below what the queue starts with or has acknowledged (such as `-1`) is
+         *     read as that mark, never as a request for older events. When
          *     there is none the request waits until one arrives, answering a `heartbeat` event after roughly 45
          *     to 55 seconds of nothing, unless `dont_block` is true. Each event is an object with an integer `id` (its
          *     position in the queue) and a `type`, most with an `op`; see `Event` for every shape.
          *
-         *     An unknown or expired queue gives `BAD_EVENT_QUEUE_ID`; the client then registers a new queue.
+         *     An unknown or expired queue gives `BAD_EVENT_QUEUE_ID`; the client then registers a new queue. A
+         *     queue is deleted when its owner is deactivated, and a queue registered with `all_public_streams`
+         *     when its owner becomes a guest: a poll waiting then answers `BAD_EVENT_QUEUE_ID` (after any event
+         *     from before the change).
          */
         get: operations["get-events"];
         put?: never;
