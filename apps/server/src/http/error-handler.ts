@@ -110,7 +110,7 @@ function databaseErrorOf(error: unknown): JsonableError | null {
   const text = `${e.code ?? ''} ${e.cause?.code ?? ''} ${e.cause?.originalCode ?? ''} ${e.message ?? ''} ${e.cause?.message ?? ''}`;
   if (/\b22003\b|P2020|out of range for type (integer|smallint|bigint)|value out of range/i.test(text)) return new JsonableError('Number out of range');
   // Transaction or connection not obtained in time, too many connections, statement timeout, shutdown.
-  if (/P2024|P2028|\b53300\b|\b57014\b|\b57P0[123]\b|Unable to start a transaction in the given time|timed out fetching a new connection|timeout exceeded when trying to connect/i.test(text)) {
+  if (/P2024|P2028|\b53300\b|\b57014\b|\b57P0[123]\b|Unable to start a transaction in the given time|timed out fetching a new connection|timeout exceeded when trying to connect|waiting for a database connection/i.test(text)) {
     return new ServerOverloadedError(1);
   }
   return null;

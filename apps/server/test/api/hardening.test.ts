@@ -335,8 +335,12 @@ describe('failures of the server itself', () => {
     }
   });
 
-  it('a database that cannot give a connection in time is a 503 with Retry-After in the envelope', async () => {
-    const broken = await brokenServer(() => Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), { code: 'P2028' }));
+  it.each([
+    ['Prisma (P2028)', () => Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), { code: 'P2028' })],
+    // The pg-pool transactions of data/db.ts (connectWithin): seen as a 500 under load before.
+    ['node-postgres', () => new Error('Timed out after 10000 ms waiting for a database connection')],
+  ])('a database that cannot give a connection in time (%s) is a 503 with Retry-After in the envelope', async (_driver, error) => {
+    const broken = await brokenServer(error);
     try {
       const res = await broken.get(`/api/v1/users?user_ids=[${env.users.cordelia.id}]`, { Authorization: basicAuth(env.users.hamlet.email, env.users.hamlet.apiKey) });
       expectCleanError(res, 503);
