@@ -57,6 +57,28 @@ export default tseslint.config(
     files: ['apps/server/src/actions/**/*.ts', 'apps/server/src/access/**/*.ts'],
     rules: restrict([NO_PRISMA, { group: ['express', '../http/*'], message: 'Actions and access checks do not depend on HTTP.' }]),
   },
+  // Every permission decision lives in access/, named for what it decides: outside it, no comparison of
+  // a role (with a Role constant, a number, or by order), no raw role predicate (isGuest, isAdmin…),
+  // no switch on a role, and no event audience built from roles.
+  {
+    files: ['apps/server/src/**/*.ts'],
+    ignores: ['apps/server/src/access/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...[
+          'BinaryExpression:has(> MemberExpression[object.name="Role"])',
+          'BinaryExpression[operator=/^[<>]=?$/]:has(> MemberExpression[property.name="role"])',
+          'BinaryExpression:has(> MemberExpression[property.name="role"]):has(> Literal[raw=/^[0-9]+$/])',
+          'BinaryExpression[operator=/^[<>]=?$/]:has(> Identifier[name="role"])',
+          'BinaryExpression:has(> Identifier[name="role"]):has(> Literal[raw=/^[0-9]+$/])',
+          'CallExpression[callee.name=/^(isGuest|isAdmin|isOwner|isModerator)$/]',
+          'SwitchStatement[discriminant.property.name="role"]',
+          'Property[key.name=/^role(Not)?In$/]',
+        ].map((selector) => ({ selector, message: 'Role and guest decisions belong in apps/server/src/access/ (a function named for what it decides).' })),
+      ],
+    },
+  },
   // Repositories do not depend on HTTP either.
   {
     files: ['apps/server/src/data/**/*.ts'],

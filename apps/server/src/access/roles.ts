@@ -8,7 +8,17 @@ export const ALL_ROLES: readonly number[] = Object.values(Role);
 
 export const isOwner = (user: Pick<User, 'role'>) => user.role === Role.OWNER;
 export const isAdmin = (user: Pick<User, 'role'>) => user.role === Role.OWNER || user.role === Role.ADMINISTRATOR;
+/** `is_moderator` of /register: the moderator role itself (administrators are not reported as moderators, as in Zulip). */
+export const isModeratorRole = (user: Pick<User, 'role'>) => user.role === Role.MODERATOR;
 export const isGuest = (user: Pick<User, 'role'>) => user.role === Role.GUEST;
+
+/** The role flags of user objects (`is_admin`, `is_owner`, `is_guest`; owners count as administrators). */
+export function roleFlagsOf(user: Pick<User, 'role'>): { is_admin: boolean; is_owner: boolean; is_guest: boolean } {
+  return { is_admin: isAdmin(user), is_owner: isOwner(user), is_guest: isGuest(user) };
+}
+
+/** A human owner: the organization must keep at least one active (role changes, deactivation). */
+export const countsAsHumanOwner = (user: Pick<User, 'role' | 'isBot'>) => isOwner(user) && !user.isBot;
 
 export function requireAdmin(user: User): void {
   if (!isAdmin(user)) throw new OrganizationAdministratorRequiredError();

@@ -1,9 +1,10 @@
-// Loading a user a request names, and checking the caller may act on them.
+// Loading a user a request names, and checking the caller may act on them; and which of a user's
+// e-mail addresses another user sees (the one home of email_address_visibility).
 import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import { findUserById, lockUser } from '../data/users.repo.ts';
 import { JsonableError, UnauthorizedError } from '../errors.ts';
-import { checkCanAdministerUser } from './roles.ts';
+import { checkCanAdministerUser, isAdmin, isGuest, isModeratorRole } from './roles.ts';
 
 export async function accessUserById(db: Db, realm: Realm, userId: number, options: { allowDeactivated: boolean }): Promise<User> {
   const user = await findUserById(db, realm.id, userId);
@@ -30,9 +31,118 @@ export async function reloadActor(db: Db, realm: Realm, actor: User): Promise<Us
   return (await findUserById(db, realm.id, actor.id)) ?? actor;
 }
 
+/** Zulip's name_changes_disabled: when set, only administrators may change their own name. */
+export function mayChangeOwnName(realm: Pick<Realm, 'nameChangesDisabled'>, user: Pick<User, 'role'>): boolean {
+  return !realm.nameChangesDisabled || isAdmin(user);
+}
+
+/** Zulip's email_changes_disabled: when set, only administrators may change their own address. */
+export function checkCanChangeOwnEmail(realm: Pick<Realm, 'emailChangesDisabled'>, user: Pick<User, 'role'>): void {
+  if (realm.emailChangesDisabled && !isAdmin(user)) throw new JsonableError('Email address changes are disabled in this organization.');
+}
+
 /** Spectators (no credentials) may read public data only where the organization allows it. */
 export function checkSpectatorAccess(realm: Realm): void {
   if (!realm.enableSpectatorAccess) {
     throw new UnauthorizedError('Missing authorization header for basic auth');
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// E-mail addresses: which of a user's addresses another user sees. Every address that leaves the
+// server (user objects, messages, typing events, pushes, error messages) and every address a request
+// names (direct-message recipients, narrows) goes through these functions.
+
+/** email_address_visibility values (Zulip's EMAIL_ADDRESS_VISIBILITY_*). */
+export const EmailVisibility = { EVERYONE: 1, MEMBERS: 2, ADMINS: 3, NOBODY: 4, MODERATORS: 5 } as const;
+
+/** The user an address belongs to. */
+export interface AddressOwner {
+  id: number;
+  isBot: boolean;
+  /** The real address (Zulip's delivery_email). */
+  deliveryEmail: string;
+}
+
+const hostnames = new Map<string, string>();
+/** The host name of an organization URL (parsed once per URL): the domain of `user{id}@{host}` addresses. */
+export function hostnameOf(url: string): string {
+  let host = hostnames.get(url);
+  if (host === undefined) {
+    host = new URL(url).hostname;
+    if (hostnames.size > 1_000) hostnames.clear();
+    hostnames.set(url, host);
+  }
+  return host;
+}
+
+/** Zulip's email_address_is_realm_public: the real address is everyone's to see (bots' always are). */
+const addressIsPublic = (target: Pick<AddressOwner, 'isBot'>, visibility: number) => visibility === EmailVisibility.EVERYONE || target.isBot;
+
+/**
+ * Zulip's `email` field (get_display_email_address): the address every user sees for `target`, the
+ * same for every viewer. The real address when it is visible to everyone, else `user{id}@{host}`.
+ * Messages (sender_email, display_recipient), typing events and push payloads show this one.
+ */
+export function publicEmailOf(realm: Pick<Realm, 'url'>, target: AddressOwner, visibility: number): string {
+  return addressIsPublic(target, visibility) ? target.deliveryEmail : `user${target.id}@${hostnameOf(realm.url)}`;
+}
+
+/**
+ * Zulip's can_access_delivery_email: may `viewer` see `target`'s real address (user objects'
+ * `delivery_email`)? Themselves and bots always; otherwise by the target's visibility: everyone,
+ * members (not guests), administrators, moderators (and administrators), nobody. Spectators never.
+ */
+export function deliveryEmailVisibleTo(viewer: Pick<User, 'id' | 'role'> | null, target: Pick<AddressOwner, 'id' | 'isBot'>, visibility: number): boolean {
+  if (!viewer) return false;
+  if (viewer.id === target.id || target.isBot) return true;
+  switch (visibility) {
+    case EmailVisibility.EVERYONE:
+      return true;
+    case EmailVisibility.MEMBERS:
+      return !isGuest(viewer);
+    case EmailVisibility.ADMINS:
+      return isAdmin(viewer);
+    case EmailVisibility.MODERATORS:
+      return isAdmin(viewer) || isModeratorRole(viewer);
+    default:
+      return false;
+  }
+}
+
+/** Both addresses of `target` as `viewer` sees them: `email` (the public one) and `delivery_email` (null when hidden). */
+export function addressesSeenBy(
+  realm: Pick<Realm, 'url'>,
+  viewer: Pick<User, 'id' | 'role'> | null,
+  target: AddressOwner,
+  visibility: number,
+): { email: string; deliveryEmail: string | null } {
+  return {
+    email: publicEmailOf(realm, target, visibility),
+    deliveryEmail: deliveryEmailVisibleTo(viewer, target, visibility) ? target.deliveryEmail : null,
+  };
+}
+
+const normalizedAddress = (address: string) => address.trim().toLowerCase();
+
+/** The user id an address of the form `user{id}@{host}` names in the organization, or null. */
+export function userIdOfHiddenAddress(realm: Pick<Realm, 'url'>, address: string): number | null {
+  const a = normalizedAddress(address);
+  const suffix = `@${hostnameOf(realm.url).toLowerCase()}`;
+  if (!a.startsWith('user') || !a.endsWith(suffix)) return null;
+  const digits = a.slice('user'.length, a.length - suffix.length);
+  return /^[0-9]{1,9}$/.test(digits) ? Number(digits) : null;
+}
+
+/**
+ * Does `address` name `target` when `viewer` writes it (direct-message recipients, narrows)? Their
+ * public address always (Zulip's lookup by `email`); their real address only when the viewer may see
+ * it, so that an address cannot be confirmed by those it is hidden from (Zulip resolves the public
+ * form only; a viewer who sees the real address learns nothing from it resolving). Without a viewer,
+ * only the public address. Case-insensitive.
+ */
+export function addressNames(realm: Pick<Realm, 'url'>, viewer: Pick<User, 'id' | 'role'> | null, target: AddressOwner, visibility: number, address: string): boolean {
+  const a = normalizedAddress(address);
+  if (a === publicEmailOf(realm, target, visibility).toLowerCase()) return true;
+  return a === target.deliveryEmail.toLowerCase() && deliveryEmailVisibleTo(viewer, target, visibility);
 }

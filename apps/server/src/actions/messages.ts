@@ -18,19 +18,18 @@ import {
   type NewMessage,
 } from '../data/messages.repo.ts';
 import { JsonableError } from '../errors.ts';
-import { holds, loadPermissionSubject, type PermissionSubject } from '../access/group-settings.ts';
+import { loadPermissionSubject, type PermissionSubject } from '../access/group-settings.ts';
+import { channelsLinkableBy } from '../access/channels.ts';
+import { checkCanMentionGroup, checkCanUseChannelWildcard, checkCanUseTopicWildcard } from '../access/mentions.ts';
 import { checkCanSendToChannel, checkDirectMessagePermission } from '../access/messages.ts';
 import { defaultNarrowUrl, extractReferences, renderMessage } from '../lib/markdown.ts';
 import { MESSAGE_FLAG_BITS } from '../lib/message-flags.ts';
-import { formatMessage, type MessagePerson, type MessageRow } from '../lib/message-format.ts';
+import { formatMessage, gravatarLeftToClient, type MessagePerson, type MessageRow } from '../lib/message-format.ts';
 import { EMPTY_TOPIC_DISPLAY_NAME, MAX_MESSAGE_LENGTH, MAX_TOPIC_LENGTH, topicFromClient } from '../lib/message-limits.ts';
 import type { MessageDeliveryFields } from '../events/present.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import { pushTargetsForMessage, queuePushesForMessage, type MessagePushTargets } from './push.ts';
 import { applyAutomaticTopicPolicies } from './user-topics.ts';
-
-/** Channels with more subscribers than this need can_mention_many_users_group for @**all** (Zulip's threshold). */
-export const WILDCARD_MENTION_THRESHOLD = 15;
 
 /** Clients whose messages start read for their sender (Zulip's default_read_by_sender). */
 export const READ_BY_SENDER_CLIENTS = new Set(['zulipandroid', 'zulipios', 'zulipdesktop', 'zulipmobile', 'zulipelectron', 'zulipterminal', 'snipe', 'website', 'ios', 'android']);
@@ -189,7 +188,7 @@ export async function checkMessage(db: Db, realm: Realm, sender: User, request: 
     await checkDirectMessagePermission(db, realm, subject, participants);
     addressed = { channel: null, topic: '', recipientIds: participants.map((p) => p.id), directUserIds: participants.map((p) => p.id) };
   }
-  const rendered = await render(reads, realm, content);
+  const rendered = await render(reads, realm, subject, content);
   const flags = await recipientFlags(reads, realm, sender, subject, addressed, rendered, request);
   const people = await messagePeople(db, realm.id, [sender.id, ...addressed.directUserIds]);
   return {
@@ -249,7 +248,7 @@ export async function storeCheckedMessage(
   if (origin.queueId !== undefined) delivery._sender_queue_id = origin.queueId;
   if (origin.localId !== undefined) delivery._local_id = origin.localId;
   const shownSender = checked.people.get(sender.id);
-  if (shownSender?.email_public && shownSender.avatar_source === 'G') delivery._gravatar = true;
+  if (shownSender && gravatarLeftToClient(shownSender)) delivery._gravatar = true;
   const row = await storeMessage(tx, message, { userIds: checked.recipientIds, flags: checked.flags, deferred: deferredRecipients(checked, sender.id, pushTargets) }, {
     payload: { type: 'message', message: formatted, ...delivery },
     allPublicStreams: checked.channel !== null && !checked.channel.inviteOnly,
@@ -335,7 +334,8 @@ async function directParticipants(deps: Reads, realm: Realm, sender: User, addre
   let found: { id: number; email: string; is_active: boolean; is_bot: boolean }[];
   if (address.kind === 'emails') {
     if (address.emails.length === 0) throw new JsonableError('Message must have recipients');
-    const { rows, matches } = await directRecipientsByEmails(deps.db, realm, address.emails);
+    // An address names a user by the form everyone sees, or by their real one if the sender may see it.
+    const { rows, matches } = await directRecipientsByEmails(deps.db, realm, address.emails, sender);
     found = [];
     for (const email of address.emails) {
       const user = rows.find((r) => matches(r, email));
@@ -352,21 +352,23 @@ async function directParticipants(deps: Reads, realm: Realm, sender: User, addre
       found.push(user);
     }
   }
+  // `email` is the address everyone sees (Zulip names user_profile.email here).
   for (const user of found) if (!user.is_active) throw new JsonableError(`'${user.email}' is no longer using Zulip.`);
   const participants = new Map(found.map((u) => [u.id, { id: u.id, is_bot: u.is_bot }]));
   participants.set(sender.id, { id: sender.id, is_bot: sender.isBot });
   return [...participants.values()].sort((a, b) => a.id - b.id);
 }
 
-async function render(deps: Reads, realm: Realm, content: string) {
+/** Renders the content; channel links only to channels the sender may read (access/channels.ts channelsLinkableBy). */
+async function render(deps: Reads, realm: Realm, subject: PermissionSubject, content: string) {
   const refs = extractReferences(content);
   const targets = refs.userNames.length + refs.userIds.length + refs.groupNames.length + refs.channelNames.length > 0
-    ? await mentionTargets(deps.db, realm.id, refs)
+    ? await mentionTargets(deps.db, realm.id, subject.user.id, refs)
     : { users: [], groups: [], channels: [] };
   const rendered = renderMessage(content, {
     users: targets.users,
     groups: targets.groups,
-    channels: targets.channels,
+    channels: channelsLinkableBy(subject, targets.channels).map((c) => ({ id: c.id, name: c.name })),
     narrowUrl: (channel, topic) => defaultNarrowUrl(channel, topic),
   });
   return { ...rendered, groups: targets.groups };
@@ -382,21 +384,13 @@ async function recipientFlags(
   rendered: Awaited<ReturnType<typeof render>>,
   request: SendMessageRequest,
 ): Promise<number[]> {
-  const mayMentionMany = holds(subject, realm.canMentionManyUsersGroupId);
-  if (addressed.channel && rendered.streamWildcardMentioned && addressed.recipientIds.length > WILDCARD_MENTION_THRESHOLD && !mayMentionMany) {
-    throw new JsonableError('You do not have permission to use channel wildcard mentions in this channel.', { code: 'STREAM_WILDCARD_MENTION_NOT_ALLOWED' });
-  }
+  if (addressed.channel && rendered.streamWildcardMentioned) checkCanUseChannelWildcard(subject, realm, addressed.recipientIds.length);
   let topicParticipants = new Set<number>();
   if (addressed.channel && rendered.topicWildcardMentioned) {
     topicParticipants = new Set([...(await topicParticipantIds(deps.db, addressed.channel.id, addressed.topic)), sender.id]);
-    if (topicParticipants.size > WILDCARD_MENTION_THRESHOLD && !mayMentionMany) {
-      throw new JsonableError('You do not have permission to use topic wildcard mentions in this topic.', { code: 'TOPIC_WILDCARD_MENTION_NOT_ALLOWED' });
-    }
+    checkCanUseTopicWildcard(subject, realm, topicParticipants.size);
   }
-  for (const id of rendered.mentionedGroupIds) {
-    const group = rendered.groups.find((g) => g.id === id)!;
-    if (!holds(subject, group.can_mention_group_id)) throw new JsonableError(`You are not allowed to mention user group '${group.name}'.`);
-  }
+  for (const id of rendered.mentionedGroupIds) checkCanMentionGroup(subject, rendered.groups.find((g) => g.id === id)!);
   const mentioned = new Set([...rendered.mentionedUserIds, ...(await activeMembersOfGroups(deps.db, rendered.mentionedGroupIds))]);
   const readBySender = request.readBySender ?? READ_BY_SENDER_CLIENTS.has(request.client.toLowerCase());
   const direct = addressed.channel === null;

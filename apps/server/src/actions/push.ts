@@ -32,7 +32,7 @@ import {
 } from '../data/push-outbox.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { requireHuman } from '../access/roles.ts';
-import type { MessageRow } from '../lib/message-format.ts';
+import { messageEmailOf, type MessageRow } from '../lib/message-format.ts';
 import { gravatarUrl } from '../lib/user-format.ts';
 import type { ApnsSender } from '../push/apns.ts';
 import {
@@ -45,10 +45,10 @@ import {
   testPayloadApns,
   testPayloadFcm,
   type BasePayload,
+  type MessageToPush,
   type PushedMessage,
 } from '../push/payloads.ts';
 import { pushTrigger } from '../push/triggers.ts';
-import type { CheckedMessage } from './messages.ts';
 
 /** Tokens longer than this are refused (Zulip's limit). */
 export const MAX_TOKEN_LENGTH = 4096;
@@ -136,7 +136,7 @@ export type MessagePushTargets = Awaited<ReturnType<typeof pushTargets>>;
  * and what decides whether they are notified). Looked up before the message is stored, so that the
  * lookup is not made while the organization's event-order lock is held.
  */
-export async function pushTargetsForMessage(db: Db, deps: PushDeps, checked: CheckedMessage, senderId: number): Promise<MessagePushTargets> {
+export async function pushTargetsForMessage(db: Db, deps: PushDeps, checked: Pick<MessageToPush, 'channel' | 'topic' | 'recipientIds'>, senderId: number): Promise<MessagePushTargets> {
   const others = checked.recipientIds.filter((id) => id !== senderId);
   if (others.length === 0) return [];
   return pushTargets(db, {
@@ -152,7 +152,7 @@ export async function pushTargetsForMessage(db: Db, deps: PushDeps, checked: Che
  * notify (push/triggers.ts), in Zulip's payload shape. Recipients with a client that polled for events
  * in the last PARLEY_PUSH_ACTIVE_SECONDS count as active (not idle).
  */
-export async function queuePushesForMessage(tx: Db, deps: PushDeps, realm: Realm, checked: CheckedMessage, row: MessageRow, targets: MessagePushTargets): Promise<void> {
+export async function queuePushesForMessage(tx: Db, deps: PushDeps, realm: Realm, checked: MessageToPush, row: MessageRow, targets: MessagePushTargets): Promise<void> {
   const flagsOf = new Map(checked.recipientIds.map((id, i) => [id, checked.flags[i] ?? 0]));
   if (targets.length === 0) return;
   const sender = checked.people.get(row.sender_id);
@@ -162,7 +162,7 @@ export async function queuePushesForMessage(tx: Db, deps: PushDeps, realm: Realm
     renderedContent: row.rendered_content,
     sender: {
       id: row.sender_id,
-      email: sender?.email ?? '',
+      email: sender ? messageEmailOf(realm, sender) : '',
       fullName: sender?.full_name ?? '',
       avatarUrl: sender ? gravatarUrl(sender.delivery_email, sender.avatar_version) : '',
     },

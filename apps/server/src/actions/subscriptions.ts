@@ -54,14 +54,15 @@ import {
 } from '../lib/channel-format.ts';
 
 /**
- * Principals: user ids or e-mail addresses (as shown in users' `email` field, case-insensitively).
+ * Principals: user ids or e-mail addresses (as the caller sees them: the `email` field, or the real
+ * address when the caller may see it; case-insensitively).
  * Unknown users give `No such user`, deactivated ones `User is deactivated` (both 400 BAD_REQUEST,
  * feature level 208); bots are allowed.
  */
-async function resolvePrincipals(db: Db, realm: Realm, principals: number[] | string[]): Promise<User[]> {
+async function resolvePrincipals(db: Db, realm: Realm, actor: User, principals: number[] | string[]): Promise<User[]> {
   const users =
     typeof principals[0] === 'string'
-      ? await findUsersByPrincipalEmails(db, realm, principals as string[])
+      ? await findUsersByPrincipalEmails(db, realm, principals as string[], actor)
       : await findUsersByPrincipalIds(db, realm.id, principals as number[]);
   if (users === null) throw new JsonableError('No such user');
   for (const user of users) if (!user.isActive) throw new JsonableError('User is deactivated');
@@ -269,7 +270,7 @@ async function subscribeIn(
   const principals = request.principals ?? [];
   const others = namesOthers(principals, actor);
   if (others) checkCanSubscribeOthers(await subject(), realm, authorized);
-  const users = others ? await resolvePrincipals(prismaOf(tx), realm, principals) : [actor];
+  const users = others ? await resolvePrincipals(prismaOf(tx), realm, actor, principals) : [actor];
 
   const channels = [...authorized, ...created];
   // The caller's own rows and colors came with the lock (a channel created here has no rows yet).
@@ -385,7 +386,7 @@ export async function doUnsubscribe(
   return inTransaction(deps.db, async (tx, afterCommit) => {
     const subject = lazySubject(() => tx, actor);
     const principals = request.principals ?? [];
-    const users = principals.length ? await resolvePrincipals(tx, realm, principals) : [actor];
+    const users = principals.length ? await resolvePrincipals(tx, realm, actor, principals) : [actor];
 
     const names = checkNames(request.names);
     const { channels, missing, callerRows } = await lockNamedChannels(tx, realm, actor, names);

@@ -1,9 +1,9 @@
 // POST /typing: ephemeral events, no stored row and no transaction (events/bus.ts publishEphemeral). The
-// people involved (address, active, typing settings) come from the process's cache (events/typing-people.ts),
+// people involved (address and its visibility, active, typing settings) come from the process's cache (events/typing-people.ts),
 // so direct typing runs no query of its own.
 import type { AppDeps } from '../deps.ts';
 import type { Realm, User } from '../data/models.ts';
-import { channelTypingAudience } from '../data/typing.repo.ts';
+import { channelTypingAudience, type TypingPerson } from '../data/typing.repo.ts';
 import { typingPeopleCache } from '../events/typing-people.ts';
 import { findChannelById } from '../data/channels.repo.ts';
 import { subscribedChannelIds } from '../data/subscriptions.repo.ts';
@@ -11,6 +11,7 @@ import { JsonableError } from '../errors.ts';
 import { loadPermissionSubject } from '../access/group-settings.ts';
 import { checkCanSendToChannel } from '../access/messages.ts';
 import { hasContentAccess } from '../access/channels.ts';
+import { EmailVisibility, publicEmailOf } from '../access/users.ts';
 import { MAX_CHANNEL_SIZE_FOR_TYPING, topicFromClient } from '../lib/message-limits.ts';
 import { markCachesUntouched } from '../data/db.ts';
 
@@ -27,14 +28,25 @@ export async function doSetTypingStatus(deps: AppDeps, realm: Realm, sender: Use
   return markCachesUntouched({});
 }
 
+/**
+ * A person as typing events show them: by the address everyone sees (Zulip's `email`). Should the
+ * sender's own row be missing, they are shown by the `user{id}@{host}` form, which reveals nothing.
+ */
+function typingRef(realm: Realm, person: TypingPerson | undefined, fallback: User): { user_id: number; email: string } {
+  const owner = person
+    ? { id: person.id, isBot: person.is_bot, deliveryEmail: person.delivery_email }
+    : { id: fallback.id, isBot: fallback.isBot, deliveryEmail: fallback.deliveryEmail };
+  return { user_id: owner.id, email: publicEmailOf(realm, owner, person?.email_address_visibility ?? EmailVisibility.NOBODY) };
+}
+
 async function publishTyping(deps: AppDeps, realm: Realm, sender: User, request: TypingRequest): Promise<void> {
-  const senderRef = { user_id: sender.id, email: sender.email };
   if (request.kind === 'direct') {
     if (request.to === undefined) throw new JsonableError("Missing 'to' argument");
     if (request.to.length === 0) throw new JsonableError("Empty 'to' list");
     const ids = [...new Set([...request.to, sender.id])];
     const people = await typingPeopleCache(deps.listener).people(deps.db, realm.id, ids);
-    if (people.find((p) => p.id === sender.id)?.sends_direct === false) throw new JsonableError('User has disabled typing notifications for direct messages');
+    const self = people.find((p) => p.id === sender.id);
+    if (self?.sends_direct === false) throw new JsonableError('User has disabled typing notifications for direct messages');
     const found = new Set(people.map((p) => p.id));
     const unknown = request.to.find((id) => !found.has(id));
     if (unknown !== undefined) throw new JsonableError(`Invalid user ID ${unknown}`);
@@ -46,8 +58,8 @@ async function publishTyping(deps: AppDeps, realm: Realm, sender: User, request:
         type: 'typing',
         op: request.op,
         message_type: 'direct',
-        sender: senderRef,
-        recipients: active.map((p) => ({ user_id: p.id, email: p.email })),
+        sender: typingRef(realm, self, sender),
+        recipients: active.map((p) => typingRef(realm, p, sender)),
       },
     );
     return;
@@ -68,7 +80,7 @@ async function publishTyping(deps: AppDeps, realm: Realm, sender: User, request:
     type: 'typing',
     op: request.op,
     message_type: 'stream',
-    sender: senderRef,
+    sender: typingRef(realm, self, sender),
     stream_id: channel.id,
     topic,
   });

@@ -28,10 +28,11 @@ import {
   updateSettingsRow,
 } from '../data/user-settings.repo.ts';
 import { JsonableError, RateLimitedError } from '../errors.ts';
-import { isAdmin, requireHuman } from '../access/roles.ts';
+import { requireHuman } from '../access/roles.ts';
 import { enqueueEmail } from '../mail/outbox.ts';
 import { confirmNewEmailEmail, emailChangedEmail } from '../mail/templates.ts';
-import { canSeeDeliveryEmail, formatUser, gravatarUrl } from '../lib/user-format.ts';
+import { checkCanChangeOwnEmail, deliveryEmailVisibleTo, mayChangeOwnName, publicEmailOf } from '../access/users.ts';
+import { gravatarUrl } from '../lib/user-format.ts';
 import { checkPasswordStrength, isPlausibleEmail, validateFullName } from '../lib/validation.ts';
 import { currentValue, settingChangeEvents, settingParams, settingsColumns, validateSettingValues, type UserSettingValue } from '../lib/user-settings.ts';
 import { hashPassword, verifyPassword } from '../security/passwords.ts';
@@ -63,7 +64,7 @@ export async function doUpdateSettings(deps: AppDeps, realm: Realm, user: User, 
   const passwordHash = update.newPassword !== undefined ? await checkPasswordChange(deps, user, update.oldPassword ?? '', update.newPassword) : undefined;
   const newEmail = update.email !== undefined ? await checkEmailChange(deps.db, realm, user, update.email) : null;
   // The organization may forbid name changes: then the name is ignored without an error, as in Zulip.
-  const nameAllowed = !realm.nameChangesDisabled || isAdmin(user);
+  const nameAllowed = mayChangeOwnName(realm, user);
   const fullName = update.fullName !== undefined && update.fullName !== user.fullName && nameAllowed ? validateFullName(update.fullName) : undefined;
   if (newEmail !== null) await checkEmailChangeRate(deps.db, user);
 
@@ -88,7 +89,7 @@ export async function doUpdateSettings(deps: AppDeps, realm: Realm, user: User, 
         events.push(...(await emailVisibilityEvents(tx, realm, current, visibility, Number(value))));
         visibility = Number(value);
       }
-      const shownEmail = shownEmailOf(realm, current, visibility);
+      const shownEmail = publicEmailOf(realm, current, visibility);
       for (const payload of settingChangeEvents(setting, value, shownEmail)) own(payload);
       if (setting.store.table === 'user') await updateOwnUserColumns(tx, user.id, { [setting.store.column]: String(value) });
       if (setting.toEveryone) {
@@ -126,16 +127,12 @@ async function checkPasswordChange(deps: AppDeps, user: User, oldPassword: strin
 async function checkEmailChange(db: Db, realm: Realm, user: User, raw: string): Promise<string | null> {
   const email = raw.trim();
   if (email === user.deliveryEmail) return null;
-  checkEmailChangeAllowed(realm, user);
+  checkCanChangeOwnEmail(realm, user);
   if (!isPlausibleEmail(email)) throw new JsonableError('Invalid address.');
   // Any account with the address, the caller's own included (a change of letter case only), as in Zulip.
   const holder = await findUserByDeliveryEmail(db, realm.id, email);
   if (holder) throw new JsonableError(holder.isActive ? 'Already has an account.' : 'Account has been deactivated.');
   return email;
-}
-
-function checkEmailChangeAllowed(realm: Realm, user: Pick<User, 'role'>): void {
-  if (realm.emailChangesDisabled && !isAdmin(user)) throw new JsonableError('Email address changes are disabled in this organization.');
 }
 
 /** 429 when the user asked for too many changes lately (counted from the stored requests). */
@@ -200,7 +197,7 @@ export async function doConfirmEmailChange(deps: AppDeps, key: string): Promise<
     if (!user || user.deliveryEmail !== change.oldEmail) return { state: 'expired' };
     if (!user.isActive) return { state: 'refused', message: 'Account is deactivated.' };
     try {
-      checkEmailChangeAllowed(realm, user);
+      checkCanChangeOwnEmail(realm, user);
       const holder = await findUserByDeliveryEmail(tx, realm.id, change.newEmail);
       if (holder) throw new JsonableError(holder.isActive ? 'Already has an account.' : 'Account has been deactivated.');
     } catch (error) {
@@ -214,13 +211,15 @@ export async function doConfirmEmailChange(deps: AppDeps, key: string): Promise<
     const viewers = await activeUsersWithRole(tx, realm.id);
     const events: QueuedEvent[] = [
       {
-        userIds: viewers.filter((v) => canSeeDeliveryEmail(v, changed, visibility)).map((v) => v.id).sort(ascending),
+        userIds: viewers.filter((v) => deliveryEmailVisibleTo(v, changed, visibility)).map((v) => v.id).sort(ascending),
         payload: { type: 'realm_user', op: 'update', person: { user_id: user.id, delivery_email: change.newEmail } },
       },
       // Avatars are gravatars of the real address: the picture changes with it.
       { realmWide: true, payload: avatarEvent(changed) },
     ];
-    if (visibility === 1) events.push({ realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: user.id, new_email: change.newEmail } } });
+    // Others learn the new `email` when the address everyone sees changed (it is the real one).
+    const shown = publicEmailOf(realm, changed, visibility);
+    if (shown !== publicEmailOf(realm, user, visibility)) events.push({ realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: user.id, new_email: shown } } });
     await deps.events.publish(tx, afterCommit, realm.id, events);
     // The old address is told (an account made with an address that is not one has nobody to tell).
     if (isPlausibleEmail(change.oldEmail)) {
@@ -240,11 +239,6 @@ export async function doConfirmEmailChange(deps: AppDeps, key: string): Promise<
 /** Recipient lists are stored ascending (delivery looks queues' users up by binary search). */
 const ascending = (a: number, b: number) => a - b;
 
-/** The address other users see as the user's `email` (the real one only when visible to everyone). */
-function shownEmailOf(realm: Realm, user: User, visibility: number): string {
-  return formatUser(user, { realm, viewer: null, clientGravatar: false, emailVisibility: visibility }).email;
-}
-
 function avatarEvent(user: User): Record<string, unknown> {
   const url = gravatarUrl(user.deliveryEmail, user.avatarVersion);
   return {
@@ -262,13 +256,13 @@ function avatarEvent(user: User): Record<string, unknown> {
 async function emailVisibilityEvents(tx: Db, realm: Realm, user: User, before: number, after: UserSettingValue | number): Promise<QueuedEvent[]> {
   const now = Number(after);
   const viewers = await activeUsersWithRole(tx, realm.id);
-  const gained = viewers.filter((v) => !canSeeDeliveryEmail(v, user, before) && canSeeDeliveryEmail(v, user, now)).map((v) => v.id).sort(ascending);
-  const lost = viewers.filter((v) => canSeeDeliveryEmail(v, user, before) && !canSeeDeliveryEmail(v, user, now)).map((v) => v.id).sort(ascending);
+  const gained = viewers.filter((v) => !deliveryEmailVisibleTo(v, user, before) && deliveryEmailVisibleTo(v, user, now)).map((v) => v.id).sort(ascending);
+  const lost = viewers.filter((v) => deliveryEmailVisibleTo(v, user, before) && !deliveryEmailVisibleTo(v, user, now)).map((v) => v.id).sort(ascending);
   const events: QueuedEvent[] = [];
   if (gained.length) events.push({ userIds: gained, payload: { type: 'realm_user', op: 'update', person: { user_id: user.id, delivery_email: user.deliveryEmail } } });
   if (lost.length) events.push({ userIds: lost, payload: { type: 'realm_user', op: 'update', person: { user_id: user.id, delivery_email: null } } });
   if (before === 1 || now === 1) {
-    events.push({ realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: user.id, new_email: shownEmailOf(realm, user, now) } } });
+    events.push({ realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: user.id, new_email: publicEmailOf(realm, user, now) } } });
     events.push({ realmWide: true, payload: avatarEvent(user) });
   }
   return events;

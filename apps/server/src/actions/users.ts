@@ -26,9 +26,9 @@ import { JsonableError, UnauthorizedError } from '../errors.ts';
 import { generateApiKey } from '../security/secrets.ts';
 import { hashPassword } from '../security/passwords.ts';
 import { normalizeProfileValue } from '../lib/profile-fields.ts';
-import { checkCanChangeRole, checkCanChangeUserEmail, checkCanDeactivateUser, requireAdmin, requireHuman, Role } from '../access/roles.ts';
-import { accessUserForAdministration, reloadActor } from '../access/users.ts';
-import { canSeeDeliveryEmail, formatUser } from '../lib/user-format.ts';
+import { checkCanChangeRole, checkCanChangeUserEmail, checkCanDeactivateUser, countsAsHumanOwner, requireAdmin, requireHuman, Role } from '../access/roles.ts';
+import { accessUserForAdministration, deliveryEmailVisibleTo, publicEmailOf, reloadActor } from '../access/users.ts';
+import { formatUser } from '../lib/user-format.ts';
 import { subscribeToDefaultChannels } from './subscriptions.ts';
 import { checkPasswordStrength, isPlausibleEmail, validateEmailAddress, validateFullName } from '../lib/validation.ts';
 import { enqueueEmail } from '../mail/outbox.ts';
@@ -139,7 +139,7 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, actor: User | nu
     const newEmail = update.newEmail !== undefined ? validateEmailAddress(update.newEmail) : undefined;
     const events: Array<Record<string, unknown>> = [];
     if (update.role !== undefined && update.role !== target.role) {
-      if (target.role === Role.OWNER && target.isActive && !target.isBot && (await countActiveHumanOwners(tx, realm.id)) <= 1) {
+      if (target.isActive && (await isOnlyHumanOwner(tx, realm, target))) {
         throw new JsonableError('The owner permission cannot be removed from the only organization owner.');
       }
       await updateUser(tx, target.id, { role: update.role });
@@ -162,10 +162,12 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, actor: User | nu
       const visibility = (await emailVisibilityOf(tx, [target.id])).get(target.id) ?? 1;
       const viewers = await activeUsersWithRole(tx, realm.id);
       privateEvents.push({
-        userIds: viewers.filter((v) => canSeeDeliveryEmail(v, target, visibility)).map((v) => v.id),
+        userIds: viewers.filter((v) => deliveryEmailVisibleTo(v, target, visibility)).map((v) => v.id),
         payload: { type: 'realm_user', op: 'update', person: { user_id: target.id, delivery_email: newEmail } },
       });
-      if (visibility === 1) events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, new_email: newEmail } });
+      // The address everyone sees changes only when it is the real one.
+      const shown = publicEmailOf(realm, { ...target, deliveryEmail: newEmail }, visibility);
+      if (shown !== publicEmailOf(realm, target, visibility)) events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, new_email: shown } });
     }
     if (update.profileData && update.profileData.length > 0) {
       const fields = await findProfileFieldsByIds(tx, realm.id, update.profileData.map((d) => d.id));
@@ -259,7 +261,7 @@ export async function doDeactivateOwnUser(deps: AppDeps, realm: Realm, user: Use
 
 /** Is `user` the organization's only active human owner? (Call with the realm row locked.) */
 async function isOnlyHumanOwner(tx: Db, realm: Realm, user: User): Promise<boolean> {
-  return user.role === Role.OWNER && !user.isBot && (await countActiveHumanOwners(tx, realm.id)) <= 1;
+  return countsAsHumanOwner(user) && (await countActiveHumanOwners(tx, realm.id)) <= 1;
 }
 
 /** Deactivates the user and the bots they own, and stores the events. */

@@ -3,7 +3,10 @@
 import type { Db } from './db.ts';
 import { Prisma } from './db.ts';
 import { eventOrderLockSql } from './events.repo.ts';
+import type { User } from './models.ts';
 import type { MessagePerson, MessageRow } from '../lib/message-format.ts';
+// Pure functions: which address of a user is shown to, and may be used by, whom.
+import { addressNames, publicEmailOf, userIdOfHiddenAddress, type AddressOwner } from '../access/users.ts';
 
 export const MESSAGE_COLUMNS = Prisma.sql`m.id, m.sender_id, m.channel_id, m.topic, m.direct_user_ids, m.content, m.rendered_content, m.date_sent, m.last_edit_time, m.sending_client`;
 
@@ -112,16 +115,35 @@ export async function topicExists(db: Db, channelId: number, topic: string): Pro
   return rows.length > 0;
 }
 
+/** A channel a message links to, with what deciding whether its sender may link it takes (access/channels.ts channelsLinkableBy). */
+export interface LinkedChannel {
+  id: number;
+  name: string;
+  inviteOnly: boolean;
+  isWebPublic: boolean;
+  canAdministerChannelGroupId: number;
+  canAddSubscribersGroupId: number;
+  canSubscribeGroupId: number;
+  canRemoveSubscribersGroupId: number;
+  /** The sender is an active subscriber. */
+  subscribed: boolean;
+}
+
 export interface MentionTargets {
   users: { id: number; full_name: string }[];
   groups: { id: number; name: string; can_mention_group_id: number | null }[];
-  channels: { id: number; name: string }[];
+  /** Every active channel of the names, whether the sender may link it or not. */
+  channels: LinkedChannel[];
 }
 
-/** Users (active, by full name or id), named groups and channels the content mentions, in one round trip. */
+/**
+ * Users (active, by full name or id), named groups and channels the content mentions, in one round
+ * trip; for channels, whether `senderId` is subscribed.
+ */
 export async function mentionTargets(
   db: Db,
   realmId: number,
+  senderId: number,
   refs: { userNames: string[]; userIds: number[]; groupNames: string[]; channelNames: string[] },
 ): Promise<MentionTargets> {
   const [row] = await db.$queryRaw<{ users: MentionTargets['users'] | null; groups: MentionTargets['groups'] | null; channels: MentionTargets['channels'] | null }[]>`
@@ -132,7 +154,11 @@ export async function mentionTargets(
       (SELECT json_agg(json_build_object('id', g.id, 'name', g.name, 'can_mention_group_id', g.can_mention_group_id)) FROM user_group g
         WHERE g.realm_id = ${realmId}::int AND g.name IS NOT NULL AND NOT g.deactivated
           AND g.name = ANY(${refs.groupNames}::text[])) AS groups,
-      (SELECT json_agg(json_build_object('id', c.id, 'name', c.name)) FROM channel c
+      (SELECT json_agg(json_build_object('id', c.id, 'name', c.name, 'inviteOnly', c.invite_only, 'isWebPublic', c.is_web_public,
+          'canAdministerChannelGroupId', c.can_administer_channel_group_id, 'canAddSubscribersGroupId', c.can_add_subscribers_group_id,
+          'canSubscribeGroupId', c.can_subscribe_group_id, 'canRemoveSubscribersGroupId', c.can_remove_subscribers_group_id,
+          'subscribed', EXISTS (SELECT 1 FROM subscription s WHERE s.channel_id = c.id AND s.user_id = ${senderId}::int AND s.active)))
+        FROM channel c
         WHERE c.realm_id = ${realmId}::int AND NOT c.is_archived
           AND lower(c.name) = ANY(SELECT lower(n) FROM unnest(${refs.channelNames}::text[]) n)) AS channels`;
   return { users: row?.users ?? [], groups: row?.groups ?? [], channels: row?.channels ?? [] };
@@ -152,33 +178,60 @@ export async function activeMembersOfGroups(db: Db, groupIds: number[]): Promise
   return rows.map((r) => r.id);
 }
 
-/** People as messages show them (sender, direct-message participants). */
+/** People as messages show them (sender, direct-message participants); their address is derived (messageEmailOf). */
 export async function messagePeople(db: Db, realmId: number, ids: number[]): Promise<MessagePerson[]> {
   if (ids.length === 0) return [];
   return db.$queryRaw<MessagePerson[]>`
-    SELECT u.id, u.full_name, u.email, u.delivery_email, u.avatar_version, u.avatar_source,
-      COALESCE(s.email_address_visibility, 1) = 1 AS email_public
+    SELECT u.id, u.full_name, u.delivery_email, u.is_bot, COALESCE(s.email_address_visibility, 1) AS email_address_visibility,
+      u.avatar_version, u.avatar_source
     FROM "user" u LEFT JOIN user_settings s ON s.user_id = u.id
     WHERE u.realm_id = ${realmId}::int AND u.id = ANY(${[...new Set(ids)]}::int[])`;
 }
 
-/** Recipients of a direct message by id or by (visible or real) address; unknown ones are left out. */
-export async function directRecipientsByIds(db: Db, realmId: number, ids: number[]) {
-  return db.$queryRaw<{ id: number; email: string; is_active: boolean; is_bot: boolean }[]>`
-    SELECT id, email, is_active, is_bot FROM "user" WHERE realm_id = ${realmId}::int AND id = ANY(${ids}::int[])`;
+/** A possible direct-message recipient. */
+export interface DirectRecipient {
+  id: number;
+  /** The address everyone sees (access/users.ts publicEmailOf): the one error messages name. */
+  email: string;
+  is_active: boolean;
+  is_bot: boolean;
+  delivery_email: string;
+  email_address_visibility: number;
+}
+
+/** As read: the organization's URL (for `user{id}@{host}`) instead of the shown address. */
+type DirectRecipientRow = Omit<DirectRecipient, 'email'> & { realm_url: string };
+
+const directRecipientColumns = Prisma.sql`u.id, u.is_active, u.is_bot, u.delivery_email, COALESCE(s.email_address_visibility, 1) AS email_address_visibility, r.url AS realm_url`;
+const directRecipientTables = Prisma.sql`"user" u JOIN realm r ON r.id = u.realm_id LEFT JOIN user_settings s ON s.user_id = u.id`;
+
+const owner = (row: Omit<DirectRecipient, 'email'>): AddressOwner => ({ id: row.id, isBot: row.is_bot, deliveryEmail: row.delivery_email });
+function withShownEmail({ realm_url, ...row }: DirectRecipientRow): DirectRecipient {
+  return { ...row, email: publicEmailOf({ url: realm_url }, owner(row), row.email_address_visibility) };
+}
+
+/** Recipients of a direct message by id; unknown ones are left out. */
+export async function directRecipientsByIds(db: Db, realmId: number, ids: number[]): Promise<DirectRecipient[]> {
+  const rows = await db.$queryRaw<DirectRecipientRow[]>`
+    SELECT ${directRecipientColumns} FROM ${directRecipientTables}
+    WHERE u.realm_id = ${realmId}::int AND u.id = ANY(${ids}::int[])`;
+  return rows.map(withShownEmail);
 }
 
 /**
- * Users whose address as others see it (the `email` column, or `user<id>@<host>` when hidden) is one
- * of `emails` (case-insensitive).
+ * The users `emails` may name (their real address, or the `user{id}@{host}` form), and `matches`,
+ * which tells whether an address names a user for `viewer` (access/users.ts addressNames: the address
+ * everyone sees always, the real one only when the viewer may see it; without a viewer, only the
+ * former). Case-insensitive.
  */
-export async function directRecipientsByEmails(db: Db, realm: { id: number; url: string }, emails: string[]) {
-  const host = new URL(realm.url).hostname.toLowerCase();
-  const hidden = new RegExp(`^user(\\d+)@${host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
-  const wanted = emails.map((e) => e.toLowerCase());
-  const hiddenIds = wanted.map((e) => hidden.exec(e)).filter((m) => m !== null).map((m) => Number(m[1]));
-  const rows = await db.$queryRaw<{ id: number; email: string; is_active: boolean; is_bot: boolean }[]>`
-    SELECT id, email, is_active, is_bot FROM "user"
-    WHERE realm_id = ${realm.id}::int AND (lower(email) = ANY(${wanted}::text[]) OR id = ANY(${hiddenIds}::int[]))`;
-  return { rows, matches: (row: { id: number; email: string }, email: string) => row.email.toLowerCase() === email.toLowerCase() || `user${row.id}@${host}` === email.toLowerCase() };
+export async function directRecipientsByEmails(db: Db, realm: { id: number; url: string }, emails: string[], viewer: Pick<User, 'id' | 'role'> | null = null) {
+  const wanted = emails.map((e) => e.trim().toLowerCase());
+  const hiddenIds = emails.map((e) => userIdOfHiddenAddress(realm, e)).filter((id): id is number => id !== null);
+  const rows = await db.$queryRaw<DirectRecipientRow[]>`
+    SELECT ${directRecipientColumns} FROM ${directRecipientTables}
+    WHERE u.realm_id = ${realm.id}::int AND (lower(u.delivery_email) = ANY(${wanted}::text[]) OR u.id = ANY(${hiddenIds}::int[]))`;
+  return {
+    rows: rows.map(withShownEmail),
+    matches: (row: DirectRecipient, email: string) => addressNames(realm, viewer, owner(row), row.email_address_visibility, email),
+  };
 }

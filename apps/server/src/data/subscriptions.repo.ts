@@ -2,7 +2,8 @@
 // settings survive) and the subscriber queries. Subscribers are always active users.
 import type { Db, RawSql } from './db.ts';
 import { Prisma } from './db.ts';
-import type { Subscription } from './models.ts';
+import type { Subscription, User } from './models.ts';
+import { directRecipientsByEmails } from './messages.repo.ts';
 import { channelFactsOf, channelFactsSql, subscriptionOfJson, type ChannelFacts, type ChannelFactsRequest } from './channels.repo.ts';
 
 /** Of `channelIds`, the channels the user is actively subscribed to. */
@@ -130,15 +131,16 @@ export async function findUsersByPrincipalIds(db: Db, realmId: number, ids: numb
  * the `email` column, or the `user<id>@<host>` form shown when the address is hidden. Null when any
  * address matches nobody.
  */
-export async function findUsersByPrincipalEmails(db: Db, realm: { id: number; url: string }, emails: string[]) {
-  const host = new URL(realm.url).hostname.toLowerCase();
+export async function findUsersByPrincipalEmails(db: Db, realm: { id: number; url: string }, emails: string[], actor: Pick<User, 'id' | 'role'>) {
   const wanted = [...new Set(emails.map((e) => e.trim().toLowerCase()))];
-  const hiddenIds = wanted.map((e) => new RegExp(`^user(\\d+)@${host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`).exec(e)).filter((m) => m !== null).map((m) => Number(m[1]));
-  const rows = await db.$queryRaw<{ id: number }[]>`
-    SELECT id FROM "user"
-    WHERE realm_id = ${realm.id}
-      AND (lower(email) IN (SELECT n FROM unnest(${wanted}::text[]) AS n) OR id = ANY(${hiddenIds}::int[]))`;
-  const users = await db.user.findMany({ where: { id: { in: rows.map((r) => r.id) } }, orderBy: { id: 'asc' } });
-  const matched = (email: string) => users.some((u) => u.email.toLowerCase() === email || `user${u.id}@${host}` === email);
-  return wanted.every(matched) ? users : null;
+  // An address names a user as the caller may see it (access/users.ts addressNames): the shown form,
+  // or the real address only for callers allowed to see it.
+  const { rows, matches } = await directRecipientsByEmails(db, realm, wanted, actor);
+  const named = new Set<number>();
+  for (const email of wanted) {
+    const row = rows.find((r) => matches(r, email));
+    if (!row) return null;
+    named.add(row.id);
+  }
+  return db.user.findMany({ where: { id: { in: [...named] } }, orderBy: { id: 'asc' } });
 }

@@ -1,9 +1,13 @@
-// The reads POST /typing needs: who the recipients are and whether they want typing notifications.
+// The reads POST /typing needs: who the recipients are (and the address they are shown by) and whether
+// they want typing notifications.
 import type { Db } from './db.ts';
 
 export interface TypingPerson {
   id: number;
-  email: string;
+  /** The real address and who may see it: typing events show access/users.ts publicEmailOf of them. */
+  delivery_email: string;
+  is_bot: boolean;
+  email_address_visibility: number;
   is_active: boolean;
   receives: boolean;
   /** send_private_typing_notifications (what the sender's own row is read for). */
@@ -18,7 +22,8 @@ export interface TypingPerson {
  */
 export async function typingPeople(db: Db, realmId: number, ids: number[]): Promise<TypingPerson[]> {
   return db.$queryRaw<TypingPerson[]>`
-    SELECT u.id, u.email, u.is_active, COALESCE(s.receives_typing_notifications, TRUE) AS receives,
+    SELECT u.id, u.delivery_email, u.is_bot, COALESCE(s.email_address_visibility, 1) AS email_address_visibility, u.is_active,
+      COALESCE(s.receives_typing_notifications, TRUE) AS receives,
       COALESCE(s.send_private_typing_notifications, TRUE) AS sends_direct, COALESCE(s.send_stream_typing_notifications, TRUE) AS sends_channel
     FROM "user" u LEFT JOIN user_settings s ON s.user_id = u.id
     WHERE u.realm_id = ${realmId}::int AND u.id = ANY(${ids}::int[]) ORDER BY u.id`;

@@ -1,8 +1,8 @@
 // POST /typing without a query of its own: each process keeps the people it has sent typing notifications to and
-// from (address, whether active, the three typing settings), filled on first use and dropped when the
-// database announces a change, whoever wrote it: `parley_invalidate` user:<id> for the user's row
-// (data/ migration 20261123070000), `parley_typing_settings` <id> for their typing settings
-// (migration 20261124120000). Nothing is kept while the listener is down (notifications could be
+// from (address and email_address_visibility, whether active, the three typing settings), filled on first use and
+// dropped when the database announces a change, whoever wrote it: `parley_invalidate` user:<id> for the user's row
+// (data/ migration 20261123070000), settings:<id> for their email_address_visibility (migration 20261123074500),
+// `parley_typing_settings` <id> for their typing settings (migration 20261124120000). Nothing is kept while the listener is down (notifications could be
 // missed), a load that overlapped an invalidation is used once but not kept, and every lookup first
 // waits for the listener's barrier, so that it sees every change committed before it.
 import type { Db } from '../data/db.ts';
@@ -39,7 +39,7 @@ function createTypingPeopleCache(listener: DatabaseListener): TypingPeopleCache 
   listener.onReset(forgetAll);
   listener.on(INVALIDATION_CHANNEL, (payload) => {
     const [kind, id] = payload.split(':');
-    if (kind === 'user') forget(Number(id));
+    if (kind === 'user' || kind === 'settings') forget(Number(id));
     else if (kind === 'realm') forgetAll(); // rare; keeps the organization's users honest if it moved or was deleted
   });
   listener.on(TYPING_SETTINGS_CHANNEL, (payload) => forget(Number(payload)));

@@ -11,12 +11,18 @@ export type { Logger };
 /**
  * Lines go to standard output in batches (once ~4 KB are buffered, and at least every 250 ms), not one
  * write per line: a write per request costs as much as a small request's own work. What is buffered
- * when the process exits is written then (pino flushes its destinations on exit).
+ * when the process exits is written then (pino flushes its destinations on exit). With `sink` (tests),
+ * lines go there instead, one write per line.
+ *
+ * Every line passes redactSecrets on its way out, whoever logged it and whatever the fields: the one
+ * place that keeps secrets out of the logs.
  */
 const destinations = new Set<ReturnType<typeof pino.destination>>();
 let flusher: NodeJS.Timeout | undefined;
 
-export function createLogger(level: string): Logger {
+export function createLogger(level: string, sink?: pino.DestinationStream): Logger {
+  const options = { level, base: { service: 'parley' }, hooks: { streamWrite: redactSecrets } };
+  if (sink) return pino(options, sink);
   const destination = pino.destination({ dest: 1, sync: false, minLength: 4096 });
   destinations.add(destination);
   destination.once('close', () => destinations.delete(destination));
@@ -30,7 +36,43 @@ export function createLogger(level: string): Logger {
     }
   }, 250);
   flusher.unref();
-  return pino({ level, base: { service: 'parley' } }, destination);
+  return pino(options, destination);
+}
+
+const REDACTED = '<redacted>';
+
+/**
+ * Paths whose next segment is a secret: the keys of sign-up links (an invitation, a reusable link and
+ * its confirmation e-mail) and of e-mail change confirmations. Whoever holds one can use it. Express
+ * routes paths case-insensitively, so they are matched so.
+ */
+const SECRET_PATH_SEGMENT = /(\/accounts\/(?:do_confirm|join|confirm_new_email)\/)[^/?#"\\\s]+/gi;
+
+/** Names whose values are secrets, as query or form parameters (`api_key=` of webhooks …) or cookies. */
+const SECRET_NAMES = 'api_key|apikey|key|password|new_password|old_password|passwd|token|access_token|refresh_token|id_token|secret|client_secret|otp|signature|sessionid|csrftoken|csrfmiddlewaretoken';
+const SECRET_PARAMETER = new RegExp(`((?:^|[?&;,\\s"'])(?:${SECRET_NAMES})=)[^&#;,"'\\\\\\s]*`, 'gi');
+
+/** JSON fields whose values are secrets wherever they appear (headers, bodies, objects). */
+const SECRET_FIELD = new RegExp(
+  `"(authorization|proxy-authorization|cookie|set-cookie|x-api-key|${SECRET_NAMES})"\\s*:\\s*(?:"(?:[^"\\\\]|\\\\.)*"|\\[(?:[^\\]"\\\\]|"(?:[^"\\\\]|\\\\.)*")*\\]|[^,}\\]\\s]+)`,
+  'gi',
+);
+
+/** HTTP credentials in text (`Authorization: Basic …`); a token has a digit or a symbol, unlike words. */
+const CREDENTIALS = /\b(Basic|Bearer|Token|Digest) +(?=[A-Za-z0-9+/=._~-]*[0-9+/=._~-])[A-Za-z0-9+/=._~-]{8,}/g;
+
+/**
+ * Removes secrets from a log line (a JSON line, or any text): link keys in paths and URLs, secret
+ * query and form parameters, secret JSON fields (Authorization and Cookie headers, passwords, API
+ * keys, tokens), and HTTP credentials. Applies to every field, messages and error stacks included,
+ * so that an error quoting a request's URL keeps its key out too.
+ */
+export function redactSecrets(text: string): string {
+  return text
+    .replace(SECRET_FIELD, (_match, name: string) => `"${name}":"${REDACTED}"`)
+    .replace(SECRET_PATH_SEGMENT, `$1${REDACTED}`)
+    .replace(SECRET_PARAMETER, `$1${REDACTED}`)
+    .replace(CREDENTIALS, `$1 ${REDACTED}`);
 }
 
 /** An incoming id is reused when it is a plausible token (from a load balancer, say); otherwise a new one. */
@@ -58,7 +100,8 @@ export function requestLogging(logger: Logger) {
       const line: Record<string, unknown> = {
         req_id: id,
         method: req.method,
-        // The path only: query strings may carry parameters that should not sit in logs.
+        // The path only: query strings may carry parameters that should not sit in logs (and the path's
+        // secrets are redacted on the way out, see redactSecrets).
         path: req.path === '/' ? req.baseUrl || '/' : `${req.baseUrl}${req.path}`,
         operation: state?.operation?.operationId,
         user_id: state?.user?.id,

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { Realm } from '../data/models.ts';
 import { gravatarUrl } from './user-format.ts';
+import { EmailVisibility, publicEmailOf } from '../access/users.ts';
 import { EMPTY_TOPIC_DISPLAY_NAME } from './message-limits.ts';
 
 /** A stored message, as the data layer reads it. */
@@ -19,18 +20,32 @@ export interface MessageRow {
   sending_client: string;
 }
 
-/** What a message shows of a person (sender or direct-message participant). */
+/**
+ * What a message shows of a person (sender or direct-message participant). Their address is not a
+ * field: it is derived, with their visibility, by {@link messageEmailOf}.
+ */
 export interface MessagePerson {
   id: number;
   full_name: string;
-  /** The address others see (Zulip's `email`). */
-  email: string;
+  /** The real address: never shown as such (see messageEmailOf); gravatars are computed from it. */
   delivery_email: string;
+  is_bot: boolean;
+  /** Their email_address_visibility (1 everyone … 5 moderators). */
+  email_address_visibility: number;
   avatar_version: number;
   avatar_source: string;
-  /** email_address_visibility is "everyone". */
-  email_public: boolean;
 }
+
+/**
+ * The address a message shows for a person (sender_email, display_recipient[].email; typing events and
+ * pushes alike): Zulip's `email` field, the same for every viewer (access/users.ts publicEmailOf).
+ */
+export function messageEmailOf(realm: Pick<Realm, 'url'>, person: MessagePerson): string {
+  return publicEmailOf(realm, { id: person.id, isBot: person.is_bot, deliveryEmail: person.delivery_email }, person.email_address_visibility);
+}
+
+/** Clients asking for client_gravatar compute the sender's avatar themselves: only from an address everyone sees. */
+export const gravatarLeftToClient = (person: MessagePerson) => person.email_address_visibility === EmailVisibility.EVERYONE && person.avatar_source === 'G';
 
 export interface MessageFormatContext {
   realm: Realm;
@@ -69,7 +84,7 @@ export function formatMessage(row: MessageRow, ctx: MessageFormatContext, viewer
     id: row.id,
     sender_id: row.sender_id,
     sender_full_name: sender?.full_name ?? '',
-    sender_email: sender?.email ?? '',
+    sender_email: sender ? messageEmailOf(ctx.realm, sender) : '',
     sender_realm_str: '',
     timestamp: Math.floor(row.date_sent.getTime() / 1000),
     client: row.sending_client,
@@ -88,16 +103,19 @@ export function formatMessage(row: MessageRow, ctx: MessageFormatContext, viewer
     out['stream_id'] = row.channel_id;
     out['display_recipient'] = ctx.channelNames.get(row.channel_id!) ?? '';
   } else {
-    const people = row.direct_user_ids.map((id) => ctx.people.get(id)).filter((p): p is MessagePerson => p !== undefined);
-    // One-to-one conversations list both people by address; groups by id (as Zulip does).
+    const people = row.direct_user_ids
+      .map((id) => ctx.people.get(id))
+      .filter((p): p is MessagePerson => p !== undefined)
+      .map((p) => ({ id: p.id, email: messageEmailOf(ctx.realm, p), full_name: p.full_name, is_mirror_dummy: false }));
+    // One-to-one conversations list both people by address (as shown); groups by id (as Zulip does).
     if (people.length <= 2) people.sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0));
-    out['display_recipient'] = people.map((p) => ({ id: p.id, email: p.email, full_name: p.full_name, is_mirror_dummy: false }));
+    out['display_recipient'] = people;
   }
   if (row.last_edit_time) out['last_edit_timestamp'] = Math.floor(row.last_edit_time.getTime() / 1000);
   return out;
 }
 
 function avatarUrlOf(person: MessagePerson, clientGravatar: boolean): string | null {
-  if (clientGravatar && person.email_public && person.avatar_source === 'G') return null;
+  if (clientGravatar && gravatarLeftToClient(person)) return null;
   return gravatarUrl(person.delivery_email, person.avatar_version);
 }

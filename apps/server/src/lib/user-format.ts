@@ -3,7 +3,11 @@ import { createHash } from 'node:crypto';
 import type { Schema } from '@parley/api-types';
 import type { CustomProfileFieldValue, Realm, User } from '../data/models.ts';
 import { isoWithOffset } from './timestamps.ts';
-import { Role } from '../access/roles.ts';
+import { roleFlagsOf } from '../access/roles.ts';
+import { addressesSeenBy, deliveryEmailVisibleTo, hostnameOf } from '../access/users.ts';
+
+// Kept for the callers that import them from here; they live in access/users.ts.
+export { deliveryEmailVisibleTo as canSeeDeliveryEmail, hostnameOf };
 
 export interface FormatOptions {
   realm: Realm;
@@ -14,23 +18,6 @@ export interface FormatOptions {
   emailVisibility: number;
   /** Present when custom profile fields were requested. */
   profileValues?: CustomProfileFieldValue[];
-}
-
-export function canSeeDeliveryEmail(viewer: Pick<User, 'id' | 'role'> | null, target: Pick<User, 'id' | 'isBot'>, visibility: number): boolean {
-  if (!viewer) return false;
-  if (viewer.id === target.id || target.isBot) return true;
-  switch (visibility) {
-    case 1:
-      return true;
-    case 2:
-      return viewer.role <= Role.MEMBER;
-    case 3:
-      return viewer.role <= Role.ADMINISTRATOR;
-    case 5:
-      return viewer.role <= Role.MODERATOR;
-    default:
-      return false;
-  }
 }
 
 /** md5 of normalised addresses, kept for the addresses seen recently (a list of users formats thousands). */
@@ -49,36 +36,21 @@ export function gravatarUrl(email: string, version: number): string {
   return `https://secure.gravatar.com/avatar/${gravatarHash(email)}?d=identicon&version=${version}`;
 }
 
-const hostnames = new Map<string, string>();
-/** The host name of an organization URL (parsed once per URL). */
-export function hostnameOf(url: string): string {
-  let host = hostnames.get(url);
-  if (host === undefined) {
-    host = new URL(url).hostname;
-    if (hostnames.size > 1_000) hostnames.clear();
-    hostnames.set(url, host);
-  }
-  return host;
-}
-
 export function formatUser(user: User, options: FormatOptions): Schema<'User'> {
-  const seesEmail = canSeeDeliveryEmail(options.viewer, user, options.emailVisibility);
-  const host = hostnameOf(options.realm.url);
-  const shownEmail = options.emailVisibility === 1 || user.isBot ? user.deliveryEmail : `user${user.id}@${host}`;
+  const addresses = addressesSeenBy(options.realm, options.viewer, user, options.emailVisibility);
+  const seesEmail = addresses.deliveryEmail !== null;
   const out: Schema<'User'> = {
-    email: shownEmail,
+    email: addresses.email,
     user_id: user.id,
     avatar_version: user.avatarVersion,
-    is_admin: user.role === Role.OWNER || user.role === Role.ADMINISTRATOR,
-    is_owner: user.role === Role.OWNER,
-    is_guest: user.role === Role.GUEST,
+    ...roleFlagsOf(user),
     role: user.role as Schema<'User'>['role'],
     is_bot: user.isBot,
     full_name: user.fullName,
     timezone: user.timezone,
     is_active: user.isActive,
     date_joined: isoWithOffset(user.dateJoined),
-    delivery_email: seesEmail ? user.deliveryEmail : null,
+    delivery_email: addresses.deliveryEmail,
     avatar_url: options.clientGravatar && seesEmail && user.avatarSource === 'G' ? null : gravatarUrl(user.deliveryEmail, user.avatarVersion),
   };
   if (!options.viewer) delete (out as Partial<typeof out>).timezone; // spectators do not see time zones

@@ -3,6 +3,7 @@
 // through APNs). Every payload starts with the same base fields, so that an app signed in to several
 // servers and organizations can tell them apart.
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../lib/message-limits.ts';
+import type { MessagePerson } from '../lib/message-format.ts';
 
 /** Common fields of every payload. */
 export interface BasePayload {
@@ -51,10 +52,28 @@ export type PushTrigger =
   | 'followed_topic_push_notify'
   | 'stream_push_notify';
 
+/**
+ * What the pushes of a message are decided and written from: a message checked for sending (the shape
+ * of actions/messages.ts CheckedMessage, which push code does not import: sending depends on pushing,
+ * not the other way round).
+ */
+export interface MessageToPush {
+  channel: { id: number; name: string } | null;
+  topic: string;
+  /** Users who get the message (ascending), and their flag bits (aligned). */
+  recipientIds: number[];
+  flags: number[];
+  /** Direct messages: every participant, sender included (ascending). */
+  directUserIds: number[];
+  /** The sender and direct-message participants. */
+  people: ReadonlyMap<number, MessagePerson>;
+}
+
 export interface PushedMessage {
   id: number;
   dateSent: Date;
   renderedContent: string;
+  /** `email`: the address everyone sees (lib/message-format.ts messageEmailOf), as in messages. */
   sender: { id: number; email: string; fullName: string; avatarUrl: string };
   /** Channel messages. */
   channel: { id: number; name: string; topic: string } | null;

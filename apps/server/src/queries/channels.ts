@@ -14,8 +14,9 @@ import {
   subscriberIdsOfChannels,
 } from '../data/subscriptions.repo.ts';
 import { systemGroupIds } from '../data/system-groups.repo.ts';
-import { accessChannelById, accessChannelByName, hasContentAccess, hasMetadataAccess, loadChannelViewer } from '../access/channels.ts';
-import { isGuest } from '../access/roles.ts';
+import { accessChannelById, accessChannelByName, hasContentAccess, hasMetadataAccess, loadChannelViewer, type PermissionSubject } from '../access/channels.ts';
+import { canBrowseUnsubscribedChannel, canSeeFormerSubscription, canSeeSubscribers } from '../access/subscriptions.ts';
+import { canReadPublicChannels } from '../access/messages.ts';
 import { CHANNEL_GROUP_SETTINGS, formatChannel, formatSubscription, type ChannelDisplayData } from '../lib/channel-format.ts';
 
 /** Zulip's Stream.LAST_ACTIVITY_DAYS_BEFORE_FOR_ACTIVE. */
@@ -92,7 +93,7 @@ export async function listChannelsForUser(db: Db, realm: Realm, user: User, opti
       // Subscribed, public and web-public channels are all part of this set already.
       for (const c of channels) if (hasContentAccess(subject, c, subscribed.has(c.id))) ids.add(c.id);
     } else {
-      const includePublic = options.includePublic && !isGuest(user);
+      const includePublic = options.includePublic && canReadPublicChannels(user);
       for (const c of channels) {
         if (options.includeSubscribed && subscribed.has(c.id)) ids.add(c.id);
         if (includePublic && !c.inviteOnly) ids.add(c.id);
@@ -130,29 +131,74 @@ export async function channelSubscriberIds(db: Db, realm: Realm, user: User, cha
   return subscriberIds(db, channel.id);
 }
 
-/** GET /users/me/subscriptions: the caller's subscriptions, with subscriber lists as asked, sorted by name. */
-export async function subscriptionsOfUser(
-  db: Db,
-  realm: Realm,
-  user: User,
-  includeSubscribers: 'true' | 'false' | 'partial',
-  options: { active: boolean } = { active: true },
-): Promise<Schema<'Subscription'>[]> {
-  const rows = options.active ? await activeSubscriptionsOfUser(db, user.id) : await inactiveSubscriptionsOfUser(db, user.id);
-  const channels = rows.map((r) => r.channel);
-  const data = await loadChannelDisplayData(db, realm.id, channels);
-  const ids = channels.map((c) => c.id);
-  const subscribers = includeSubscribers === 'false' ? new Map<number, number[]>() : await subscriberIdsOfChannels(db, ids);
+export type IncludeSubscribers = 'true' | 'false' | 'partial';
+type SubscriberLists = { subscribers?: number[]; partial_subscribers?: number[] };
+
+/**
+ * The subscriber lists of channels as the client asked (`include_subscribers`): none; every
+ * subscriber; or, with `partial`, every subscriber of smaller channels and a subset of larger ones.
+ * A channel whose subscribers the viewer may not know (`visible` false) gets an empty list, as in
+ * Zulip's bulk_get_subscriber_user_ids; its subscribers are never read.
+ */
+async function subscriberLists(db: Db, channels: Channel[], includeSubscribers: IncludeSubscribers, visible: (channel: Channel) => boolean): Promise<Map<number, SubscriberLists>> {
+  const out = new Map<number, SubscriberLists>();
+  if (includeSubscribers === 'false') return out;
+  const ids = channels.filter(visible).map((c) => c.id);
+  const subscribers = await subscriberIdsOfChannels(db, ids);
   // Parley keeps no presence data: a partial list is the channel's bots.
   const bots = includeSubscribers === 'partial' ? await botSubscriberIdsOfChannels(db, ids) : new Map<number, number[]>();
-  const subscriptions = rows.map((row) => {
-    let lists: { subscribers?: number[]; partial_subscribers?: number[] } | undefined;
-    if (includeSubscribers === 'true') lists = { subscribers: subscribers.get(row.channelId) ?? [] };
-    if (includeSubscribers === 'partial') {
-      const all = subscribers.get(row.channelId) ?? [];
-      lists = all.length < PARTIAL_SUBSCRIBERS_THRESHOLD ? { subscribers: all } : { partial_subscribers: bots.get(row.channelId) ?? [] };
-    }
-    return formatSubscription(row.channel, row, data, lists);
-  });
-  return subscriptions.sort(byChannelName);
+  for (const channel of channels) {
+    const all = subscribers.get(channel.id) ?? [];
+    if (includeSubscribers === 'partial' && all.length >= PARTIAL_SUBSCRIBERS_THRESHOLD) out.set(channel.id, { partial_subscribers: bots.get(channel.id) ?? [] });
+    else out.set(channel.id, { subscribers: all });
+  }
+  return out;
+}
+
+type SubscriptionRow = Awaited<ReturnType<typeof activeSubscriptionsOfUser>>[number];
+
+async function formatSubscriptions(db: Db, realm: Realm, rows: SubscriptionRow[], lists: Map<number, SubscriberLists>): Promise<Schema<'Subscription'>[]> {
+  const data = await loadChannelDisplayData(db, realm.id, rows.map((r) => r.channel));
+  return rows.map((row) => formatSubscription(row.channel, row, data, lists.get(row.channelId))).sort(byChannelName);
+}
+
+/**
+ * GET /users/me/subscriptions (and /register's `subscriptions`): the caller's current subscriptions,
+ * with subscriber lists as asked, sorted by name. A subscriber may always know a channel's
+ * subscribers (canSeeSubscribers answers yes to anyone subscribed), so no group is read here.
+ */
+export async function subscriptionsOfUser(db: Db, realm: Realm, user: User, includeSubscribers: IncludeSubscribers): Promise<Schema<'Subscription'>[]> {
+  const rows = await activeSubscriptionsOfUser(db, user.id);
+  const lists = await subscriberLists(db, rows.map((r) => r.channel), includeSubscribers, () => true);
+  return formatSubscriptions(db, realm, rows, lists);
+}
+
+/**
+ * /register's `unsubscribed`: the channels the viewer was subscribed to and left, only those they can
+ * still see (canSeeFormerSubscription), with their subscription settings and the subscriber lists
+ * they may know, sorted by name.
+ */
+export async function formerSubscriptionsOfUser(db: Db, realm: Realm, viewer: PermissionSubject, includeSubscribers: IncludeSubscribers): Promise<Schema<'Subscription'>[]> {
+  const rows = (await inactiveSubscriptionsOfUser(db, viewer.user.id)).filter((r) => canSeeFormerSubscription(viewer, r.channel));
+  const lists = await subscriberLists(db, rows.map((r) => r.channel), includeSubscribers, (c) => canSeeSubscribers(viewer, c, false));
+  return formatSubscriptions(db, realm, rows, lists);
+}
+
+/**
+ * /register's `never_subscribed`: among `channels` (the organization's, read once per /register), those
+ * the viewer has no subscription row for, active or not, and can see (canBrowseUnsubscribedChannel),
+ * with the subscriber lists they may know, sorted by name.
+ */
+export async function neverSubscribedChannels(
+  db: Db,
+  realm: Realm,
+  viewer: PermissionSubject,
+  channels: Channel[],
+  subscriptionRows: Map<number, boolean>,
+  includeSubscribers: IncludeSubscribers,
+): Promise<Array<Schema<'Channel'> & SubscriberLists>> {
+  const visible = channels.filter((c) => !subscriptionRows.has(c.id) && canBrowseUnsubscribedChannel(viewer, c));
+  const lists = await subscriberLists(db, visible, includeSubscribers, (c) => canSeeSubscribers(viewer, c, false));
+  const formatted = await presentChannels(db, realm.id, visible);
+  return formatted.map((c) => ({ ...c, ...lists.get(c.stream_id) })).sort(byChannelName);
 }

@@ -10,15 +10,21 @@ import { readSettingsRow } from '../data/user-settings.repo.ts';
 import { defaultSettingsRow, legacySettingsState, userSettingsState } from '../lib/user-settings.ts';
 import { listChannelsOfRealm, defaultChannelIds } from '../data/channels.repo.ts';
 import { hasMetadataAccess, loadChannelViewer } from '../access/channels.ts';
-import { Role } from '../access/roles.ts';
+import {
+  canCreateSomeChannel,
+  canInviteOthersToRealm,
+  canSubscribeOthersToChannels,
+  seesDefaultChannels,
+} from '../access/visibility.ts';
+import { isModeratorRole, roleFlagsOf } from '../access/roles.ts';
 import { settingsOf } from '../lib/group-settings.ts';
 import { MAX_CHANNEL_DESCRIPTION_LENGTH, MAX_CHANNEL_NAME_LENGTH } from '../lib/channel-format.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
 import { MAX_MESSAGE_LENGTH, MAX_REMINDER_NOTE_LENGTH, MAX_TOPIC_LENGTH, EMPTY_TOPIC_DISPLAY_NAME } from '../lib/message-limits.ts';
 import { formatUsers } from './users.ts';
-import { listUserGroups } from './user-groups.ts';
+import { userGroupsOfRealm } from './user-groups.ts';
 import { customProfileFields } from './profile-fields.ts';
-import { presentChannels, subscriptionsOfUser } from './channels.ts';
+import { formerSubscriptionsOfUser, neverSubscribedChannels, presentChannels, subscriptionsOfUser } from './channels.ts';
 import { formatGroupSettingValues } from './group-settings.ts';
 import { unreadMessagesState, recentDirectConversations } from './messages-state.ts';
 import { remindersOf, scheduledMessagesOf } from './scheduled-messages.ts';
@@ -178,7 +184,8 @@ const CONTRIBUTORS: StateContributor[] = [
   },
   {
     kinds: ['realm_user'],
-    async read({ db, realm, user, options }) {
+    async read({ db, realm, user, options, shared }) {
+      const subject = await shared.viewer();
       const everyone = await listUsers(db, realm.id);
       const formatted = await formatUsers(db, realm, user, everyone, { clientGravatar: options.clientGravatar, includeProfile: true });
       const active = formatted.filter((u) => u.is_active);
@@ -196,24 +203,25 @@ const CONTRIBUTORS: StateContributor[] = [
         avatar_source: 'G',
         avatar_url_medium: me.avatar_url,
         avatar_version: me.avatar_version,
-        is_admin: user.role <= Role.ADMINISTRATOR,
-        is_owner: user.role === Role.OWNER,
-        is_moderator: user.role === Role.MODERATOR,
-        is_guest: user.role === Role.GUEST,
+        is_admin: roleFlagsOf(user).is_admin,
+        is_owner: roleFlagsOf(user).is_owner,
+        is_moderator: isModeratorRole(user),
+        is_guest: roleFlagsOf(user).is_guest,
         is_billing_admin: false,
         role: user.role,
-        can_create_streams: user.role !== Role.GUEST,
-        can_subscribe_other_users: user.role <= Role.ADMINISTRATOR,
-        can_invite_others_to_realm: user.role !== Role.GUEST,
+        can_create_streams: canCreateSomeChannel(subject, realm),
+        can_subscribe_other_users: canSubscribeOthersToChannels(subject, realm),
+        can_invite_others_to_realm: canInviteOthersToRealm(subject, realm),
         user_email: me.email,
         profile_data: me.profile_data ?? {},
       };
     },
   },
   {
+    // Every user, guests and bots included (only GET /user_groups is members-only, as in Zulip).
     kinds: ['realm_user_groups'],
-    async read({ db, realm, user, options }) {
-      return { realm_user_groups: await listUserGroups(db, realm, user, { includeDeactivated: options.includeDeactivatedGroups }) };
+    async read({ db, realm, options }) {
+      return { realm_user_groups: await userGroupsOfRealm(db, realm, { includeDeactivated: options.includeDeactivatedGroups }) };
     },
   },
   {
@@ -226,18 +234,15 @@ const CONTRIBUTORS: StateContributor[] = [
     },
   },
   {
+    // Zulip's gather_subscriptions_helper: former subscriptions and never-subscribed channels only
+    // while the user can see them, subscriber lists only where the user may know them.
     kinds: ['subscription'],
     async read({ db, realm, user, options, shared }) {
-      const subscriptions = await subscriptionsOfUser(db, realm, user, options.includeSubscribers);
-      const states = await shared.subscriptionStates();
       const subject = await shared.viewer();
-      const channels = await shared.channels();
-      const visible = channels.filter((c) => !states.get(c.id) && hasMetadataAccess(subject, c, false));
-      const formatted = await presentChannels(db, realm.id, visible.filter((c) => !states.has(c.id)));
       return {
-        subscriptions,
-        unsubscribed: await subscriptionsOfUser(db, realm, user, options.includeSubscribers, { active: false }),
-        never_subscribed: formatted,
+        subscriptions: await subscriptionsOfUser(db, realm, user, options.includeSubscribers),
+        unsubscribed: await formerSubscriptionsOfUser(db, realm, subject, options.includeSubscribers),
+        never_subscribed: await neverSubscribedChannels(db, realm, subject, await shared.channels(), await shared.subscriptionStates(), options.includeSubscribers),
       };
     },
   },
@@ -251,8 +256,10 @@ const CONTRIBUTORS: StateContributor[] = [
     },
   },
   {
+    // Not for guests: Zulip pretends the organization has no default channels.
     kinds: ['default_streams'],
-    async read({ db, realm, shared }) {
+    async read({ db, realm, user, shared }) {
+      if (!seesDefaultChannels(user)) return { realm_default_streams: [] };
       const ids = new Set(await defaultChannelIds(db, realm.id));
       const channels = (await shared.channels()).filter((c) => ids.has(c.id));
       return { realm_default_streams: await presentChannels(db, realm.id, channels) };

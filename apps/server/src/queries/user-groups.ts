@@ -1,5 +1,6 @@
-// Read models of user groups: the UserGroup object of responses and events, and the group reads of the
-// API (guests and bots are refused, as Zulip's require_member_or_admin does).
+// Read models of user groups: the UserGroup object of responses and events, the group reads of the
+// API (guests and bots are refused, as Zulip's require_member_or_admin does), and /register's groups
+// (for everyone: Zulip's fetch_initial_state_data sends them to guests and bots too).
 import type { Schema } from '@parley/api-types';
 import type { Db } from '../data/db.ts';
 import type { Realm, User, UserGroup } from '../data/models.ts';
@@ -41,10 +42,15 @@ export async function formatUserGroups(db: Db, realmId: number, groups: UserGrou
   });
 }
 
-/** GET /user_groups: the organization's named groups (deactivated ones only when asked). */
+/** The organization's named groups (deactivated ones only when asked): /register's realm_user_groups, for every user. */
+export async function userGroupsOfRealm(db: Db, realm: Realm, options: { includeDeactivated: boolean }): Promise<Schema<'UserGroup'>[]> {
+  return formatUserGroups(db, realm.id, await listNamedGroups(db, realm.id, options.includeDeactivated));
+}
+
+/** GET /user_groups: the same, for members and administrators only (Zulip's endpoint is require_member_or_admin). */
 export async function listUserGroups(db: Db, realm: Realm, user: User, options: { includeDeactivated: boolean }): Promise<Schema<'UserGroup'>[]> {
   requireMemberOrAdmin(user);
-  return formatUserGroups(db, realm.id, await listNamedGroups(db, realm.id, options.includeDeactivated));
+  return userGroupsOfRealm(db, realm, options);
 }
 
 /** GET /user_groups/{id}/members: direct or recursive active members. */
