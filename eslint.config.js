@@ -74,6 +74,7 @@ export default tseslint.config(
           'BinaryExpression:has(> Identifier[name="role"]):has(> Literal[raw=/^[0-9]+$/])',
           'CallExpression[callee.name=/^(isGuest|isAdmin|isOwner|isModerator)$/]',
           'SwitchStatement[discriminant.property.name="role"]',
+          'CallExpression[callee.property.name="includes"]:has(> MemberExpression[property.name="role"])',
           'Property[key.name=/^role(Not)?In$/]',
         ].map((selector) => ({ selector, message: 'Role and guest decisions belong in apps/server/src/access/ (a function named for what it decides).' })),
       ],

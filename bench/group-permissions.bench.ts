@@ -23,7 +23,7 @@ import { loadConfig } from '../apps/server/src/config.ts';
 import { createDeps, listen } from '../apps/server/src/server.ts';
 import { bootstrapIfEmpty } from '../apps/server/src/bootstrap.ts';
 import { insertUser, prepareNewUser } from '../apps/server/src/actions/users.ts';
-import { inTransaction } from '../apps/server/src/data/db.ts';
+import { inTransaction } from '../apps/server/src/data/transactions.ts';
 import { findFirstRealm } from '../apps/server/src/data/realms.repo.ts';
 import { systemGroupIds } from '../apps/server/src/data/system-groups.repo.ts';
 

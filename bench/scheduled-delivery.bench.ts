@@ -45,7 +45,7 @@ import { clusterCpuMs } from './lib/cpu.ts';
 import { fmt, markdownTable } from './lib/stats.ts';
 import { loadConfig } from '../apps/server/src/config.ts';
 import { createDeps } from '../apps/server/src/server.ts';
-import { inTransaction } from '../apps/server/src/data/db.ts';
+import { inTransaction } from '../apps/server/src/data/transactions.ts';
 import { findRealmById } from '../apps/server/src/data/realms.repo.ts';
 import { findUserById } from '../apps/server/src/data/users.repo.ts';
 import { doCreateScheduledMessage } from '../apps/server/src/actions/scheduled-messages.ts';

@@ -22,7 +22,8 @@ import { createDeps } from '../../apps/server/src/server.ts';
 import { bootstrapIfEmpty } from '../../apps/server/src/bootstrap.ts';
 import { insertUser, prepareNewUser } from '../../apps/server/src/actions/users.ts';
 import { doSubscribe } from '../../apps/server/src/actions/subscriptions.ts';
-import { inTransaction } from '../../apps/server/src/data/db.ts';
+import { CachedTableWriteRecord } from '../../apps/server/src/data/cached-tables.ts';
+import { inTransaction } from '../../apps/server/src/data/transactions.ts';
 import { findFirstRealm } from '../../apps/server/src/data/realms.repo.ts';
 import { findUserById } from '../../apps/server/src/data/users.repo.ts';
 import { systemGroupIds } from '../../apps/server/src/data/system-groups.repo.ts';
@@ -136,7 +137,7 @@ export async function createMessagesDatabase(dir: string, log: (line: string) =>
       messageRetentionDays: 'realm_default',
       groupSettings: {},
       sendNewSubscriptionMessages: false,
-    });
+    }, new CachedTableWriteRecord());
     const channelIds = (await sql.query<{ id: number; name: string }>('SELECT id, name FROM channel WHERE realm_id = $1 AND name = ANY($2::text[])', [realm.id, names])).rows;
     const idOf = (name: string) => channelIds.find((c) => c.name === name)!.id;
     const crowdChannelId = idOf('crowd');

@@ -19,8 +19,9 @@ import { createDeps } from '../../apps/server/src/server.ts';
 import { bootstrapIfEmpty } from '../../apps/server/src/bootstrap.ts';
 import { insertUser, prepareNewUser } from '../../apps/server/src/actions/users.ts';
 import { doSubscribe } from '../../apps/server/src/actions/subscriptions.ts';
+import { CachedTableWriteRecord } from '../../apps/server/src/data/cached-tables.ts';
 import { createRealmInTransaction } from '../../apps/server/src/actions/realms.ts';
-import { inTransaction } from '../../apps/server/src/data/db.ts';
+import { inTransaction } from '../../apps/server/src/data/transactions.ts';
 import { findFirstRealm } from '../../apps/server/src/data/realms.repo.ts';
 import { findUserById } from '../../apps/server/src/data/users.repo.ts';
 import { systemGroupIds } from '../../apps/server/src/data/system-groups.repo.ts';
@@ -167,7 +168,7 @@ export async function createBenchDatabase(dir: string, log: (line: string) => vo
         messageRetentionDays: 'realm_default',
         groupSettings: {},
         sendNewSubscriptionMessages: false,
-      });
+      }, new CachedTableWriteRecord());
       const template = (await sql.query<{ id: number; can_administer_channel_group_id: number }>('SELECT id, can_administer_channel_group_id FROM channel WHERE realm_id = $1 AND name = $2', [realm.id, templateName])).rows[0]!;
       const columns = async (table: string, except: string[]) =>
         (await sql.query<{ c: string }>(`SELECT column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`, [table])).rows

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AppDeps } from './deps.ts';
-import { inTransaction } from './data/db.ts';
+import { inTransaction } from './data/transactions.ts';
 import { countRealms } from './data/realms.repo.ts';
 import { takeBootstrapLock } from './data/bootstrap.repo.ts';
 import { createRealmInTransaction } from './actions/realms.ts';

@@ -6,6 +6,7 @@ import type { EventDelivery } from './events/delivery.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { Logger } from './http/logging.ts';
 import type { DatabaseListener } from './events/listener.ts';
+import type { DatabaseNotifier } from './events/notifier.ts';
 import type { CredentialCache } from './security/credential-cache.ts';
 import type { RateLimiter } from './data/rate-limits.repo.ts';
 import type { UserDirectory } from './queries/user-directory.ts';
@@ -20,8 +21,10 @@ export interface AppDeps {
   delivery: EventDelivery;
   /** Background jobs (scheduled delivery), shared by every process through the database. */
   jobs: JobQueue;
-  /** This process's LISTEN/NOTIFY connection (events, cache invalidation). */
+  /** This process's LISTEN/NOTIFY connection (events, cache invalidation): its listening half. */
   listener: DatabaseListener;
+  /** Its sending half, on the same connection: NOTIFYs and the statements of `events` (typing). */
+  notifier: DatabaseNotifier;
   /** Authenticated identities cached in memory, invalidated through `listener`. */
   credentials: CredentialCache;
   /** GET /users of whole organizations, serialised once per viewer role (queries/user-directory.ts). */

@@ -13,6 +13,7 @@ import type { Config } from './config.ts';
 import type { AppDeps } from './deps.ts';
 import { createEventBus } from './events/bus.ts';
 import { createDatabaseListener } from './events/listener.ts';
+import { createDatabaseNotifier } from './events/notifier.ts';
 import { createEventDelivery, DEFAULT_DELIVERY_OPTIONS } from './events/delivery.ts';
 import { startEventHousekeeping } from './events/housekeeping.ts';
 import { createJobQueue } from './jobs/queue.ts';
@@ -50,15 +51,17 @@ export async function createDeps(config: Config, databaseUrl: string, options: {
   const files = specFiles();
   const logger = createLogger(config.logLevel);
   // Started by listen(): commands that only use the database (manage, seeding) open no extra connection.
-  const listener = createDatabaseListener(databaseUrl, logger, (channel, payload) => notifyThroughPool(db, channel, payload));
+  const listener = createDatabaseListener(databaseUrl, logger);
+  const notifier = createDatabaseNotifier(listener.rounds, (channel, payload) => notifyThroughPool(db, channel, payload));
   return {
     config,
     db,
     cipher: createApiKeyCipher(loadOrCreateSecret(config.secretKey, config.dataDir)),
     listener,
+    notifier,
     credentials: createCredentialCache(listener),
     userDirectory: createUserDirectory(listener),
-    events: createEventBus(db, listener, logger),
+    events: createEventBus(db, notifier, logger),
     delivery: createEventDelivery(db, listener, logger, {
       ...DEFAULT_DELIVERY_OPTIONS,
       heartbeatMs: config.heartbeatMs,

@@ -4,7 +4,9 @@
 // completely or not at all (Zulip commits each property separately). Events are stored in the same
 // transaction and announced after commit.
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
+import { isUniqueViolation } from '../data/database-errors.ts';
+import type { Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import {
   channelHasNamedTopics,

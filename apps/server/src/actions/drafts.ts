@@ -3,7 +3,8 @@
 // and its `drafts` event, for the owner's own queues, happen in one transaction.
 import type { EventData, Schema } from '@parley/api-types';
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, type Db } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
+import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import { deleteDraftOfUser, insertDrafts, replaceDraftOfUser, type DraftData } from '../data/drafts.repo.ts';
 import { directRecipientsByIds } from '../data/messages.repo.ts';

@@ -1,8 +1,8 @@
 // POST /register, GET /events, DELETE /events.
 import { randomUUID } from 'node:crypto';
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, Prisma } from '../data/db.ts';
-import { writeDeferredRows } from '../data/deferred-rows.repo.ts';
+import { inTransaction } from '../data/transactions.ts';
+import { Prisma } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import { createEventQueue, deleteEventQueue, touchEventQueue } from '../data/event-queues.repo.ts';
 import { newestEventId } from '../data/event-queues.repo.ts';
@@ -11,6 +11,7 @@ import { checkCanRegisterQueue } from '../access/event-queues.ts';
 import { MAX_QUEUE_LIFESPAN_SECS } from '../events/housekeeping.ts';
 import { readRegisterState, type RegisterOptions } from '../queries/register-state.ts';
 import { FEATURE_LEVEL, MERGE_BASE, ZULIP_VERSION } from '../version.ts';
+import { catchUpDeferredRows } from './deferred-rows.ts';
 
 /** Queues not polled for this long expire, unless the client asked for longer (Zulip's default). */
 export const DEFAULT_QUEUE_LIFESPAN_SECS = 600;
@@ -52,7 +53,7 @@ export async function doRegisterQueue(deps: AppDeps, realm: Realm, user: User, r
     async (tx) => {
       const lastEventId = await newestEventId(tx, realm.id);
       // The user's deferred rows up to the snapshot's newest message (unread_msgs, max_message_id).
-      await writeDeferredRows(tx, realm.id, user.id);
+      await catchUpDeferredRows(tx, realm, user);
       const state = await readRegisterState(tx, realm, user, kinds, options);
       await createEventQueue(tx, {
         id: queueId,

@@ -6,7 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import type { AppDeps } from '../deps.ts';
 import type { AfterCommit } from '../events/bus.ts';
-import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
+import { isUniqueViolation } from '../data/database-errors.ts';
+import type { Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import {
   createInvitation,
@@ -383,7 +385,7 @@ export async function doAcceptInvitation(deps: AppDeps, key: string, form: { ful
       await notifyInvitesChanged(tx, deps, afterCommit, realm, referrer.id);
       // As in Zulip, the notification bot tells the inviter in a direct message.
       if (invitation.notifyReferrerOnJoin) {
-        await sendNotificationMessage(tx, afterCommit, deps, realm, referrer, `${user.fullName} (\`${user.email}\`) joined ${realm.name} through your invitation.`);
+        await sendNotificationMessage(tx, afterCommit, deps, realm, referrer, `@_**${user.fullName}|${user.id}** joined ${realm.name} through your invitation.`);
       }
       return { ok: true, user, realm };
     });

@@ -2,8 +2,8 @@
 // /mark_stream_as_read, /mark_topic_as_read. Each change stores an `update_message_flags` event for
 // the user's clients.
 import type { AppDeps } from '../deps.ts';
-import { inTransaction } from '../data/db.ts';
-import { writeDeferredRows } from '../data/deferred-rows.repo.ts';
+import { inTransaction } from '../data/transactions.ts';
+import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import { changeFlag, countOwnMessages, markReadBatch, messageDetails, messagesOfUnsubscribedChannels, newestOwnMessageId, userHasTopic } from '../data/message-flags.repo.ts';
 import { JsonableError } from '../errors.ts';
@@ -12,6 +12,8 @@ import { accessChannelById } from '../access/channels.ts';
 import { MESSAGE_FLAG_BITS, type MessageFlagName } from '../lib/message-flags.ts';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../lib/message-limits.ts';
 import { messagesInFlagRange, type FlagRange, type FlagRangeRequest } from '../queries/messages-state.ts';
+import type { AfterCommit } from '../events/bus.ts';
+import { catchUpDeferredRows } from './deferred-rows.ts';
 import { queuePushRemovals } from './push.ts';
 
 /** Flags users may set and clear themselves. */
@@ -28,60 +30,69 @@ export const MARK_READ_BATCH = 10_000;
 
 const MENTION_BITS = MESSAGE_FLAG_BITS.mentioned | MESSAGE_FLAG_BITS.stream_wildcard_mentioned | MESSAGE_FLAG_BITS.topic_wildcard_mentioned;
 
+interface FlagChange {
+  op: string;
+  flag: string;
+  bit: number;
+  set: boolean;
+}
+
 /** The bit to set or clear, after Zulip's checks of the flag and the operation (in its order of errors). */
-function flagChange(op: string, flag: string): { bit: number; set: boolean } {
+function flagChange(op: string, flag: string): FlagChange {
   if (!KNOWN_FLAGS.has(flag)) throw new JsonableError(`Invalid flag: '${flag}'`);
   if (!EDITABLE_FLAGS.has(flag as MessageFlagName)) throw new JsonableError(`Flag not editable: '${flag}'`);
   if (op !== 'add' && op !== 'remove') throw new JsonableError(`Invalid message flag operation: '${op}'`);
-  return { bit: MESSAGE_FLAG_BITS[flag as MessageFlagName], set: op === 'add' };
+  return { op, flag, bit: MESSAGE_FLAG_BITS[flag as MessageFlagName], set: op === 'add' };
 }
 
 /**
- * Zulip's do_update_message_flags: sets or clears the flag on the user's rows among `messageIds`, in
- * one transaction, and tells the user's clients which messages changed. Unread messages must be in
- * channels the user is subscribed to, so marking unread skips the messages of other channels and
+ * Zulip's do_update_message_flags, in the caller's transaction: sets or clears the flag on the user's
+ * rows among `messageIds`, and tells the user's clients which messages changed. Unread messages must be
+ * in channels the user is subscribed to, so marking unread skips the messages of other channels and
  * answers those channels. `requireRows`: every message (but those skipped) must be one the user has a
- * row for (`Invalid message(s)` otherwise). `caughtUp`: the caller has written the user's deferred
- * rows for the messages given (otherwise they are written here, in the transaction).
+ * row for (`Invalid message(s)` otherwise). The caller has caught up the user's deferred rows for the
+ * messages given.
  */
 async function changeFlagOfMessages(
+  tx: Db,
+  afterCommit: AfterCommit,
   deps: AppDeps,
   realm: Realm,
   user: User,
   messageIds: number[],
-  op: string,
-  flag: string,
-  options: { requireRows: boolean; caughtUp?: boolean },
+  change: FlagChange,
+  options: { requireRows: boolean },
 ): Promise<{ changed: number[]; ignoredChannelIds: number[] }> {
-  const { bit, set } = flagChange(op, flag);
-  const requested = [...new Set(messageIds)];
-  return inTransaction(deps.db, async (tx, afterCommit) => {
-    if (!options.caughtUp) await writeDeferredRows(tx, realm.id, user.id);
-    let ids = requested;
-    let ignoredChannelIds: number[] = [];
-    if (flag === 'read' && !set && ids.length > 0) {
-      const skipped = await messagesOfUnsubscribedChannels(tx, user.id, ids);
-      if (skipped.length > 0) {
-        const skippedIds = new Set(skipped.map((m) => m.id));
-        ids = ids.filter((id) => !skippedIds.has(id));
-        ignoredChannelIds = [...new Set(skipped.map((m) => m.channel_id))].sort((a, b) => a - b);
-      }
+  const { op, flag, bit, set } = change;
+  let ids = [...new Set(messageIds)];
+  let ignoredChannelIds: number[] = [];
+  if (flag === 'read' && !set && ids.length > 0) {
+    const skipped = await messagesOfUnsubscribedChannels(tx, user.id, ids);
+    if (skipped.length > 0) {
+      const skippedIds = new Set(skipped.map((m) => m.id));
+      ids = ids.filter((id) => !skippedIds.has(id));
+      ignoredChannelIds = [...new Set(skipped.map((m) => m.channel_id))].sort((a, b) => a - b);
     }
-    if (options.requireRows && (await countOwnMessages(tx, user.id, ids)) !== ids.length) throw new JsonableError('Invalid message(s)');
-    const changed = ids.length > 0 ? await changeFlag(tx, user.id, ids, bit, set) : [];
-    if (changed.length === 0) return { changed, ignoredChannelIds };
-    if (set && flag === 'read') await queuePushRemovals(tx, deps, realm, user, changed);
-    const payload: Record<string, unknown> = { type: 'update_message_flags', op, operation: op, flag, messages: changed, all: false };
-    if (!set && flag === 'read') payload['message_details'] = await detailsOf(tx, user.id, changed);
-    await deps.events.publish(tx, afterCommit, realm.id, [{ userIds: [user.id], payload }]);
-    return { changed, ignoredChannelIds };
-  });
+  }
+  if (options.requireRows && (await countOwnMessages(tx, user.id, ids)) !== ids.length) throw new JsonableError('Invalid message(s)');
+  const changed = ids.length > 0 ? await changeFlag(tx, user.id, ids, bit, set) : [];
+  if (changed.length === 0) return { changed, ignoredChannelIds };
+  if (set && flag === 'read') await queuePushRemovals(tx, deps, realm, user, changed);
+  const payload: Record<string, unknown> = { type: 'update_message_flags', op, operation: op, flag, messages: changed, all: false };
+  if (!set && flag === 'read') payload['message_details'] = await detailsOf(tx, user.id, changed);
+  await deps.events.publish(tx, afterCommit, realm.id, [{ userIds: [user.id], payload }]);
+  return { changed, ignoredChannelIds };
 }
 
 /** POST /messages/flags; returns the channels of messages left read (removing `read`, unsubscribed). */
 export async function doUpdateMessageFlags(deps: AppDeps, realm: Realm, user: User, messageIds: number[], op: string, flag: string): Promise<{ ignoredChannelIds: number[] }> {
-  const { ignoredChannelIds } = await changeFlagOfMessages(deps, realm, user, messageIds, op, flag, { requireRows: true });
-  return { ignoredChannelIds };
+  const change = flagChange(op, flag);
+  return inTransaction(deps.db, async (tx, afterCommit) => {
+    // In the transaction: the rows the change checks and flags are those of its snapshot.
+    await catchUpDeferredRows(tx, realm, user);
+    const { ignoredChannelIds } = await changeFlagOfMessages(tx, afterCommit, deps, realm, user, messageIds, change, { requireRows: true });
+    return { ignoredChannelIds };
+  });
 }
 
 export interface FlagUpdateForNarrow extends FlagRange {
@@ -96,11 +107,14 @@ export interface FlagUpdateForNarrow extends FlagRange {
  * messages around an anchor in a narrow (queries/messages-state.ts messagesInFlagRange).
  */
 export async function doUpdateMessageFlagsForNarrow(deps: AppDeps, realm: Realm, user: User, request: FlagRangeRequest, op: string, flag: string): Promise<FlagUpdateForNarrow> {
-  await writeDeferredRows(deps.db, realm.id, user.id);
+  await catchUpDeferredRows(deps.db, realm, user);
   const range = await messagesInFlagRange(deps.db, realm, user, request);
+  const change = flagChange(op, flag);
   // The range comes from the user's rows; a message deleted meanwhile is simply not flagged.
-  // (the range was read from rows written just before: nothing more is due for its messages)
-  const { changed, ignoredChannelIds } = await changeFlagOfMessages(deps, realm, user, range.ids, op, flag, { requireRows: false, caughtUp: true });
+  // (the range was read from rows caught up just before: nothing more is due for its messages)
+  const { changed, ignoredChannelIds } = await inTransaction(deps.db, (tx, afterCommit) =>
+    changeFlagOfMessages(tx, afterCommit, deps, realm, user, range.ids, change, { requireRows: false }),
+  );
   return { ...range, updatedCount: changed.length, ignoredChannelIds };
 }
 
@@ -128,6 +142,9 @@ async function detailsOf(tx: Parameters<typeof messageDetails>[0], userId: numbe
  * - Everything (Zulip's do_mark_all_as_read): every unread message, those arriving meanwhile too; the
  *   clients are told once, when the last batch commits, with Zulip's `all: true` event (no message
  *   IDs: clients mark everything read), and not at all when the budget ran out (as Zulip does).
+ *
+ * The user's deferred rows: one channel or topic, the caller has caught them up; everything, each
+ * batch catches them up in its own transaction (the first one included).
  */
 async function markReadInBatches(
   deps: AppDeps,
@@ -135,17 +152,14 @@ async function markReadInBatches(
   user: User,
   scope: { channelId?: number; topic?: string } | 'everything',
   budgetMs: number,
-  options: { caughtUp?: boolean } = {},
 ): Promise<boolean> {
   const everything = scope === 'everything';
-  // Everything: each batch catches up in its own transaction (below), the first one included.
-  if (!options.caughtUp && !everything) await writeDeferredRows(deps.db, realm.id, user.id);
   const upTo = everything ? null : await newestOwnMessageId(deps.db, user.id);
   const deadline = Date.now() + budgetMs;
   for (;;) {
     const marked = await inTransaction(deps.db, async (tx, afterCommit) => {
       // Everything: messages that arrived since the last batch are marked too.
-      if (everything) await writeDeferredRows(tx, realm.id, user.id);
+      if (everything) await catchUpDeferredRows(tx, realm, user);
       const ids = await markReadBatch(tx, user.id, upTo, MARK_READ_BATCH, everything ? {} : scope);
       await queuePushRemovals(tx, deps, realm, user, ids);
       const last = ids.length < MARK_READ_BATCH;
@@ -172,6 +186,7 @@ async function readableChannel(deps: AppDeps, realm: Realm, user: User, channelI
 
 export async function doMarkStreamAsRead(deps: AppDeps, realm: Realm, user: User, channelId: number): Promise<void> {
   const channel = await readableChannel(deps, realm, user, channelId);
+  await catchUpDeferredRows(deps.db, realm, user);
   await markReadInBatches(deps, realm, user, { channelId: channel.id }, deps.config.markReadBudgetMs);
 }
 
@@ -179,12 +194,12 @@ export async function doMarkTopicAsRead(deps: AppDeps, realm: Realm, user: User,
   const channel = await readableChannel(deps, realm, user, channelId);
   const topic = topicName === EMPTY_TOPIC_DISPLAY_NAME ? '' : topicName;
   // Before the topic's existence is checked against the user's rows.
-  await writeDeferredRows(deps.db, realm.id, user.id);
+  await catchUpDeferredRows(deps.db, realm, user);
   // Zulip: the empty topic name skips the existence check and marks the whole channel read.
   if (topic === '') {
-    await markReadInBatches(deps, realm, user, { channelId: channel.id }, deps.config.markReadBudgetMs, { caughtUp: true });
+    await markReadInBatches(deps, realm, user, { channelId: channel.id }, deps.config.markReadBudgetMs);
     return;
   }
   if (!(await userHasTopic(deps.db, user.id, channel.id, topic))) throw new JsonableError(`No such topic '${topicName}'`);
-  await markReadInBatches(deps, realm, user, { channelId: channel.id, topic }, deps.config.markReadBudgetMs, { caughtUp: true });
+  await markReadInBatches(deps, realm, user, { channelId: channel.id, topic }, deps.config.markReadBudgetMs);
 }

@@ -1,7 +1,8 @@
 // POST /messages: address, permissions, rendering, per-recipient flags, then one transaction storing the
 // message, its user_message rows and its `message` event (published after commit).
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, type Db } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
+import type { Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import { findChannelById, findChannelsByNames } from '../data/channels.repo.ts';
 import { subscribedChannelIds } from '../data/subscriptions.repo.ts';

@@ -2,7 +2,8 @@
 // so the caller's role (role changes take the same lock), the name check, the summary limit and the
 // field order hold under concurrency.
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, isUniqueViolation } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
+import { isUniqueViolation } from '../data/database-errors.ts';
 import type { Realm, User } from '../data/models.ts';
 import { createProfileField, findProfileFieldByName, listProfileFields } from '../data/profile-fields.repo.ts';
 import { lockRealm } from '../data/users.repo.ts';

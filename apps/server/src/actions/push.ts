@@ -7,7 +7,8 @@
 // sent after commit, never inside a request. Without APNs configuration the job only records it.
 import { randomUUID } from 'node:crypto';
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, type Db } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
+import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import {
   addPushDevice,

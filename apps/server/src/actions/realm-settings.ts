@@ -3,7 +3,7 @@
 // changes take the same lock, so a concurrent demotion is either seen or waits for this change.
 import type { SuccessData } from '@parley/api-types';
 import type { AppDeps } from '../deps.ts';
-import { inTransaction } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
 import type { Realm, User } from '../data/models.ts';
 import { lockRealm } from '../data/users.repo.ts';
 import { findRealmById } from '../data/realms.repo.ts';

@@ -1,6 +1,6 @@
 // Creating an organization: the realm, its system groups and its organization-level permissions.
 import type { Db, PrismaClient } from '../data/db.ts';
-import { inTransaction } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
 import { createSystemGroups } from '../data/system-groups.repo.ts';
 import { createRealm, setRealmGroupSettings } from '../data/realms-admin.repo.ts';
 

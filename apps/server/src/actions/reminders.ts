@@ -4,13 +4,14 @@
 // scheduled messages does it: actions/scheduled-messages.ts). Its owner's clients are told with
 // `reminders` events.
 import type { AppDeps } from '../deps.ts';
-import { inTransaction } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
 import type { Realm, User } from '../data/models.ts';
 import { deleteScheduledMessage, insertReminder, lockScheduledMessage, DeliveryType } from '../data/scheduled-messages.repo.ts';
 import { findUsersByIds } from '../data/users.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { formatReminder } from '../lib/scheduled-message-format.ts';
-import { readableMessage } from '../queries/messages.ts';
+import { isPossibleMessageId, readableMessage } from '../queries/messages.ts';
+import { catchUpDeferredRows } from './deferred-rows.ts';
 import { checkMessage, internalDirectMessage } from './messages.ts';
 import { MAX_MESSAGE_LENGTH, MAX_REMINDER_NOTE_LENGTH } from '../lib/message-limits.ts';
 
@@ -22,6 +23,7 @@ export async function doCreateReminder(deps: AppDeps, realm: Realm, user: User, 
   const scheduledAt = new Date(request.scheduledDeliveryTimestamp * 1000);
   if (scheduledAt.getTime() <= Date.now()) throw new JsonableError('Scheduled delivery time must be in the future.');
   const note = request.note === undefined ? '' : normalizeNote(request.note);
+  if (isPossibleMessageId(request.messageId)) await catchUpDeferredRows(deps.db, realm, user);
   const found = await readableMessage(deps.db, realm, user, request.messageId);
   if (!found) throw new JsonableError('Invalid message(s)');
   const [author] = await findUsersByIds(deps.db, realm.id, [found.message.sender_id]);

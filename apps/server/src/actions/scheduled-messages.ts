@@ -5,7 +5,8 @@
 // locks the row and sends the message and marks it delivered in one transaction: a message is sent at
 // most once however often a job runs, and at least once since a failed or lost job is retried.
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, type Db } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
+import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import { findUserById } from '../data/users.repo.ts';
 import { findRealmById } from '../data/realms.repo.ts';

@@ -3,7 +3,7 @@
 // transaction, each with its `subscription` update event for the user's own clients (and, for the mute,
 // the older `in_home_view` event before it).
 import type { AppDeps } from '../deps.ts';
-import { inTransaction } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
 import type { Realm, User } from '../data/models.ts';
 import { updateSubscriptionSettings, type SubscriptionSettings } from '../data/subscription-settings.repo.ts';
 import { accessChannelById, loadChannelViewer } from '../access/channels.ts';

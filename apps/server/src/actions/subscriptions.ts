@@ -8,10 +8,13 @@
 // announced after commit.
 import type { SuccessData } from '@parley/api-types';
 import type { AppDeps } from '../deps.ts';
-import { inSqlTransaction, inTransaction, markCachesUntouched, type Db, type RawSql, type SqlTransaction } from '../data/db.ts';
+import { inSqlTransaction, type SqlTransaction } from '../data/pg-transactions.ts';
+import { inTransaction } from '../data/transactions.ts';
+import type { Db, RawSql } from '../data/db.ts';
+import type { CachedTableWrites } from '../data/cached-tables.ts';
 import type { Channel, Realm, Subscription, User } from '../data/models.ts';
 import { defaultChannelIds, findChannelFolder, shareLockChannels, shareLockChannelsByNames } from '../data/channels.repo.ts';
-import { isUniqueViolation } from '../data/db.ts';
+import { isUniqueViolation } from '../data/database-errors.ts';
 import {
   activateSubscriptions,
   deactivateSubscriptions,
@@ -23,6 +26,7 @@ import {
 import { insertEvents, insertEventsSql, type QueuedEvent } from '../data/events.repo.ts';
 import { sorted } from '../lib/ids.ts';
 import { JsonableError } from '../errors.ts';
+import { userIdOfHiddenAddress } from '../access/users.ts';
 import {
   channelAudience,
   ChannelDoesNotExistError,
@@ -95,7 +99,7 @@ function lazySubject(db: () => Db, actor: User): () => Promise<PermissionSubject
 }
 
 /**
- * The transaction of a subscription change: a plain one (data/db.ts inSqlTransaction), enough for the
+ * The transaction of a subscription change: a plain one (data/pg-transactions.ts inSqlTransaction), enough for the
  * common request, or Prisma's, which the rest needs (creating channels, resolving other users, reading
  * the caller's groups). Code that needs Prisma asks `prismaOf`, which in a plain transaction throws
  * NeedsPrismaTransaction: the plain attempt rolls back and the request runs again in Prisma's.
@@ -142,9 +146,14 @@ async function lockNamedChannels(tx: RawSql, realm: Realm, actor: User, names: s
   };
 }
 
-/** Principals naming anyone but the caller (an e-mail principal naming the caller counts as the caller; Zulip treats every e-mail as "others"). */
-const namesOthers = (principals: number[] | string[], actor: User) =>
-  principals.some((p) => (typeof p === 'number' ? p !== actor.id : p.trim().toLowerCase() !== actor.email.toLowerCase()));
+/**
+ * Principals naming anyone but the caller (an e-mail principal naming the caller, by their real address
+ * or the one others see, counts as the caller; Zulip treats every e-mail as "others").
+ */
+const namesOthers = (realm: Realm, principals: number[] | string[], actor: User) =>
+  principals.some((p) =>
+    typeof p === 'number' ? p !== actor.id : p.trim().toLowerCase() !== actor.deliveryEmail.toLowerCase() && userIdOfHiddenAddress(realm, p) !== actor.id,
+  );
 
 const pairKey = (userId: number, channelId: number) => `${userId}:${channelId}`;
 
@@ -169,32 +178,33 @@ export interface SubscribeRequest {
 /** What POST /users/me/subscriptions answers (the spec's success fields). */
 export type SubscribeResult = SuccessData<'subscribe'>;
 
-export async function doSubscribe(deps: AppDeps, realm: Realm, actor: User, request: SubscribeRequest): Promise<SubscribeResult> {
+export async function doSubscribe(deps: AppDeps, realm: Realm, actor: User, request: SubscribeRequest, writes: CachedTableWrites): Promise<SubscribeResult> {
   // Zulip's require_non_guest_user (bots may subscribe), before anything else is looked at.
   checkCanSubscribe(actor);
   // Two requests creating the same channel at once: the loser's transaction hits the unique index on
   // lower(name); running it again finds the channel and subscribes to it.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await subscribeOnce(deps, realm, actor, request);
+      return await subscribeOnce(deps, realm, actor, request, writes);
     } catch (error) {
       if (attempt >= 3 || !isUniqueViolation(error)) throw error;
     }
   }
 }
 
-async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: SubscribeRequest): Promise<SubscribeResult> {
+async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: SubscribeRequest, writes: CachedTableWrites): Promise<SubscribeResult> {
   // The common request (the caller joining existing channels it may join without its groups being read)
   // runs in a plain transaction; requests that turn out to need more run again in Prisma's.
-  if (request.folderId === undefined && request.topicsPolicy === undefined && !namesOthers(request.principals ?? [], actor)) {
+  if (request.folderId === undefined && request.topicsPolicy === undefined && !namesOthers(realm, request.principals ?? [], actor)) {
     try {
       // Its statements (channels by name, subscription rows by key, the audience by the organization's
       // index) are planned once per connection: see inSqlTransaction's genericPlans.
-      // It writes subscription and event rows only: nothing per-process caches hold.
+      // It writes subscription and event rows only: none of CACHED_TABLES, which it says through `writes`.
       const result = await inSqlTransaction(deps.db, (sql, afterCommit) => subscribeIn(deps, realm, actor, request, { sql, prisma: null, reader: deps.db, atCommit: sql.atCommit }, afterCommit), {
         genericPlans: true,
       });
-      return markCachesUntouched(result);
+      writes.none();
+      return result;
     } catch (error) {
       if (!(error instanceof NeedsPrismaTransaction)) throw error;
     }
@@ -268,7 +278,7 @@ async function subscribeIn(
   if (unauthorized.length && request.authorizationErrorsFatal) throw new JsonableError(`Unable to access channel (${unauthorized[0]!.name}).`);
 
   const principals = request.principals ?? [];
-  const others = namesOthers(principals, actor);
+  const others = namesOthers(realm, principals, actor);
   if (others) checkCanSubscribeOthers(await subject(), realm, authorized);
   const users = others ? await resolvePrincipals(prismaOf(tx), realm, actor, principals) : [actor];
 

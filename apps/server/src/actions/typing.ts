@@ -13,19 +13,21 @@ import { checkCanSendToChannel } from '../access/messages.ts';
 import { hasContentAccess } from '../access/channels.ts';
 import { EmailVisibility, publicEmailOf } from '../access/users.ts';
 import { MAX_CHANNEL_SIZE_FOR_TYPING, topicFromClient } from '../lib/message-limits.ts';
-import { markCachesUntouched } from '../data/db.ts';
+import type { CachedTableWrites } from '../data/cached-tables.ts';
 
 export type TypingRequest =
   | { kind: 'direct'; op: 'start' | 'stop'; to: number[] | undefined }
   | { kind: 'channel'; op: 'start' | 'stop'; channelId: number | undefined; topic: string | undefined };
 
 /**
- * Writes nothing (no table, so none of data/db.ts CACHED_TABLES): the answer is marked so, and the
- * dispatcher does not wait for this process's invalidation barrier before sending it.
+ * Writes nothing (no table, so none of data/cached-tables.ts CACHED_TABLES): it says so through `writes`
+ * (the handler context's), and the pipeline does not wait for this process's invalidation barrier
+ * before answering.
  */
-export async function doSetTypingStatus(deps: AppDeps, realm: Realm, sender: User, request: TypingRequest): Promise<Record<string, never>> {
+export async function doSetTypingStatus(deps: AppDeps, realm: Realm, sender: User, request: TypingRequest, writes: CachedTableWrites): Promise<Record<string, never>> {
   await publishTyping(deps, realm, sender, request);
-  return markCachesUntouched({});
+  writes.none();
+  return {};
 }
 
 /**

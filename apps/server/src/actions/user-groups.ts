@@ -4,7 +4,9 @@
 // stored in the transaction for delivery after commit.
 import type { AppDeps } from '../deps.ts';
 import type { AfterCommit } from '../events/bus.ts';
-import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
+import { isUniqueViolation } from '../data/database-errors.ts';
+import type { Db } from '../data/db.ts';
 import type { Realm, User, UserGroup } from '../data/models.ts';
 import {
   addMembers,

@@ -7,7 +7,9 @@
 // even when the e-mail address of the same request is refused); Parley does all or nothing.
 import { createHash, randomInt } from 'node:crypto';
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
+import { isUniqueViolation } from '../data/database-errors.ts';
+import type { Db } from '../data/db.ts';
 import type { QueuedEvent } from '../data/events.repo.ts';
 import type { Realm, User } from '../data/models.ts';
 import { findRealmById } from '../data/realms.repo.ts';

@@ -4,7 +4,8 @@
 // policy does not change. Also the policies Parley sets by itself when a channel message is sent
 // (applyAutomaticTopicPolicies, called by actions/messages.ts in the sending transaction).
 import type { AppDeps } from '../deps.ts';
-import { inTransaction, type Db } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
+import type { Db } from '../data/db.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import { findChannelById, findChannelsByNames } from '../data/channels.repo.ts';

@@ -2,7 +2,9 @@
 // access/) on rows read under the locks it holds, and emits its events after commit.
 import type { AppDeps } from '../deps.ts';
 import type { AfterCommit } from '../events/bus.ts';
-import { inTransaction, isUniqueViolation, type Db } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
+import { isUniqueViolation } from '../data/database-errors.ts';
+import type { Db } from '../data/db.ts';
 import { startCaughtUp } from '../data/deferred-rows.repo.ts';
 import type { Realm, User } from '../data/models.ts';
 import {

@@ -1,7 +1,8 @@
 // Deferred user_message rows: a channel message's recipients with no flag of their own get their row
 // when they next read, not when the message is sent (message.deferred_recipient_ids lists them;
-// user_message_caught_up says how far each user's rows are written). Every read of a user's rows or
-// flags first writes what is due to them (writeDeferredRows).
+// user_message_caught_up says how far each user's rows are written). Every request that reads a user's
+// rows or flags first writes what is due to them (writeDeferredRows), once, as an explicit step before
+// the read: actions/deferred-rows.ts catchUpDeferredRows, which lists its callers.
 import type { RawSql } from './db.ts';
 
 /**

@@ -133,8 +133,9 @@ export async function eventsOfRealmAfter(db: Db, realmId: number, afterId: numbe
 
 /**
  * The events after `afterId` that may concern this user's queue (addressed to the user, realm-wide, or
- * public-channel messages for all_public_streams queues), of the given types (all when null) and
- * realm_user, oldest first; and the organization's newest event id at the time of reading.
+ * public-channel messages for all_public_streams queues), of the given types (all when null) and the
+ * realm_user events about the user, oldest first; and the organization's newest event id at the time of
+ * reading.
  */
 export async function eventsForQueueAfter(
   db: Db,
@@ -142,8 +143,11 @@ export async function eventsForQueueAfter(
   afterId: number,
   limit: number,
 ): Promise<{ events: EventRow[]; newestId: number }> {
-  // realm_user events are read whatever the types: one may end the queue (access/event-queues.ts eventEndsQueue).
-  const typeFilter = q.eventTypes ? Prisma.sql`AND (type = ANY(${q.eventTypes}::text[]) OR type = 'realm_user')` : Prisma.empty;
+  // realm_user events about the queue's owner are read whatever the types: one may end the queue
+  // (access/event-queues.ts eventEndsQueue).
+  const typeFilter = q.eventTypes
+    ? Prisma.sql`AND (type = ANY(${q.eventTypes}::text[]) OR (type = 'realm_user' AND payload->'person'->>'user_id' = ${String(q.userId)}))`
+    : Prisma.empty;
   const publicFilter = q.allPublicStreams ? Prisma.sql`OR all_public_streams` : Prisma.empty;
   const rows = await db.$queryRaw<(EventSqlRow & { newest: bigint | null })[]>`
     SELECT e.*, n.newest FROM (SELECT max(id) AS newest FROM event WHERE realm_id = ${q.realmId}::int) n

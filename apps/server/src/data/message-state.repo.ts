@@ -18,7 +18,8 @@ export interface UnreadGroup {
 }
 
 /**
- * The user's newest `limit` unread messages, grouped in PostgreSQL by channel and topic (as spelled)
+ * The user's newest `limit` unread messages, but those of channels they have left, grouped in
+ * PostgreSQL by channel and topic (as spelled)
  * or by participants: a row per group, not per message. The lists are aggregated in no particular
  * order: ordering 50,000 ids inside the aggregates costs PostgreSQL more than sorting them in Node.
  */
@@ -31,6 +32,9 @@ export async function unreadGroupsOfUser(db: Db, userId: number, limit: number, 
     ), kept AS (
       SELECT n.id, n.flags, m.channel_id, m.topic, m.direct_user_ids
       FROM (SELECT id, flags FROM newest ORDER BY id DESC LIMIT ${limit}::int) n JOIN message m ON m.id = n.id
+      -- Channels the user has left are not theirs to be told about (Zulip's inactive recipients).
+      WHERE m.channel_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM subscription s WHERE s.user_id = ${userId}::int AND s.channel_id = m.channel_id AND NOT s.active)
     )
     SELECT channel_id, topic, direct_user_ids, min(id) AS first_id, array_agg(id) AS ids,
            coalesce(array_agg(id) FILTER (WHERE (flags & ${mentionBits}::bigint) <> 0), '{}') AS mention_ids,

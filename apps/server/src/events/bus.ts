@@ -1,13 +1,15 @@
 // Events are stored in the action's transaction (so an event exists exactly when its change
 // committed) and announced with NOTIFY after commit, so that every server process sharing the
 // database can wake its long-polling clients. Announcements go out on the process's listener
-// connection, coalesced per organization, and never wait for a pooled connection: a burst of writes
-// costs one NOTIFY per organization, and the writer's response does not wait for it.
+// connection (its sending half, events/notifier.ts), coalesced per organization, and never wait for a
+// pooled connection: a burst of writes costs one NOTIFY per organization, and the writer's response
+// does not wait for it.
 import type { Db } from '../data/db.ts';
 import type { Db as AnyDb } from '../data/db.ts';
+import type { AfterCommit } from '../data/transactions.ts';
 import { insertEvents, publishEphemeralEvents, type QueuedEvent } from '../data/events.repo.ts';
 import type { Logger } from '../http/logging.ts';
-import { refusedByPostgres, type DatabaseListener } from './listener.ts';
+import { refusedByPostgres, type DatabaseNotifier } from './notifier.ts';
 
 export const EVENTS_CHANNEL = 'parley_events';
 /** Ephemeral events (typing), whole in the NOTIFY payload. */
@@ -24,8 +26,8 @@ interface PendingEphemeral {
   reject: (error: unknown) => void;
 }
 
-/** Registers work to run once the surrounding transaction committed (see data/db.ts inTransaction). */
-export type AfterCommit = (fn: () => void | Promise<void>) => void;
+/** Registers work to run once the surrounding transaction committed (see data/transactions.ts inTransaction). */
+export type { AfterCommit };
 
 export interface EventBus {
   /**
@@ -69,7 +71,7 @@ function flattenSql(strings: readonly string[], values: readonly unknown[]): { t
       const item = items[i];
       if (isSqlFragment(item)) walk(item.strings, item.values);
       else {
-        // As the data layer sends arguments to node-postgres (data/db.ts): dates as ISO-8601, BigInts as text.
+        // As the data layer sends arguments to node-postgres (data/pg-transactions.ts): dates as ISO-8601, BigInts as text.
         out.push(item instanceof Date ? item.toISOString() : typeof item === 'bigint' ? item.toString() : item);
         text += `$${out.length}`;
       }
@@ -80,17 +82,17 @@ function flattenSql(strings: readonly string[], values: readonly unknown[]): { t
   return { text, values: out };
 }
 
-/** How long a statement on the listener connection may wait for a lock (see listener.ts `run`). */
+/** How long a statement on the listener connection may wait for a lock (see notifier.ts ListenerStatement). */
 const LISTENER_LOCK_TIMEOUT_MS = 50;
 
 /**
- * The data layer's statements, sent on the listener connection (events/listener.ts `run`): written in
+ * The data layer's statements, sent on the listener connection (events/notifier.ts `run`): written in
  * the same socket write as the barrier of the callers waiting then, without a pooled connection or
  * Prisma's query machinery. Statements are prepared once per connection (one name per text), and
  * wait at most LISTENER_LOCK_TIMEOUT_MS for a lock. Rejects with ListenerUnavailable, without sending
  * anything, while that connection is down.
  */
-function listenerSql(listener: DatabaseListener): AnyDb {
+function listenerSql(notifier: DatabaseNotifier): AnyDb {
   const names = new Map<string, string>();
   const send = (query: TemplateStringsArray | SqlFragment, values: unknown[]) => {
     const statement = isSqlFragment(query) && !Array.isArray(query) ? flattenSql(query.strings, query.values) : flattenSql(query as TemplateStringsArray, values);
@@ -99,7 +101,7 @@ function listenerSql(listener: DatabaseListener): AnyDb {
       name = `parley_listener_${names.size + 1}`;
       names.set(statement.text, name);
     }
-    return listener.run({ name, ...statement, lockTimeoutMs: LISTENER_LOCK_TIMEOUT_MS });
+    return notifier.run({ name, ...statement, lockTimeoutMs: LISTENER_LOCK_TIMEOUT_MS });
   };
   const sql = {
     $executeRaw: (query: TemplateStringsArray | SqlFragment, ...values: unknown[]) => send(query, values).then((r) => r.rowCount),
@@ -108,8 +110,8 @@ function listenerSql(listener: DatabaseListener): AnyDb {
   return sql as unknown as AnyDb;
 }
 
-export function createEventBus(db: AnyDb, listener: DatabaseListener, logger: Logger): EventBus {
-  const viaListener = listenerSql(listener);
+export function createEventBus(db: AnyDb, notifier: DatabaseNotifier, logger: Logger): EventBus {
+  const viaListener = listenerSql(notifier);
   const pending = new Set<number>();
   let sending: Promise<void> | null = null;
 
@@ -118,7 +120,7 @@ export function createEventBus(db: AnyDb, listener: DatabaseListener, logger: Lo
       const realmIds = [...pending];
       pending.clear();
       await Promise.all(
-        realmIds.map((id) => listener.notify(EVENTS_CHANNEL, String(id)).catch((error) => logger.error({ err: error, realm_id: id }, 'event announcement failed'))),
+        realmIds.map((id) => notifier.notify(EVENTS_CHANNEL, String(id)).catch((error) => logger.error({ err: error, realm_id: id }, 'event announcement failed'))),
       );
     }
   }

@@ -282,25 +282,36 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
       if (after >= tail.start) {
         answer = collect(tail, queue, after);
       } else {
-        // Older than the buffer: the database has everything up to its newest id, the buffer what came since.
-        const fromDb = await eventsForQueueAfter(db, queue, after, options.batchLimit);
-        const seen = new Set<number>();
+        // Older than the buffer: the database has everything up to its newest id, the buffer what came
+        // since. Batches are read until one brings something for this queue, ends it, or is not full,
+        // so that a run of rows the queue does not take (another narrow, other types) never holds it in
+        // place.
         answer = { events: [], ended: false };
-        for (const r of fromDb.events) {
-          if (eventEndsQueue(r, queue)) {
-            answer.ended = true;
-            break;
+        const seen = new Set<number>();
+        let cursor = after;
+        let newestId: number;
+        let full: boolean;
+        do {
+          const fromDb = await eventsForQueueAfter(db, queue, cursor, options.batchLimit);
+          newestId = fromDb.newestId;
+          full = fromDb.events.length === options.batchLimit;
+          for (const r of fromDb.events) {
+            if (eventEndsQueue(r, queue)) {
+              answer.ended = true;
+              break;
+            }
+            seen.add(r.id);
+            cursor = r.id;
+            const presented = presentEvent(fromRow(r, 0), queue);
+            if (presented) answer.events.push(presented);
           }
-          const presented = presentEvent(fromRow(r, 0), queue);
-          seen.add(r.id);
-          if (presented) answer.events.push(presented);
-        }
-        if (!answer.ended && fromDb.events.length < options.batchLimit) {
+        } while (full && !answer.ended && answer.events.length === 0 && !closed);
+        if (!answer.ended && !full) {
           const later = collect(tail, queue, Math.max(after, tail.start));
           for (const e of later.events) if (!seen.has(e['id'] as number)) answer.events.push(e);
           answer.ended = later.ended;
           answer.events.sort((a, b) => (a['id'] as number) - (b['id'] as number));
-          if (!answer.events.length) after = Math.max(after, Math.min(tail.start, fromDb.newestId));
+          if (!answer.events.length) after = Math.max(cursor, Math.min(tail.start, newestId));
         }
       }
       if (answer.events.length || answer.ended || dontBlock || signal?.aborted) return answer;

@@ -5,6 +5,7 @@
 import type { EventQueueRow } from '../data/event-queues.repo.ts';
 import { flagNames } from '../lib/message-flags.ts';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../lib/message-limits.ts';
+import { isOperandMeaning, normaliseNarrow, operatorMeaning, type NarrowTerm } from '../lib/narrow.ts';
 
 /** An event as a process holds it for delivery. */
 export interface DeliverableEvent {
@@ -88,23 +89,11 @@ function indexOfSorted(ids: number[], id: number): number {
   return -1;
 }
 
-/** A narrow term as /register accepts it: [operator, operand] or {operator, operand, negated}. */
-interface NarrowTerm {
-  operator: string;
-  operand: unknown;
-  negated: boolean;
-}
-
-export function normaliseNarrow(narrow: unknown): NarrowTerm[] {
-  if (!Array.isArray(narrow)) return [];
-  return narrow.map((t) =>
-    Array.isArray(t) ? { operator: String(t[0]), operand: t[1], negated: false } : { operator: String(t.operator), operand: t.operand, negated: t.negated === true },
-  );
-}
-
 /**
  * Whether a message matches a queue's narrow (Zulip's event-queue narrow: channel, topic, sender,
- * is:dm / is:private, dm; every term must hold). Unknown operators do not filter.
+ * is:dm / is:private, dm; every term must hold), read with the term model of lib/narrow.ts (its
+ * 'events' reading of the operators). Unknown operators do not filter; names compare
+ * case-insensitively.
  */
 export function matchesNarrow(message: Record<string, unknown>, narrow: unknown): boolean {
   for (const term of normaliseNarrow(narrow)) {
@@ -117,22 +106,19 @@ export function matchesNarrow(message: Record<string, unknown>, narrow: unknown)
 
 const lower = (v: unknown) => String(v ?? '').toLowerCase();
 
-function termHolds(m: Record<string, unknown>, t: NarrowTerm): boolean | null {
-  switch (t.operator) {
+function termHolds(m: Record<string, unknown>, t: NarrowTerm<unknown>): boolean | null {
+  switch (operatorMeaning(t.operator, 'events')) {
     case 'channel':
-    case 'stream':
       if (m['type'] !== 'stream') return false;
       return typeof t.operand === 'number' ? m['stream_id'] === t.operand : lower(m['display_recipient']) === lower(t.operand);
     case 'topic':
-    case 'subject':
       return m['type'] === 'stream' && lower(m['subject']) === lower(t.operand);
     case 'sender':
       return typeof t.operand === 'number' ? m['sender_id'] === t.operand : lower(m['sender_email']) === lower(t.operand);
     case 'is':
-      if (t.operand === 'dm' || t.operand === 'private') return m['type'] === 'private';
+      if (isOperandMeaning(t.operand) === 'dm') return m['type'] === 'private';
       return null;
-    case 'dm':
-    case 'pm-with': {
+    case 'dm': {
       if (m['type'] !== 'private') return false;
       const people = (m['display_recipient'] as { id: number; email: string }[]) ?? [];
       const wanted = Array.isArray(t.operand) ? t.operand : String(t.operand).split(',');

@@ -37,21 +37,27 @@ export const getSubscriptions: Handler<'get-subscriptions'> = async ({ params, r
   subscriptions: await subscriptionsOfUser(deps.db, realm, user, params.include_subscribers ?? 'false'),
 });
 
-export const subscribe: Handler<'subscribe'> = async ({ params, realm, user, deps }) =>
-  doSubscribe(deps, realm, user, {
-    channels: params.subscriptions,
-    ...(params.principals !== undefined ? { principals: params.principals } : {}),
-    authorizationErrorsFatal: params.authorization_errors_fatal ?? true,
-    inviteOnly: params.invite_only ?? false,
-    isWebPublic: params.is_web_public ?? false,
-    isDefault: params.is_default_stream ?? false,
-    ...(params.history_public_to_subscribers !== undefined ? { historyPublicToSubscribers: params.history_public_to_subscribers } : {}),
-    messageRetentionDays: params.message_retention_days ?? 'realm_default',
-    ...(params.topics_policy !== undefined ? { topicsPolicy: params.topics_policy } : {}),
-    ...(params.folder_id !== undefined ? { folderId: params.folder_id } : {}),
-    groupSettings: groupSettingParams<'channel', GroupSettingValue>('channel', params),
-    sendNewSubscriptionMessages: params.send_new_subscription_messages ?? true,
-  });
+export const subscribe: Handler<'subscribe'> = async ({ params, realm, user, deps, cachedTableWrites }) =>
+  doSubscribe(
+    deps,
+    realm,
+    user,
+    {
+      channels: params.subscriptions,
+      ...(params.principals !== undefined ? { principals: params.principals } : {}),
+      authorizationErrorsFatal: params.authorization_errors_fatal ?? true,
+      inviteOnly: params.invite_only ?? false,
+      isWebPublic: params.is_web_public ?? false,
+      isDefault: params.is_default_stream ?? false,
+      ...(params.history_public_to_subscribers !== undefined ? { historyPublicToSubscribers: params.history_public_to_subscribers } : {}),
+      messageRetentionDays: params.message_retention_days ?? 'realm_default',
+      ...(params.topics_policy !== undefined ? { topicsPolicy: params.topics_policy } : {}),
+      ...(params.folder_id !== undefined ? { folderId: params.folder_id } : {}),
+      groupSettings: groupSettingParams<'channel', GroupSettingValue>('channel', params),
+      sendNewSubscriptionMessages: params.send_new_subscription_messages ?? true,
+    },
+    cachedTableWrites,
+  );
 
 export const unsubscribe: Handler<'unsubscribe'> = async ({ params, realm, user, deps }) =>
   doUnsubscribe(deps, realm, user, {

@@ -1,11 +1,14 @@
 // Reading messages: GET /messages, GET /messages/{message_id}, GET /users/me/{stream_id}/topics (read
 // models in queries/messages.ts, which check what the caller may read). Spectators (no credentials)
-// arrive with viewer null.
+// arrive with viewer null. Each reads in three steps: the checks that need no rows of the viewer, then
+// the viewer's deferred rows caught up (once; none when the request was refused, or reads no rows of
+// theirs), then the read.
 import type { Handler } from '../http/handler.ts';
-import { fetchMessages, messageForViewer, topicsOfChannel } from '../queries/messages.ts';
+import { catchUpDeferredRows } from '../actions/deferred-rows.ts';
+import { checkFetchRequest, checkTopicsRequest, fetchMessages, isPossibleMessageId, messageForViewer, topicsOfChannel } from '../queries/messages.ts';
 
-export const getMessages: Handler<'get-messages'> = async ({ params, realm, viewer, deps }) =>
-  fetchMessages(deps.db, realm, viewer, {
+export const getMessages: Handler<'get-messages'> = async ({ params, realm, viewer, deps }) => {
+  const query = checkFetchRequest({
     anchor: params.anchor,
     anchorDate: params.anchor_date,
     includeAnchor: params.include_anchor,
@@ -18,12 +21,20 @@ export const getMessages: Handler<'get-messages'> = async ({ params, realm, view
     applyMarkdown: params.apply_markdown,
     allowEmptyTopicName: params.allow_empty_topic_name,
   });
+  if (viewer) await catchUpDeferredRows(deps.db, realm, viewer);
+  return fetchMessages(deps.db, realm, viewer, query);
+};
 
-export const getMessage: Handler<'get-message'> = async ({ params, path, realm, viewer, deps }) =>
-  messageForViewer(deps.db, realm, viewer, path.message_id, {
+export const getMessage: Handler<'get-message'> = async ({ params, path, realm, viewer, deps }) => {
+  if (viewer && isPossibleMessageId(path.message_id)) await catchUpDeferredRows(deps.db, realm, viewer);
+  return messageForViewer(deps.db, realm, viewer, path.message_id, {
     applyMarkdown: params.apply_markdown ?? true,
     allowEmptyTopicName: params.allow_empty_topic_name ?? false,
   });
+};
 
-export const getStreamTopics: Handler<'get-stream-topics'> = async ({ params, path, realm, viewer, deps }) =>
-  topicsOfChannel(deps.db, realm, viewer, path.stream_id, { allowEmptyTopicName: params.allow_empty_topic_name ?? false });
+export const getStreamTopics: Handler<'get-stream-topics'> = async ({ params, path, realm, viewer, deps }) => {
+  const query = await checkTopicsRequest(deps.db, realm, viewer, path.stream_id);
+  if (query.rowsOf) await catchUpDeferredRows(deps.db, realm, query.rowsOf);
+  return topicsOfChannel(deps.db, query, { allowEmptyTopicName: params.allow_empty_topic_name ?? false });
+};

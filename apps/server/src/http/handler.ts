@@ -1,6 +1,7 @@
 import type { OperationName, PathParams, RequestParams, SuccessData } from '@parley/api-types';
 import type { AppDeps } from '../deps.ts';
 import type { Realm, User } from '../data/models.ts';
+import type { CachedTableWrites } from '../data/cached-tables.ts';
 
 export interface HandlerContext<K extends OperationName> {
   params: RequestParams<K>;
@@ -20,10 +21,13 @@ export interface HandlerContext<K extends OperationName> {
    * other than this server's work (long-polls), so that parked polls never crowd out other requests.
    */
   detachFromAdmission(): void;
+  /**
+   * Where the handler's action says its change wrote none of the tables per-process caches follow
+   * (data/cached-tables.ts): the answer then does not wait for this process's invalidation barrier.
+   */
+  cachedTableWrites: CachedTableWrites;
 }
 
 export type Handler<K extends OperationName> = (ctx: HandlerContext<K>) => Promise<SuccessData<K>>;
-/** Marks an operation of the spec that Parley does not serve yet (answered 404 NOT_IMPLEMENTED). */
-export const NOT_SERVED = Symbol('not served');
-/** Every operation of the spec, each with its handler or NOT_SERVED: a missing entry does not compile. */
-export type RouteTable = { [K in OperationName]: Handler<K> | typeof NOT_SERVED };
+/** Every operation of the spec with its handler: the spec describes what is served, so a missing entry does not compile. */
+export type RouteTable = { [K in OperationName]: Handler<K> };

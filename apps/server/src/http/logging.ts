@@ -54,12 +54,12 @@ const SECRET_PARAMETER = new RegExp(`((?:^|[?&;,\\s"'])(?:${SECRET_NAMES})=)[^&#
 
 /** JSON fields whose values are secrets wherever they appear (headers, bodies, objects). */
 const SECRET_FIELD = new RegExp(
-  `"(authorization|proxy-authorization|cookie|set-cookie|x-api-key|${SECRET_NAMES})"\\s*:\\s*(?:"(?:[^"\\\\]|\\\\.)*"|\\[(?:[^\\]"\\\\]|"(?:[^"\\\\]|\\\\.)*")*\\]|[^,}\\]\\s]+)`,
+  `"(authorization|proxy-authorization|cookie|set-cookie|x-api-key|${SECRET_NAMES})"\\s*:\\s*(?:"(?:[^"\\\\]|\\\\.)*"|\\[(?:[^\\]"\\\\]|"(?:[^"\\\\]|\\\\.)*")*\\]|\\{(?:[^{}"\\\\]|"(?:[^"\\\\]|\\\\.)*")*\\}|[^,}\\]\\s]+)`,
   'gi',
 );
 
-/** HTTP credentials in text (`Authorization: Basic …`); a token has a digit or a symbol, unlike words. */
-const CREDENTIALS = /\b(Basic|Bearer|Token|Digest) +(?=[A-Za-z0-9+/=._~-]*[0-9+/=._~-])[A-Za-z0-9+/=._~-]{8,}/g;
+/** HTTP credentials in text (`Authorization: Basic …`): a token is long, or has a digit or a symbol, unlike words. */
+const CREDENTIALS = /\b(Basic|Bearer|Token|Digest) +(?:[A-Za-z0-9+/=._~-]{16,}|(?=[A-Za-z0-9+/=._~-]*[0-9+/=._~-])[A-Za-z0-9+/=._~-]{8,})/gi;
 
 /**
  * Removes secrets from a log line (a JSON line, or any text): link keys in paths and URLs, secret

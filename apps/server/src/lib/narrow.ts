@@ -1,7 +1,10 @@
-// Narrows of GET /messages (Zulip's lib/narrow.py), without I/O: parsing the terms and checking their
-// operands, then turning them, once the channels and users they name have been looked up, into
-// message conditions the data layer compiles to SQL (data/message-fetch.repo.ts). Also the search
-// highlighting of the results (Zulip's highlight_string).
+// Narrows, without I/O. One term model (a term in either wire shape, and what each operator spelling
+// means) read two ways: GET /messages and POST /messages/flags/narrow (Zulip's lib/narrow.py) parse the
+// terms strictly and check their operands, then turn them, once the channels and users they name have
+// been looked up, into message conditions the data layer compiles to SQL (data/message-fetch.repo.ts);
+// event-queue narrows (/register's `narrow`) are read leniently and matched against message events
+// (events/present.ts matchesNarrow). Also the search highlighting of the results (Zulip's
+// highlight_string).
 //
 // Security invariant (Zulip's NarrowBuilder): a condition only ever removes messages from the set the
 // caller may read; negated terms are negated conditions, never a way to reach other rows.
@@ -11,9 +14,15 @@ import { topicFromClient } from './message-limits.ts';
 
 export type NarrowOperand = string | number | number[];
 
-export interface NarrowTerm {
+/**
+ * One term of a narrow, from either wire shape: [operator, operand] (never negated) or {operator,
+ * operand, negated}. `operator` is the spelling the client sent (error texts quote it); what it means
+ * is operatorMeaning's answer. Parsed terms (parseNarrow) have a checked operand; an event queue's
+ * (normaliseNarrow) have whatever was stored.
+ */
+export interface NarrowTerm<Operand = NarrowOperand> {
   operator: string;
-  operand: NarrowOperand;
+  operand: Operand;
   negated: boolean;
 }
 
@@ -36,13 +45,65 @@ export const LARGER_THAN_MAX_MESSAGE_ID = 10_000_000_000_000_000;
 /** Message ids are PostgreSQL integers. */
 export const MAX_MESSAGE_ID = 2_147_483_647;
 
-export const CHANNEL_OPERATORS = new Set(['channel', 'stream']);
-export const CHANNELS_OPERATORS = new Set(['channels', 'streams']);
+// ---------------------------------------------------------------------------------------------
+// The term model: what each operator spelling means, for each of the two readers.
+
+/** The operators, each by its own name; older spellings stand for them (OPERATOR_SPELLINGS). */
+export type NarrowOperator = 'channel' | 'channels' | 'topic' | 'sender' | 'near' | 'id' | 'search' | 'has' | 'in' | 'is' | 'dm' | 'dm-including' | 'group-pm-with' | 'with';
+
+/** GET /messages and POST /messages/flags/narrow ('messages'), or an event queue's narrow ('events'). */
+export type NarrowReader = 'messages' | 'events';
+
+/**
+ * Every spelling of an operator, and the operator it means. `only`: the one reader that knows the
+ * spelling: GET /messages has no `subject` (Zulip's NarrowBuilder: `unknown operator subject`), and
+ * event-queue narrows do not know the underscored forms (which, as any operator they do not know, then
+ * do not filter).
+ */
+const OPERATOR_SPELLINGS = new Map<string, { means: NarrowOperator; only?: NarrowReader }>([
+  ['channel', { means: 'channel' }],
+  ['stream', { means: 'channel' }],
+  ['channels', { means: 'channels' }],
+  ['streams', { means: 'channels' }],
+  ['topic', { means: 'topic' }],
+  ['subject', { means: 'topic', only: 'events' }],
+  ['sender', { means: 'sender' }],
+  ['near', { means: 'near' }],
+  ['id', { means: 'id' }],
+  ['search', { means: 'search' }],
+  ['has', { means: 'has' }],
+  ['in', { means: 'in' }],
+  ['is', { means: 'is' }],
+  ['dm', { means: 'dm' }],
+  ['pm-with', { means: 'dm' }],
+  ['pm_with', { means: 'dm', only: 'messages' }],
+  ['dm-including', { means: 'dm-including' }],
+  ['group-pm-with', { means: 'group-pm-with' }],
+  ['group_pm_with', { means: 'group-pm-with', only: 'messages' }],
+  ['with', { means: 'with' }],
+]);
+
+/** The operator a spelling means to `reader`; null: not an operator it knows. */
+export function operatorMeaning(spelling: string, reader: NarrowReader): NarrowOperator | null {
+  const known = OPERATOR_SPELLINGS.get(spelling);
+  return known && (known.only === undefined || known.only === reader) ? known.means : null;
+}
+
+/** What an `is` operand means: is:private is the older spelling of is:dm. */
+export function isOperandMeaning<T>(operand: T): T | 'dm' {
+  return operand === 'private' ? 'dm' : operand;
+}
+
+/** Whether the term's operator means `operator` to GET /messages. */
+const means = (term: NarrowTerm<unknown>, operator: NarrowOperator) => operatorMeaning(term.operator, 'messages') === operator;
+
+// Zulip's NarrowParameter and can_narrow_define_conversation list these by spelling (no underscored
+// forms): they stay lists of spellings.
 const DM_OPERATORS = new Set(['dm', 'pm-with']);
 /** Operators whose operand may be a string or an integer (ids). */
-const ID_OPERATORS = new Set([...CHANNEL_OPERATORS, 'id', 'sender', 'group-pm-with', 'dm-including', 'with']);
+const ID_OPERATORS = new Set(['channel', 'stream', 'id', 'sender', 'group-pm-with', 'dm-including', 'with']);
 /** Operators a spectator may use (Zulip's is_spectator_compatible). */
-const SPECTATOR_OPERATORS = new Set([...CHANNEL_OPERATORS, ...CHANNELS_OPERATORS, 'topic', 'sender', 'has', 'search', 'near', 'id', 'with']);
+const SPECTATOR_OPERATORS = new Set<NarrowOperator | null>(['channel', 'channels', 'topic', 'sender', 'has', 'search', 'near', 'id', 'with']);
 
 const isInteger = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
 
@@ -52,7 +113,27 @@ export function operandText(operand: NarrowOperand): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Parsing (Zulip's NarrowParameter): element shapes, then operand types by operator.
+// Reading terms: the two wire shapes; strictly (Zulip's NarrowParameter: element shapes, then operand
+// types by operator) for GET /messages, leniently for event queues.
+
+/** The parts of one element of a narrow list, in either shape, unchecked. */
+function termParts(element: unknown): { operator: unknown; operand: unknown; negated: unknown } {
+  if (Array.isArray(element)) return { operator: element[0], operand: element[1], negated: false };
+  const e = element as Record<string, unknown>;
+  return { operator: e['operator'], operand: e['operand'], negated: e['negated'] };
+}
+
+/**
+ * An event queue's narrow as terms, unchecked (it only ever filters events): not a list, no terms; the
+ * operator as text, negated only when `true`.
+ */
+export function normaliseNarrow(narrow: unknown): NarrowTerm<unknown>[] {
+  if (!Array.isArray(narrow)) return [];
+  return narrow.map((element) => {
+    const { operator, operand, negated } = termParts(element);
+    return { operator: String(operator), operand, negated: negated === true };
+  });
+}
 
 function elementError(index: number, message: string): JsonableError {
   return new JsonableError(`Invalid narrow[${index}]: Value error, ${message}`);
@@ -66,21 +147,18 @@ export function parseNarrow(raw: unknown): NarrowTerm[] {
 }
 
 function parseTerm(element: unknown, index: number): NarrowTerm {
-  let operator: unknown;
-  let operand: unknown;
-  let negated: unknown = false;
   if (Array.isArray(element)) {
     if (element.length !== 2 || element.some((x) => typeof x !== 'string')) throw elementError(index, 'element is not a string pair');
-    [operator, operand] = element;
   } else if (element !== null && typeof element === 'object') {
     const e = element as Record<string, unknown>;
     if (e['operand'] === undefined || e['operand'] === null) throw elementError(index, 'operand is missing');
     if (e['operator'] === undefined || e['operator'] === null) throw elementError(index, 'operator is missing');
-    ({ operator, operand } = e);
-    negated = e['negated'] ?? false;
   } else {
     throw elementError(index, 'dict or list required');
   }
+  const parts = termParts(element);
+  const { operator, operand } = parts;
+  const negated = parts.negated ?? false;
   // Operand first, then operator and negated (Zulip's validate_terms order); plain messages.
   const op = typeof operator === 'string' ? operator : '';
   if (ID_OPERATORS.has(op)) {
@@ -108,7 +186,7 @@ function parseTerm(element: unknown, index: number): NarrowTerm {
  * empty topic by one of its display names means "".
  */
 export function renameEmptyTopicTerms(terms: NarrowTerm[]): NarrowTerm[] {
-  const i = terms.findIndex((t) => t.operator === 'topic');
+  const i = terms.findIndex((t) => means(t, 'topic'));
   if (i < 0) return terms;
   const t = terms[i]!;
   if (typeof t.operand !== 'string' || topicFromClient(t.operand) === t.operand) return terms;
@@ -121,8 +199,8 @@ export function narrowDefinesConversation(terms: NarrowTerm[]): boolean {
   let topic = false;
   for (const t of terms) {
     if (DM_OPERATORS.has(t.operator)) return true;
-    if (CHANNEL_OPERATORS.has(t.operator)) channel = true;
-    else if (t.operator === 'topic') topic = true;
+    if (means(t, 'channel')) channel = true;
+    else if (means(t, 'topic')) topic = true;
     if (channel && topic) return true;
   }
   return false;
@@ -137,12 +215,12 @@ export function withMessageId(operand: NarrowOperand): number | null {
 
 /** The operators of a spectator's narrow must all be spectator-compatible, and one must be channels:web-public. */
 export function isSpectatorNarrow(terms: NarrowTerm[]): boolean {
-  const webPublic = terms.some((t) => CHANNELS_OPERATORS.has(t.operator) && t.operand === 'web-public' && !t.negated);
-  return webPublic && terms.every((t) => SPECTATOR_OPERATORS.has(t.operator));
+  const webPublic = terms.some((t) => means(t, 'channels') && t.operand === 'web-public' && !t.negated);
+  return webPublic && terms.every((t) => SPECTATOR_OPERATORS.has(operatorMeaning(t.operator, 'messages')));
 }
 
 /** Zulip's clean_narrow_for_web_public_api: spectators may send in:home, which means nothing to them. */
-export const withoutInHome = (terms: NarrowTerm[]) => terms.filter((t) => !(t.operator === 'in' && t.operand === 'home' && !t.negated));
+export const withoutInHome = (terms: NarrowTerm[]) => terms.filter((t) => !(means(t, 'in') && t.operand === 'home' && !t.negated));
 
 // ---------------------------------------------------------------------------------------------
 // Lookups a narrow needs, and building its conditions.
@@ -158,13 +236,14 @@ export interface NarrowLookups {
 export function narrowLookups(terms: NarrowTerm[]): NarrowLookups {
   const out: NarrowLookups = { channelNames: [], channelIds: [], userEmails: [], userIds: [] };
   for (const { operator, operand } of terms) {
-    if (CHANNEL_OPERATORS.has(operator)) {
+    const meaning = operatorMeaning(operator, 'messages');
+    if (meaning === 'channel') {
       if (typeof operand === 'string') out.channelNames.push(operand);
       else if (isInteger(operand)) out.channelIds.push(operand);
-    } else if (operator === 'sender' || operator === 'dm-including' || operator === 'group-pm-with' || operator === 'group_pm_with') {
+    } else if (meaning === 'sender' || meaning === 'dm-including' || meaning === 'group-pm-with') {
       if (typeof operand === 'string') out.userEmails.push(operand);
       else if (isInteger(operand)) out.userIds.push(operand);
-    } else if (DM_OPERATORS.has(operator) || operator === 'pm_with') {
+    } else if (meaning === 'dm') {
       if (typeof operand === 'string') out.userEmails.push(...operand.split(','));
       else if (Array.isArray(operand)) out.userIds.push(...operand);
     }
@@ -257,9 +336,9 @@ export function buildNarrow(terms: NarrowTerm[], ctx: NarrowContext): BuiltNarro
   const spectator = ctx.viewerId === null;
 
   for (const { operator, operand, negated } of terms) {
-    switch (operator) {
-      case 'channel':
-      case 'stream': {
+    const meaning = operatorMeaning(operator, 'messages');
+    switch (meaning) {
+      case 'channel': {
         mark('channel', negated);
         const channel = typeof operand === 'string' ? ctx.channelByName(operand) : ctx.channelById(operand as number);
         if (!channel) throw new BadNarrowError(`unknown channel ${operandText(operand)}`);
@@ -268,7 +347,6 @@ export function buildNarrow(terms: NarrowTerm[], ctx: NarrowContext): BuiltNarro
         break;
       }
       case 'channels':
-      case 'streams':
         mark('channel', negated);
         if (operand === 'public') push({ kind: 'public-channels' }, negated);
         else if (operand === 'web-public') push({ kind: 'web-public-channels' }, negated);
@@ -305,9 +383,7 @@ export function buildNarrow(terms: NarrowTerm[], ctx: NarrowContext): BuiltNarro
       case 'is':
         buildIs(operand as string, negated, push, mark);
         break;
-      case 'dm':
-      case 'pm-with':
-      case 'pm_with': {
+      case 'dm': {
         mark('dm', negated);
         const users = typeof operand === 'string' ? operand.split(',').map((e) => ctx.userByEmail(e)) : (operand as number[]).map((id) => ctx.userById(id));
         if (users.some((u) => u === undefined)) throw new BadNarrowError(`unknown user in ${operandText(operand)}`);
@@ -320,16 +396,16 @@ export function buildNarrow(terms: NarrowTerm[], ctx: NarrowContext): BuiltNarro
         break;
       }
       case 'dm-including':
-      case 'group-pm-with':
-      case 'group_pm_with': {
+      case 'group-pm-with': {
         mark('dm', negated);
         const id = typeof operand === 'string' ? ctx.userByEmail(operand) : ctx.userById(operand as number);
         if (id === undefined) throw new BadNarrowError(`unknown user ${operandText(operand)}`);
-        const groupsOnly = operator !== 'dm-including';
+        const groupsOnly = meaning !== 'dm-including';
         push(id === ctx.viewerId && !groupsOnly ? { kind: 'direct' } : { kind: 'direct-including', userId: id, groupsOnly }, negated);
         break;
       }
       default:
+        // Unknown, and `with` (replaced before).
         throw new BadNarrowError(`unknown operator ${operator}`);
     }
   }
@@ -337,7 +413,7 @@ export function buildNarrow(terms: NarrowTerm[], ctx: NarrowContext): BuiltNarro
   // Zulip's _by_search_tsearch on the joined operands: a full-text match, and quoted phrases must also
   // appear as such. Negated search terms (which Zulip folds into the positive search, dropping the
   // negation) each exclude the messages they would match.
-  const searchTerms = terms.filter((t) => t.operator === 'search');
+  const searchTerms = terms.filter((t) => means(t, 'search'));
   const positive = searchTerms.filter((t) => !t.negated).map((t) => t.operand as string);
   const addSearch = (text: string, negated: boolean) => {
     const phrases = (text.match(/"[^"]+"|\S+/g) ?? []).filter((p) => p.length >= 2 && p.startsWith('"') && p.endsWith('"')).map((p) => p.slice(1, -1));
@@ -347,7 +423,7 @@ export function buildNarrow(terms: NarrowTerm[], ctx: NarrowContext): BuiltNarro
   for (const t of searchTerms) if (t.negated) addSearch(t.operand as string, true);
   const search = searchTerms.length > 0 ? { highlight: positive.length > 0 ? positive.join(' ') : null } : null;
 
-  return { conditions, search, includeHistory: includesHistory(terms, ctx), hasChannelTerm: terms.some((t) => CHANNEL_OPERATORS.has(t.operator)) };
+  return { conditions, search, includeHistory: includesHistory(terms, ctx), hasChannelTerm: terms.some((t) => means(t, 'channel')) };
 }
 
 function buildIs(
@@ -356,9 +432,8 @@ function buildIs(
   push: (c: MessageCondition, negated: boolean) => void,
   mark: (kind: 'channel' | 'dm', negated: boolean) => void,
 ): void {
-  switch (operand) {
+  switch (isOperandMeaning(operand)) {
     case 'dm':
-    case 'private':
       // "Not a direct message" says the message is a channel message.
       if (negated) mark('channel', false);
       else mark('dm', false);
@@ -400,14 +475,14 @@ function includesHistory(terms: NarrowTerm[], ctx: NarrowContext): boolean {
   if (ctx.viewerId === null) return true;
   let include = false;
   for (const t of terms) {
-    if (CHANNEL_OPERATORS.has(t.operator) && !t.negated) {
+    if (means(t, 'channel') && !t.negated) {
       const channel = typeof t.operand === 'string' ? ctx.channelByName(t.operand) : ctx.channelById(t.operand as number);
       include = channel?.historyReadable ?? false;
-    } else if (CHANNELS_OPERATORS.has(t.operator) && t.operand === 'public' && !t.negated && ctx.canAccessPublicChannels) {
+    } else if (means(t, 'channels') && t.operand === 'public' && !t.negated && ctx.canAccessPublicChannels) {
       include = true;
     }
   }
-  if (terms.some((t) => t.operator === 'is' && t.operand !== 'resolved')) include = false;
+  if (terms.some((t) => means(t, 'is') && t.operand !== 'resolved')) include = false;
   return include;
 }
 

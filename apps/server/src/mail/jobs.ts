@@ -3,7 +3,7 @@
 // delivery, and an e-mail already sent (or kept) is never sent again. A failure is recorded on the row
 // (attempts, last_error) and rethrown, so that pg-boss retries with backoff.
 import type { AppDeps } from '../deps.ts';
-import { inTransaction } from '../data/db.ts';
+import { inTransaction } from '../data/transactions.ts';
 import { lockOutboxEmail, markEmailKept, markEmailSent, pruneSentEmails, recordEmailFailure } from '../data/email-outbox.repo.ts';
 import { sendThroughSmtp } from './transport.ts';
 

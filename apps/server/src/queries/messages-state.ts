@@ -18,7 +18,9 @@ const MENTION_BITS = MESSAGE_FLAG_BITS.mentioned | MESSAGE_FLAG_BITS.stream_wild
 /**
  * Zulip's unread_msgs: the newest MAX_UNREAD_MESSAGES unread messages of the user by conversation, a
  * channel's topic (case-insensitively, spelled as its oldest unread message) or a direct-message
- * conversation, each in the order of its oldest unread message; every list of ids ascending.
+ * conversation, each in the order of its oldest unread message; every list of ids ascending. Read
+ * from the user's rows: the caller has caught up their deferred rows in the same snapshot
+ * (actions/event-queues.ts doRegisterQueue).
  */
 export async function unreadMessagesState(db: Db, _realm: Realm, user: User) {
   const groups = await unreadGroupsOfUser(db, user.id, MAX_UNREAD_MESSAGES, MENTION_BITS);
@@ -83,8 +85,8 @@ export interface FlagRange {
  * narrow around the anchor, as GET /messages picks a page, with the counts lowered so that together
  * they are at most MAX_MESSAGES_PER_FLAG_UPDATE. The range is taken from the user's own rows only
  * (messages without one cannot be flagged, as in POST /messages/flags), including those of channels
- * the user can no longer read, whose flags are still theirs. The caller writes the user's deferred
- * rows first (data/deferred-rows.repo.ts): the range is read from the rows as they are.
+ * the user can no longer read, whose flags are still theirs. The caller catches up the user's deferred
+ * rows first (actions/deferred-rows.ts catchUpDeferredRows): the range is read from the rows as they are.
  */
 export async function messagesInFlagRange(db: Db, realm: Realm, user: User, req: FlagRangeRequest): Promise<FlagRange> {
   let terms = parseNarrow(req.narrow);

@@ -4,11 +4,14 @@
 // Who reads what: without a channel term a user reads their own user_message rows, minus channels they
 // can no longer read; a positive channel term (or channels:public) for a channel whose history they may
 // read (access/messages.ts canReadChannelHistory) reaches every message of that channel, those without a
-// row of theirs flagged read and historical. Spectators read web-public channels only. A user's deferred
-// rows (data/deferred-rows.repo.ts) are written before any read of their rows or flags.
+// row of theirs flagged read and historical. Spectators read web-public channels only.
+//
+// These functions only read. A user's deferred rows (data/deferred-rows.repo.ts) must be caught up
+// before any read of their rows or flags: the caller does it (actions/deferred-rows.ts
+// catchUpDeferredRows, once per request), after the checks that refuse a request without reading
+// (checkFetchRequest, checkTopicsRequest, isPossibleMessageId) and before the read.
 import type { Schema, SuccessData } from '@parley/api-types';
 import type { Db } from '../data/db.ts';
-import { writeDeferredRows } from '../data/deferred-rows.repo.ts';
 import type { Realm, User } from '../data/models.ts';
 import {
   channelsForMessageRead,
@@ -116,13 +119,16 @@ async function subjectFor(db: Db, viewer: User, needGroups: boolean): Promise<Pe
   return needGroups ? loadChannelViewer(db, viewer) : { user: viewer, groups: new Set() };
 }
 
+/** Whether a message could have this id (ids are PostgreSQL integers, from 1): no other id is looked up. */
+export const isPossibleMessageId = (messageId: number) => messageId >= 1 && messageId <= MAX_MESSAGE_ID;
+
 /**
  * The message if `viewer` may read it, with their flags (null without a row); null otherwise, or when
- * it does not exist. `caughtUp`: the caller has already written the viewer's deferred rows.
+ * it does not exist. The caller has caught up the viewer's deferred rows when the id is possible
+ * (isPossibleMessageId): access to a protected history, and the flags, come from the viewer's row.
  */
-export async function readableMessage(db: Db, realm: Realm, viewer: User | null, messageId: number, options: { caughtUp?: boolean } = {}) {
-  if (messageId < 1 || messageId > MAX_MESSAGE_ID) return null;
-  if (viewer && !options.caughtUp) await writeDeferredRows(db, realm.id, viewer.id);
+export async function readableMessage(db: Db, realm: Realm, viewer: User | null, messageId: number) {
+  if (!isPossibleMessageId(messageId)) return null;
   const found = await messageWithViewerRow(db, realm.id, messageId, viewer?.id ?? null);
   if (!found) return null;
   const subject = viewer ? await subjectFor(db, viewer, found.channel !== null && channelAccessDependsOnGroups(viewer, found.channel)) : null;
@@ -138,7 +144,7 @@ const CONVERSATION_OPERATORS = new Set(['stream', 'channel', 'topic', 'dm', 'pm-
  * Zulip's update_narrow_terms_containing_with_operator: `with:<id>` becomes the conversation that now
  * holds the message (channel and topic, or direct-message participants); when the viewer cannot read it,
  * the other terms stand if they define a conversation. The viewer's deferred rows must have been
- * written before (both callers do so first).
+ * caught up before (readableMessage).
  */
 export async function expandWith(db: Db, realm: Realm, viewer: User | null, terms: NarrowTerm[]): Promise<NarrowTerm[]> {
   const withTerms = terms.filter((t) => t.operator === 'with');
@@ -147,7 +153,7 @@ export async function expandWith(db: Db, realm: Realm, viewer: User | null, term
   const rest = terms.filter((t) => t !== withTerms[0]);
   const id = withMessageId(withTerms[0]!.operand);
   if (id === null) throw new BadNarrowError("Invalid 'with' operator");
-  const found = await readableMessage(db, realm, viewer, id, { caughtUp: true });
+  const found = await readableMessage(db, realm, viewer, id);
   if (!found) {
     if (narrowDefinesConversation(rest)) return rest;
     throw new BadNarrowError("Invalid 'with' operator");
@@ -272,13 +278,25 @@ export function limitRows<R extends { id: number }>(rows: R[], anchor: number, n
   };
 }
 
-export async function fetchMessages(db: Db, realm: Realm, viewer: User | null, req: FetchMessagesRequest): Promise<SuccessData<'get-messages'>> {
+/** GET /messages's parameters once checked by checkFetchRequest, before anything is read. */
+export interface MessagesQuery {
+  request: FetchMessagesRequest;
+  terms: NarrowTerm[];
+  numBefore: number;
+  numAfter: number;
+  includeAnchor: boolean;
+  /** null: the message_ids form. */
+  anchor: Anchor | null;
+}
+
+/** GET /messages, the checks of its parameters that need no reading (Zulip's errors, in its order). */
+export function checkFetchRequest(req: FetchMessagesRequest): MessagesQuery {
   const idsMode = req.messageIds !== undefined;
   if (!idsMode) {
     if (req.numBefore === undefined) throw new MissingArgumentError('num_before');
     if (req.numAfter === undefined) throw new MissingArgumentError('num_after');
   }
-  let terms = parseNarrow(req.narrow);
+  const terms = parseNarrow(req.narrow);
   const numBefore = req.numBefore ?? 0;
   const numAfter = req.numAfter ?? 0;
   if (idsMode && (numBefore || numAfter || req.anchor !== undefined || req.anchorDate !== undefined || req.useFirstUnreadAnchor)) {
@@ -289,8 +307,17 @@ export async function fetchMessages(db: Db, realm: Realm, viewer: User | null, r
   }
   const includeAnchor = idsMode ? false : (req.includeAnchor ?? true);
   const anchor = idsMode ? null : parseAnchor(req.anchor, req.useFirstUnreadAnchor ?? false, req.anchorDate);
-  if (viewer) await writeDeferredRows(db, realm.id, viewer.id);
-  terms = renameEmptyTopicTerms(await expandWith(db, realm, viewer, terms));
+  return { request: req, terms, numBefore, numAfter, includeAnchor, anchor };
+}
+
+/**
+ * GET /messages, once checkFetchRequest has checked the parameters and the caller has caught up the
+ * viewer's deferred rows.
+ */
+export async function fetchMessages(db: Db, realm: Realm, viewer: User | null, query: MessagesQuery): Promise<SuccessData<'get-messages'>> {
+  const { request: req, numBefore, numAfter, includeAnchor, anchor } = query;
+  const idsMode = req.messageIds !== undefined;
+  let terms = renameEmptyTopicTerms(await expandWith(db, realm, viewer, query.terms));
 
   const requested = idsMode ? req.messageIds!.length : numBefore + numAfter;
   if (requested > MAX_MESSAGES_PER_FETCH) throw new JsonableError(`Too many messages requested (maximum ${MAX_MESSAGES_PER_FETCH}).`);
@@ -393,6 +420,7 @@ async function formatContext(db: Db, realm: Realm, rows: Array<MessageRow & { ch
 // ---------------------------------------------------------------------------------------------
 // GET /messages/{message_id}
 
+/** The caller has caught up the viewer's deferred rows when the id is possible (readableMessage). */
 export async function messageForViewer(
   db: Db,
   realm: Realm,
@@ -413,21 +441,33 @@ export async function messageForViewer(
 // ---------------------------------------------------------------------------------------------
 // GET /users/me/{stream_id}/topics
 
-export async function topicsOfChannel(db: Db, realm: Realm, viewer: User | null, channelId: number, options: { allowEmptyTopicName: boolean }): Promise<SuccessData<'get-stream-topics'>> {
+/** A channel whose topics the viewer may list, checked by checkTopicsRequest. */
+export interface TopicsQuery {
+  channelId: number;
+  /** Protected history: only the topics of messages this user received (from their rows). */
+  rowsOf: User | null;
+}
+
+/** The channel if the viewer may list its topics (`Invalid channel ID` otherwise), and whose rows answer. */
+export async function checkTopicsRequest(db: Db, realm: Realm, viewer: User | null, channelId: number): Promise<TopicsQuery> {
   const invalid = new JsonableError('Invalid channel ID');
   const [channel] = await channelsForMessageRead(db, realm.id, viewer?.id ?? null, { names: [], ids: [channelId], restricted: null });
   if (!channel || channel.isArchived) throw invalid;
-  let onlyRowsOf: number | null = null;
+  let rowsOf: User | null = null;
   if (!viewer) {
     if (!channel.isWebPublic) throw invalid;
   } else {
     const subject = await subjectFor(db, viewer, channelAccessDependsOnGroups(viewer, channel));
     if (!hasContentAccess(subject, channel, channel.subscribed)) throw invalid;
     // Protected history: only the topics of messages the user received.
-    if (!channel.historyPublicToSubscribers) onlyRowsOf = viewer.id;
+    if (!channel.historyPublicToSubscribers) rowsOf = viewer;
   }
-  if (onlyRowsOf !== null) await writeDeferredRows(db, realm.id, onlyRowsOf);
-  const topics = await channelTopics(db, channel.id, onlyRowsOf);
+  return { channelId: channel.id, rowsOf };
+}
+
+/** The channel's topics; the caller has caught up the deferred rows of `query.rowsOf`, if any. */
+export async function topicsOfChannel(db: Db, query: TopicsQuery, options: { allowEmptyTopicName: boolean }): Promise<SuccessData<'get-stream-topics'>> {
+  const topics = await channelTopics(db, query.channelId, query.rowsOf?.id ?? null);
   return {
     topics: topics.map((t) => ({ name: t.name === '' && !options.allowEmptyTopicName ? EMPTY_TOPIC_DISPLAY_NAME : t.name, max_id: t.max_id })),
   };

@@ -1,0 +1,235 @@
+// Plain transactions on node-postgres: BEGIN … COMMIT on a connection of the pool Prisma uses, for work
+// that only sends its own SQL. Its one caller is the subscribe action's common request (the caller
+// joining existing channels: actions/subscriptions.ts subscribeOnce), and it earns its place there: it
+// is a measured optimisation of that hot path (bench/README.md, issue 7, "Plain transactions"):
+// - Prisma's interactive transaction cost ~1.2 ms of Node CPU for three trivial statements (1.5 against
+//   0.27 ms with node-postgres directly);
+// - BEGIN written with the first statement, and the last write with COMMIT (node-postgres's
+//   pipelining): 1.85 + 2.03 against 2.16 + 2.36 ms of Parley + PostgreSQL CPU per subscribe;
+// - `genericPlans` (plans made once per connection): 2.51 against 3.56 ms of PostgreSQL per subscribe.
+// With the prepared statements of packages/db, they took subscribe at 51 users from 0.27x of its floor
+// to the goal (>= 0.5x), which it meets without much to spare: replacing this by inTransaction would
+// be a measurable loss on that path.
+// Same guarantees as data/transactions.ts inTransaction (retries, after-commit work, time limits).
+import pg from 'pg';
+import { Prisma, sqlPoolOf, type PrismaClient } from '@parley/db';
+import type { RawSql } from './db.ts';
+import { inTransaction, retryOnSerializationFailure, runAfterCommit, type AfterCommit } from './transactions.ts';
+
+/**
+ * Results as Prisma's $queryRaw gives them, for the types where node-postgres differs: timestamps
+ * without time zone are UTC (not local time), int8 is a BigInt, numeric a Decimal.
+ */
+const utcTimestamp = (text: string) => new Date(`${text.replace(' ', 'T')}Z`);
+const typeParsers: Record<number, (text: string) => unknown> = {
+  1114: utcTimestamp,
+  1115: (text) => parseArray(text, utcTimestamp),
+  20: (text) => BigInt(text),
+  1016: (text) => parseArray(text, (t) => BigInt(t)),
+  1700: (text) => new Prisma.Decimal(text),
+};
+function parseArray(text: string, element: (text: string) => unknown): unknown[] {
+  // Arrays of these types hold no quotes or commas inside elements: split the one-dimensional literal.
+  const inner = text.slice(1, -1);
+  return inner === '' ? [] : inner.split(',').map((t) => (t === 'NULL' ? null : element(t.replace(/^"|"$/g, ''))));
+}
+const queryTypes = {
+  getTypeParser: (oid: number, format?: string) => (format !== 'binary' && typeParsers[oid]) || pg.types.getTypeParser(oid, format as 'text'),
+};
+/** Arguments as Prisma sends them: dates as ISO-8601 UTC, BigInts as text. */
+const argument = (value: unknown) => (value instanceof Date ? value.toISOString() : typeof value === 'bigint' ? value.toString() : value);
+
+/** What node-postgres (8.23) offers for writing queries without waiting for the answer of the one before. */
+interface PipeliningClient {
+  pipeline: boolean;
+  connection?: { stream?: { cork(): void; uncork(): void } };
+}
+
+/** The plain transaction's RawSql, and a write that goes out with COMMIT. */
+export interface SqlTransaction extends RawSql {
+  /**
+   * Sends `sql` together with COMMIT (one socket write): for the transaction's last write, whose result
+   * nobody reads. Should it fail, the transaction rolls back and inSqlTransaction throws its error.
+   * Nothing may be sent after it.
+   */
+  atCommit(sql: Prisma.Sql): void;
+}
+
+/**
+ * A plain transaction on one pooled connection (prepared statements named as Prisma's are). BEGIN is
+ * written together with the first statement, and the `atCommit` writes with COMMIT: PostgreSQL runs
+ * them in order, and each write of a socket here costs about as much as a small statement. Every other
+ * statement waits for the answers before it (so none runs outside the transaction, and the connection
+ * is back to one query at a time in between).
+ */
+function plainTransaction(client: pg.PoolClient, statementName: (sql: string, parameters: number) => string | undefined, begin: string) {
+  const pipelining = client as unknown as PipeliningClient;
+  const stream = pipelining.connection?.stream;
+  const canPipeline = typeof pipelining.pipeline === 'boolean' && typeof stream?.cork === 'function';
+  let corked = false;
+  const startBatch = () => {
+    if (!canPipeline) return;
+    pipelining.pipeline = true;
+    stream!.cork();
+    corked = true;
+  };
+  const flush = () => {
+    if (corked) {
+      corked = false;
+      stream!.uncork();
+    }
+  };
+  const endBatch = () => {
+    flush();
+    if (canPipeline) pipelining.pipeline = false;
+  };
+  const send = (sql: Prisma.Sql) => {
+    const name = statementName(sql.text, sql.values.length);
+    return client.query({ ...(name ? { name } : {}), text: sql.text, values: sql.values.map(argument), types: queryTypes });
+  };
+
+  startBatch();
+  const begun = client.query(begin);
+  begun.catch(() => {}); // awaited before anything else is sent
+  /** Settles once BEGIN and the first statement are answered (null: no statement sent yet). */
+  let opened: Promise<unknown> | null = null;
+  const deferred: Prisma.Sql[] = [];
+  const run = (query: TemplateStringsArray | Prisma.Sql, values: unknown[]) => {
+    if (deferred.length) throw new Error('no statement may follow an atCommit write');
+    const sql = query instanceof Prisma.Sql ? query : Prisma.sql(query, ...values);
+    if (opened) return opened.then(() => begun).then(() => send(sql));
+    const first = send(sql);
+    opened = first.then(endBatch, endBatch); // off before anything else can be sent (runs before the caller's reaction)
+    flush();
+    return first;
+  };
+  const tx: SqlTransaction = {
+    $queryRaw: <T,>(query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => run(query, values).then((r) => r.rows as T),
+    $executeRaw: (query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => run(query, values).then((r) => r.rowCount ?? 0),
+    atCommit: (sql) => void deferred.push(sql),
+  };
+  /** BEGIN and the first statement answered, one query at a time again; throws if BEGIN failed. */
+  const settle = async () => {
+    flush();
+    await (opened ?? begun).catch(() => {});
+    if (!opened) endBatch();
+    await begun;
+  };
+  return {
+    tx,
+    /** Writes BEGIN when the work did not send a statement at once. */
+    flush,
+    settle,
+    /** The atCommit writes and COMMIT, in one write; throws the first failure (the transaction then rolled back). */
+    async commit() {
+      await settle();
+      if (deferred.length === 0) return void (await client.query('COMMIT'));
+      startBatch();
+      const writes = deferred.map((sql) => send(sql));
+      const commit = client.query('COMMIT');
+      endBatchWhenDone([...writes, commit]);
+      flush();
+      const outcomes = await Promise.allSettled([...writes, commit]);
+      endBatch();
+      const failed = outcomes.find((o) => o.status === 'rejected');
+      if (failed) throw (failed as PromiseRejectedResult).reason;
+    },
+  };
+  function endBatchWhenDone(queries: Array<Promise<unknown>>) {
+    void Promise.allSettled(queries).then(endBatch);
+  }
+}
+
+/**
+ * Like inTransaction, for work that only sends its own SQL: a plain BEGIN … COMMIT on a pooled
+ * connection, without Prisma's transaction machinery (which costs more CPU than the statements of a
+ * small write). Same guarantees: retried on serialization failures and deadlocks, `afterCommit` runs
+ * only once committed, at most 10 s waiting for a connection and 30 s for the transaction (then the
+ * connection is closed, which rolls it back). When the client reports its statements as events (tests
+ * counting them), the work runs in Prisma's transaction instead, so that every statement is reported.
+ *
+ * `genericPlans`: PostgreSQL plans the transaction's statements once per connection (generic plans of
+ * the prepared statements) instead of for every execution, when planning costs more than running them.
+ * Only for statements whose best plan does not depend on the values given: rows found by their keys,
+ * arrays of ids to look up one by one (a generic plan cannot know an array has one element, so without
+ * this PostgreSQL keeps planning such statements afresh every time).
+ */
+export async function inSqlTransaction<T>(
+  db: PrismaClient,
+  work: (tx: SqlTransaction, afterCommit: AfterCommit) => Promise<T>,
+  options: { genericPlans?: boolean } = {},
+): Promise<T> {
+  const sqlPool = sqlPoolOf(db);
+  if (!sqlPool || sqlPool.emitsQueryEvents) {
+    return inTransaction(db, async (prismaTx, afterCommit) => {
+      const deferred: Prisma.Sql[] = [];
+      const tx: SqlTransaction = {
+        $queryRaw: (query, ...values) => prismaTx.$queryRaw(query, ...values),
+        $executeRaw: (query, ...values) => prismaTx.$executeRaw(query, ...values),
+        atCommit: (sql) => void deferred.push(sql),
+      };
+      const value = await work(tx, afterCommit);
+      for (const sql of deferred) await prismaTx.$executeRaw(sql);
+      return value;
+    });
+  }
+  let callbacks: Array<() => void | Promise<void>> = [];
+  const result = await retryOnSerializationFailure(async () => {
+    callbacks = [];
+    const client = await connectWithin(sqlPool.pool, 10_000);
+    let broken: Error | undefined;
+    // A connection that fails while checked out reports it here (an unheard 'error' would end the
+    // process); the statement under way fails too, and the connection is discarded.
+    const onError = (error: Error) => void (broken ??= error);
+    client.on('error', onError);
+    const expiry = setTimeout(() => {
+      broken = new Error('Transaction timed out after 30000 ms');
+      client.release(broken); // closes the connection: PostgreSQL rolls back, the statement under way fails
+    }, 30_000);
+    let plain: ReturnType<typeof plainTransaction> | undefined;
+    try {
+      // One simple-protocol query; the setting lasts until the transaction ends.
+      plain = plainTransaction(client, sqlPool.statementName, options.genericPlans ? 'BEGIN; SET LOCAL plan_cache_mode = force_generic_plan' : 'BEGIN');
+      const working = work(plain.tx, (fn) => callbacks.push(fn));
+      plain.flush();
+      const value = await working;
+      await plain.commit();
+      return value;
+    } catch (error) {
+      await plain?.settle().catch(() => {});
+      if (!broken) await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+      throw broken ?? error;
+    } finally {
+      clearTimeout(expiry);
+      client.removeListener('error', onError);
+      if (!broken || !broken.message.startsWith('Transaction timed out')) client.release(broken);
+    }
+  });
+  await runAfterCommit(callbacks);
+  return result;
+}
+
+/**
+ * A pooled connection, or an error after `ms` (a connection that arrives later goes back to the pool).
+ * http/error-handler.ts answers that error 503 SERVER_OVERLOADED by its text, as Prisma's P2028.
+ */
+function connectWithin(pool: pg.Pool, ms: number): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      reject(new Error(`Timed out after ${ms} ms waiting for a database connection`));
+    }, ms);
+    pool.connect().then(
+      (client) => {
+        clearTimeout(timer);
+        if (late) client.release();
+        else resolve(client);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}

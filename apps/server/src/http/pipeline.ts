@@ -1,0 +1,292 @@
+// The /api/v1 request pipeline. Every API request, whichever way it reaches the server, runs these
+// steps in this order, each a named function below (or in its own file where it is big):
+//
+//   resolve       which operation of the spec (http/operations.ts); JSON 404 / 405 otherwise
+//   admit         at most PARLEY_MAX_CONCURRENT_REQUESTS at once, a short line, then 503 (http/admission.ts)
+//   authenticate  HTTP Basic email:api_key from the credential cache (http/authenticate.ts); public
+//                 operations skip it, spectators get the organization's anonymous access
+//   rateLimit     per user or client address (http/rate-limit.ts)
+//   readBody      urlencoded (possibly compressed) or multipart (http/body.ts, http/multipart.ts)
+//   decode        Zulip's wire format into typed values, by the generated wire plan (http/decode-params.ts)
+//   validate      against the spec's projection (http/validate.ts, http/validation-spec.ts)
+//   dispatch      the operation's thin handler (src/handlers, by src/routes.ts), then
+//   respond       the success envelope (http/respond.ts)
+//
+// A step has Express's middleware shape (req, res, next): next() goes on, next(error) or a throw or a
+// rejected promise ends at the application's error layers (http/error-handler.ts), which answer in
+// Zulip's envelope. The steps run from `runPipeline` without Express's router (one function call per
+// step); what a request learned on the way is `res.locals.parley` (http/context.ts RequestState).
+import type { NextFunction, Request, Response } from 'express';
+import express from 'express';
+import type { AppDeps } from '../deps.ts';
+import { JsonableError, UnauthorizedError } from '../errors.ts';
+import { CachedTableWriteRecord } from '../data/cached-tables.ts';
+import { findFirstRealm } from '../data/realms.repo.ts';
+import { checkSpectatorAccess } from '../access/users.ts';
+import { handlerOf } from '../routes.ts';
+import { admission } from './admission.ts';
+import { createHeaderAuthenticator } from './authenticate.ts';
+import { readPlainBody } from './body.ts';
+import type { RequestState } from './context.ts';
+import { decodeParams } from './decode-params.ts';
+import { parseMultipart } from './multipart.ts';
+import { resolveOperation } from './operations.ts';
+import { rateLimit } from './rate-limit.ts';
+import { sendError, sendSuccess } from './respond.ts';
+import { runSteps, type Step } from './steps.ts';
+import { createRequestValidator } from './validate.ts';
+
+export const API_PREFIX = '/api/v1';
+
+
+/** The query of a URL without one (only ever read). */
+const NO_QUERY = new URLSearchParams();
+/** 5 MB, as body-parser reads '5mb'. */
+const URLENCODED_LIMIT_BYTES = 5 * 1024 * 1024;
+
+/**
+ * The pipeline of one application: `run` takes a request whose URL is in canonical form
+ * (canonicalApiUrl) and calls `done` after the last step, or with the failure that ended it.
+ */
+export function createApiPipeline(deps: AppDeps, validationSpec: Record<string, unknown>): { run(req: Request, res: Response, done: (error?: unknown) => void): void } {
+  const steps: Step[] = [
+    resolve,
+    admission({ limit: deps.config.maxConcurrentRequests, queueTimeoutMs: deps.config.queueTimeoutMs }),
+    authenticateWith(deps),
+    rateLimit(deps.rateLimiter),
+    readBody,
+    decode,
+    createRequestValidator(validationSpec, { validateResponses: deps.config.validateResponses }),
+    dispatchWith(deps),
+  ];
+  return {
+    run(req, res, done) {
+      // While the steps run, the request is seen relative to the API (req.path '/users/me'), as a router
+      // mounted at /api/v1 would show it; its own URL is given back before `done`.
+      const url = req.url;
+      const baseUrl = req.baseUrl;
+      req.baseUrl = baseUrl + API_PREFIX;
+      req.url = url.slice(API_PREFIX.length) || '/';
+      runSteps(steps, req, res, (error?: unknown) => {
+        req.url = url;
+        req.baseUrl = baseUrl;
+        done(error);
+      });
+    },
+  };
+}
+
+/**
+ * The door: the canonical form (`/api/v1/<rest>[?query]`) of an API request's URL, or null when it is
+ * not one. The usual form is recognised without parsing; other spellings the HTTP layer accepts (the
+ * prefix in another case, an absolute URI as request target) are brought to it, so that every API
+ * request takes the one way in.
+ */
+export function canonicalApiUrl(url: string): string | null {
+  const first = url.charCodeAt(API_PREFIX.length + 1);
+  if (url.startsWith(API_PREFIX) && url.charCodeAt(API_PREFIX.length) === 47 /* / */ && first >= 97 && first <= 122 /* a-z */) return url;
+  let pathAndQuery = url;
+  if (!url.startsWith('/')) {
+    try {
+      const parsed = new URL(url);
+      pathAndQuery = parsed.pathname + parsed.search;
+    } catch {
+      return null;
+    }
+  }
+  const prefix = pathAndQuery.slice(0, API_PREFIX.length);
+  if (prefix.toLowerCase() !== API_PREFIX) return null;
+  const rest = pathAndQuery.slice(API_PREFIX.length);
+  if (rest !== '' && rest[0] !== '/' && rest[0] !== '?') return null;
+  return API_PREFIX + rest;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The steps
+
+/** resolve: which operation is this? Unknown paths and wrong methods answer JSON. */
+function resolve(req: Request, res: Response, next: NextFunction): void {
+  const resolution = resolveOperation(req.method, req.path);
+  if (resolution.kind === 'not-found') return sendError(res, new JsonableError('Not Found', { status: 404 }));
+  if (resolution.kind === 'method-not-allowed') {
+    return sendError(
+      res,
+      new JsonableError('Method Not Allowed', { status: 405, data: { allowed_methods: resolution.allowed }, headers: { Allow: resolution.allowed.join(', ') } }),
+    );
+  }
+  // Every field present from the start (one object shape for every request).
+  res.locals.parley = {
+    operation: resolution.operation,
+    pathParams: resolution.pathParams,
+    rawPathParams: resolution.rawPathParams,
+    realm: undefined,
+    user: undefined,
+    params: undefined,
+    ignored: undefined,
+  } as unknown as Partial<RequestState>;
+  next();
+}
+
+/**
+ * authenticate: before the body or any parameter is looked at, as in Zulip. Public operations
+ * (server_settings, fetch_api_key) never look at credentials: Zulip routes them outside its
+ * authenticated dispatcher, and the Python client calls /server_settings from its constructor, so a
+ * wrong key must not fail there.
+ */
+function authenticateWith(deps: AppDeps): Step {
+  const authenticateHeader = createHeaderAuthenticator(deps);
+  const authenticated = (state: RequestState, identity: { user: RequestState['user'] & object; realm: RequestState['realm'] }) => {
+    state.user = identity.user;
+    state.realm = identity.realm;
+  };
+  // Operations open to spectators: without spectator access, authentication is missing (401), and that
+  // is answered before any parameter is looked at.
+  const anonymous = async (state: RequestState) => {
+    const realm = await deps.credentials.defaultRealm(() => findFirstRealm(deps.db));
+    if (!realm) throw new JsonableError('No organization exists on this server yet');
+    if (state.operation.auth === 'optional') checkSpectatorAccess(realm);
+    state.user = null;
+    state.realm = realm;
+  };
+  return function authenticate(req, res, next) {
+    const state = res.locals.parley as RequestState;
+    const identity = state.operation.auth === 'none' ? null : authenticateHeader(req);
+    if (identity instanceof Promise) {
+      return identity.then((found) => {
+        authenticated(state, found);
+        next();
+      }, next);
+    }
+    if (identity) {
+      authenticated(state, identity);
+      return next();
+    }
+    if (state.operation.auth === 'required') throw new UnauthorizedError('Missing authorization header for basic auth');
+    return anonymous(state).then(() => next(), next);
+  };
+}
+
+/**
+ * readBody: urlencoded or multipart (an empty multipart body means "no parameters"); no content type,
+ * none. A urlencoded body may be compressed (gzip, deflate, br); a body that does not match its
+ * encoding is the client's error (400), as is an encoding we cannot read (415).
+ */
+function readBody(req: Request, res: Response, next: NextFunction): void {
+  const type = (req.headers['content-type'] ?? '').toLowerCase();
+  if (req.headers['content-length'] === '0' || !type) {
+    req.body = {};
+    return next();
+  }
+  if (type.startsWith('multipart/form-data')) {
+    const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+    if (encoding !== 'identity' && encoding !== '') return next(new JsonableError('Unsupported Content-Encoding', { status: 415 }));
+    return parseMultipart(req, res, next);
+  }
+  if (type.startsWith('application/x-www-form-urlencoded')) return readUrlencoded(req, res, next);
+  req.body = {};
+  next();
+}
+
+// The raw bytes (inflated, size-limited by body-parser), decoded with URLSearchParams: every name is
+// kept as sent, `__proto__` included, into an object without a prototype.
+const urlencodedBytes = express.raw({ type: () => true, limit: URLENCODED_LIMIT_BYTES, inflate: true });
+
+function readUrlencoded(req: Request, res: Response, next: NextFunction): void {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+  if (charset && charset !== 'utf-8' && charset !== 'utf8' && charset !== 'us-ascii') {
+    return next(new JsonableError('Unsupported charset', { status: 415 }));
+  }
+  const parse = (body: unknown) => {
+    const fields: Record<string, string> = Object.create(null);
+    const text = Buffer.isBuffer(body) ? body.toString('utf8') : '';
+    const params = new URLSearchParams(text);
+    if (params.size > 10_000) return next(new JsonableError('Too many parameters', { status: 413 }));
+    params.forEach((value, name) => {
+      fields[name] = value; // a repeated name keeps its last value, as Django's QueryDict does
+    });
+    req.body = fields;
+    next();
+  };
+  // A plain body of a declared length is read here; any other (compressed, chunked, too large) goes
+  // through body-parser.
+  if (readPlainBody(req, URLENCODED_LIMIT_BYTES, next, parse)) return;
+  urlencodedBytes(req, res, (err?: unknown) => {
+    if (err) return next(err);
+    parse(req.body);
+  });
+}
+
+/** decode: Zulip's wire format into typed values, driven by the wire plan (body and query string merged). */
+function decode(req: Request, res: Response, next: NextFunction): void {
+  const state = res.locals.parley as RequestState;
+  const queryAt = req.originalUrl.indexOf('?');
+  const query = queryAt < 0 ? NO_QUERY : new URL(req.originalUrl, 'http://parley.invalid').searchParams;
+  const { params, ignored } = decodeParams(state.operation, req.body as Record<string, unknown>, query);
+  state.params = params;
+  state.ignored = ignored;
+  // Present the decoded parameters to the validator as one form body (see http/validation-spec.ts).
+  req.body = params;
+  // No query parameters for the validator either. Without a query string, Express's own `req.query`
+  // is already empty (and the validator makes it a plain property itself).
+  if (queryAt >= 0) Object.defineProperty(req, 'query', { value: {}, writable: true, configurable: true, enumerable: true });
+  req.headers['content-type'] = 'application/x-www-form-urlencoded';
+  next();
+}
+
+/** dispatch: the operation's handler, with the request's context; then respond. */
+function dispatchWith(deps: AppDeps): Step {
+  return async function dispatch(req, res, next) {
+    const state = res.locals.parley as RequestState;
+    try {
+      const handler = handlerOf(state.operation.operationId);
+      // The signal is made when a handler asks for it (most never do): aborted when the response
+      // closes before it finished (the client went away), whether before or after it was asked for.
+      let aborted: AbortController | undefined;
+      const cachedTableWrites = new CachedTableWriteRecord();
+      const ctx = {
+        params: state.params,
+        path: state.pathParams,
+        realm: state.realm,
+        viewer: state.user,
+        deps,
+        get signal() {
+          if (!aborted) {
+            const controller = (aborted = new AbortController());
+            if (res.destroyed && !res.writableFinished) controller.abort();
+            else res.on('close', () => void (res.writableFinished || controller.abort()));
+          }
+          return aborted.signal;
+        },
+        client: clientName(req.headers['user-agent']),
+        detachFromAdmission: () => (res.locals['releaseAdmission'] as (() => void) | undefined)?.(),
+        cachedTableWrites,
+        get user() {
+          if (!state.user) throw new UnauthorizedError('Missing authorization header for basic auth');
+          return state.user;
+        },
+      };
+      const data = await handler(ctx);
+      await respond(deps, state, res, data, cachedTableWrites);
+    } catch (error) {
+      next(error);
+    }
+  };
+}
+
+/**
+ * respond: the success envelope. A change is answered only once this process has heard every cache
+ * invalidation it caused, so the caller's next request (on this process) never meets a cached identity
+ * the change outdated (unless the action said, through the context's cachedTableWrites, that its change
+ * wrote none of data/cached-tables.ts CACHED_TABLES).
+ */
+async function respond(deps: AppDeps, state: RequestState, res: Response, data: Record<string, unknown>, writes: CachedTableWriteRecord): Promise<void> {
+  if (state.operation.method !== 'get' && !writes.untouched) await deps.listener.barrier();
+  sendSuccess(res, data, state.ignored, { validated: deps.config.validateResponses });
+}
+
+/** Zulip's client name: the User-Agent's leading product token ("ZulipMobile/27.1 …" → "ZulipMobile"). */
+export function clientName(userAgent: string | undefined): string {
+  if (!userAgent || !userAgent.trim()) return 'Unspecified';
+  const token = userAgent.trim().split('/')[0]!.split(' ')[0]!;
+  return token.slice(0, 30) || 'Unspecified';
+}
