@@ -169,7 +169,14 @@ interface Reads {
  * Every check of sending (address, content, permissions, mentions), rendering and the recipients'
  * flags, read through `db`: the pool when sending now, the delivery transaction for scheduled messages.
  */
-export async function checkMessage(db: Db, realm: Realm, sender: User, request: SendMessageRequest): Promise<CheckedMessage> {
+export async function checkMessage(
+  db: Db,
+  realm: Realm,
+  sender: User,
+  request: SendMessageRequest,
+  /** Whose access decides the channel links of the content (a reminder: its owner, not the bot that sends it). */
+  options: { linksAs?: User } = {},
+): Promise<CheckedMessage> {
   const reads: Reads = { db };
   const subject = await loadPermissionSubject(db, sender);
   let addressed: Addressed;
@@ -189,7 +196,7 @@ export async function checkMessage(db: Db, realm: Realm, sender: User, request: 
     await checkDirectMessagePermission(db, realm, subject, participants);
     addressed = { channel: null, topic: '', recipientIds: participants.map((p) => p.id), directUserIds: participants.map((p) => p.id) };
   }
-  const rendered = await render(reads, realm, subject, content);
+  const rendered = await render(reads, realm, options.linksAs ? await loadPermissionSubject(db, options.linksAs) : subject, content);
   const flags = await recipientFlags(reads, realm, sender, subject, addressed, rendered, request);
   const people = await messagePeople(db, realm.id, [sender.id, ...addressed.directUserIds]);
   return {
@@ -250,11 +257,12 @@ export async function storeCheckedMessage(
   if (origin.localId !== undefined) delivery._local_id = origin.localId;
   const shownSender = checked.people.get(sender.id);
   if (shownSender && gravatarLeftToClient(shownSender)) delivery._gravatar = true;
+  const allPublicStreams = checked.channel !== null && !checked.channel.inviteOnly;
   const row = await storeMessage(tx, message, { userIds: checked.recipientIds, flags: checked.flags, deferred: deferredRecipients(checked, sender.id, pushTargets) }, {
     payload: { type: 'message', message: formatted, ...delivery },
-    allPublicStreams: checked.channel !== null && !checked.channel.inviteOnly,
+    allPublicStreams,
   });
-  if (checked.recipientIds.length > 0) afterCommit(() => deps.events.announce(realm.id));
+  if (checked.recipientIds.length > 0 || allPublicStreams) afterCommit(() => deps.events.announce(realm.id));
   await queuePushesForMessage(tx, deps, realm, checked, row, pushTargets);
   // After the recipients' flags and pushes were decided, as Zulip does: they apply to later messages.
   const automaticNewVisibilityPolicy = checked.channel

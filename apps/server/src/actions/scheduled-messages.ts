@@ -234,7 +234,7 @@ export async function deliverScheduledMessages(deps: AppDeps, jobs: Array<{ id: 
         const author = reminder ? await notificationBot(tx, deps, realm) : sender;
         // A reminder goes to its owner, from the notification bot.
         const request = reminder ? internalDirectMessage(sender.id, row.content) : asSendRequest(row as ScheduledMessageFields, row.readBySender);
-        const checked = await checkMessage(tx, realm, author, request);
+        const checked = await checkMessage(tx, realm, author, request, reminder ? { linksAs: sender } : {});
         due.push({ index, row, realm, author, checked, pushTargets: await pushTargetsForMessage(tx, deps, checked, author.id) });
       } catch (error) {
         if (error instanceof JsonableError) await fail(error.message);

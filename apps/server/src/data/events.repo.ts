@@ -143,7 +143,7 @@ export function insertEventsSql(realmId: number, events: QueuedEvent[]): Prisma.
     SELECT ${realmId}::int, e.user_ids, e.realm_wide, e.payload::jsonb, COALESCE(e.payload::jsonb->>'type', ''), e.flags, e.all_public
     -- OFFSET 0 keeps the filter below out of the union, so that each audience is resolved once.
     FROM (${eventOrderLockSql(realmId)} OFFSET 0) ordered, (SELECT * FROM (${eventRowsSql(realmId, events)}) rows OFFSET 0) e
-    WHERE e.realm_wide OR cardinality(e.user_ids) > 0
+    WHERE e.realm_wide OR e.all_public OR cardinality(e.user_ids) > 0
     ORDER BY e.ord`;
 }
 

@@ -83,7 +83,8 @@ export async function storeMessage(
           '{message,timestamp}', to_jsonb(floor(extract(epoch FROM stored.date_sent))::bigint)),
         'message', recipients.flags, ${event.allPublicStreams}::boolean
       FROM stored, recipients
-      WHERE cardinality(recipients.user_ids) > 0
+      -- A public channel's message is for all_public_streams queues even with no recipient.
+      WHERE cardinality(recipients.user_ids) > 0 OR ${event.allPublicStreams}::boolean
     )
     SELECT ${MESSAGE_COLUMNS} FROM stored m`;
   return row!;

@@ -7,7 +7,7 @@ import type { RequestState } from './context.ts';
 import type { Logger } from './logging.ts';
 import { requestIdOf } from './logging.ts';
 import { sendError } from './respond.ts';
-import { toZulipError, UnmappedValidationError, type ValidatorIssue } from './validation-errors.ts';
+import { RequestValidationError, toZulipError, UnmappedValidationError } from './validation-errors.ts';
 import type { ParamRules } from './validation-spec.ts';
 
 const internalError = () => new JsonableError('Internal server error', { status: 500, code: 'INTERNAL_SERVER_ERROR' });
@@ -24,8 +24,8 @@ export function errorHandler(rules: Map<string, ParamRules>, logger: Logger) {
     if (!mapped || mapped.status >= 500) {
       logger.error({ req_id: requestIdOf(res), method: req.method, path: req.path, err: error }, 'request failed');
     }
-    // Development and tests validate this envelope against the operation's responses in the spec (the
-    // validator wraps res.json); an envelope the spec does not list goes on to finalErrorHandler.
+    // Development and tests validate this envelope against the operation's responses in the spec
+    // (http/respond.ts); an envelope the spec does not list throws, on to finalErrorHandler.
     sendError(res, mapped ?? internalError());
   };
 }
@@ -67,24 +67,23 @@ function toJsonableError(
   requestId: string,
 ): JsonableError | null {
   if (error instanceof JsonableError) return error;
+  // Request validation failures (http/validate.ts): the first, in Zulip's wording. (Before the database
+  // failures, which are recognised by their text: a failure's path holds the client's own JSON keys.)
+  if (error instanceof RequestValidationError && error.errors[0]) {
+    const issue = error.errors[0];
+    try {
+      return toZulipError(issue, state ? rules.get(state.operation.operationId) : undefined);
+    } catch (unmapped) {
+      if (!(unmapped instanceof UnmappedValidationError)) throw unmapped;
+      // A validator failure without a Zulip wording yet: still the client's error.
+      logger.error({ req_id: requestId, issue }, unmapped.message);
+      return new JsonableError(`Invalid ${issue.path.split('/').filter(Boolean).slice(1).join('.') || 'request'}`);
+    }
+  }
   const databaseFailure = databaseErrorOf(error);
   if (databaseFailure) return databaseFailure;
-  const e = error as { status?: number; statusCode?: number; expose?: boolean; errors?: ValidatorIssue[]; type?: string; code?: string };
+  const e = error as { status?: number; statusCode?: number; expose?: boolean; type?: string; code?: string };
   if (!e || typeof e !== 'object') return null;
-  // express-openapi-validator request failures
-  if (typeof e.status === 'number' && e.status < 500 && Array.isArray(e.errors) && e.errors[0]) {
-    if (e.status === 400) {
-      try {
-        return toZulipError(e.errors[0], state ? rules.get(state.operation.operationId) : undefined);
-      } catch (unmapped) {
-        if (!(unmapped instanceof UnmappedValidationError)) throw unmapped;
-        // A validator failure without a Zulip wording yet: still the client's error.
-        logger.error({ req_id: requestId, issue: e.errors[0] }, unmapped.message);
-        return new JsonableError(`Invalid ${e.errors[0].path.split('/').filter(Boolean).slice(1).join('.') || 'request'}`);
-      }
-    }
-    return new JsonableError(e.status === 404 ? 'Not Found' : 'Invalid request', { status: e.status });
-  }
   // Body parsing failures (http-errors with expose: malformed or oversized bodies, bad encodings).
   const status = e.status ?? e.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500 && e.expose !== false) {

@@ -23,7 +23,9 @@ export function sendSuccess(res: Response, data: Record<string, unknown>, ignore
   if (ignored.length > 0) body.ignored_parameters_unsupported = ignored;
   if (!Object.values(body).some((v) => v instanceof RawJson)) {
     if (options.validated) {
-      res.status(200).json(body); // through the validator's res.json hook
+      res.status(200);
+      checkResponse(res, body);
+      res.json(body);
       return;
     }
     // What res.json writes here (no JSON settings, no ETag, never fresh for a 200 without validators),
@@ -32,7 +34,10 @@ export function sendSuccess(res: Response, data: Record<string, unknown>, ignore
     return;
   }
   if (options.validated) {
-    res.status(200).json(JSON.parse(JSON.stringify(body)));
+    const parsed: unknown = JSON.parse(JSON.stringify(body));
+    res.status(200);
+    checkResponse(res, parsed);
+    res.json(parsed);
     return;
   }
   // Written chunk by chunk: cached bytes go out without being copied for this response.
@@ -64,5 +69,30 @@ function writeJsonBody(res: Response, json: string): void {
 
 export function sendError(res: Response, error: JsonableError): void {
   for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
-  res.status(error.status).json({ result: 'error', msg: error.message, code: error.code, ...error.data });
+  const body = { result: 'error', msg: error.message, code: error.code, ...error.data };
+  res.status(error.status);
+  checkResponse(res, body);
+  res.json(body);
+}
+
+/**
+ * Response validation (development and tests): the validate step (http/validate.ts) leaves, once a
+ * request passed it, the check its operation's responses must pass. The first JSON body sent after that
+ * (success or error envelope) is checked, unless its status is 5xx; a body the spec does not allow
+ * throws here, before anything is written (the answer becomes a 500 on the way out: see
+ * http/error-handler.ts).
+ */
+export type ResponseCheck = (status: number, body: unknown) => void;
+const RESPONSE_CHECK = 'parleyResponseCheck';
+
+export function checkResponsesWith(res: Response, check: ResponseCheck): void {
+  res.locals[RESPONSE_CHECK] = check;
+}
+
+function checkResponse(res: Response, body: unknown): void {
+  const check = res.locals?.[RESPONSE_CHECK] as ResponseCheck | undefined;
+  if (check === undefined) return;
+  res.locals[RESPONSE_CHECK] = undefined;
+  if (res.headersSent || res.statusCode >= 500) return;
+  check(res.statusCode, body);
 }

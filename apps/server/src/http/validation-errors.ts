@@ -1,12 +1,43 @@
-// Maps express-openapi-validator failures to Zulip's validation messages (typed_endpoint wording).
-// One table keyed by the kind of failure; only the first failure is reported, as Zulip does.
+// Maps request validation failures (http/validate.ts: Ajv's errors against the spec's projection) to
+// Zulip's validation messages (typed_endpoint wording). One table keyed by the kind of failure (Ajv's
+// keyword); only the first failure is reported, as Zulip does.
+import type { ErrorObject } from 'ajv/dist/2020.js';
 import { JsonableError, MissingArgumentError } from '../errors.ts';
 import { isIntegerRangeFormat, type ParamRules } from './validation-spec.ts';
 
+/**
+ * One failure: `path` names the value (`/body/<parameter>/…` for a parameter, `/params/<name>` for a
+ * path parameter), `message` is Ajv's, `errorCode` is `<keyword>.openapi.validation`.
+ */
 export interface ValidatorIssue {
   path: string;
   message: string;
   errorCode?: string;
+}
+
+/** A request its operation's schema refuses: the failures in the order Ajv reported them (the first is answered). */
+export class RequestValidationError extends Error {
+  readonly status = 400;
+  constructor(readonly errors: ValidatorIssue[]) {
+    super(`request does not match the spec: ${errors.map((e) => `${e.path} ${e.message}`).join(', ')}`);
+  }
+}
+
+/**
+ * Ajv's errors as issues, `prefix` naming where the value sits (`/body`, `/params`, `/response`): the
+ * value's path (for a missing or unexpected property, the property's own path), Ajv's message (an enum
+ * failure lists the allowed values), the keyword that failed. As express-openapi-validator 5 wrote
+ * them, which these messages were first written against (an unexpected property named "" has the
+ * path "").
+ */
+export function issuesOf(errors: readonly ErrorObject[] | null | undefined, prefix: string): ValidatorIssue[] {
+  return (errors ?? []).map((e) => {
+    const params = e.params as { missingProperty?: string; additionalProperty?: string; unevaluatedProperty?: string; allowedValues?: unknown[] };
+    const at = (property: string | undefined) => (property === undefined ? undefined : property && `${prefix}${e.instancePath}/${property}`);
+    const path = at(params.missingProperty) ?? at(params.additionalProperty) ?? at(params.unevaluatedProperty) ?? prefix + e.instancePath;
+    const message = e.keyword === 'enum' && params.allowedValues ? `${e.message}: ${params.allowedValues.join(', ')}` : e.message!;
+    return { path, message, errorCode: `${e.keyword}.openapi.validation` };
+  });
 }
 
 const TYPE_NAMES: Record<string, string> = {
