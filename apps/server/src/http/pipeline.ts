@@ -8,7 +8,8 @@
 //   rateLimit     per user or client address (http/rate-limit.ts)
 //   readBody      urlencoded (possibly compressed) or multipart (http/body.ts, http/multipart.ts)
 //   decode        Zulip's wire format into typed values, by the generated wire plan (http/decode-params.ts)
-//   validate      against the spec's projection (http/validate.ts, http/validation-spec.ts)
+//   validate      against the spec's projection, by validators compiled from it (http/validate.ts,
+//                 http/validation-spec.ts)
 //   dispatch      the operation's thin handler (src/handlers, by src/routes.ts), then
 //   respond       the success envelope (http/respond.ts)
 //
@@ -224,12 +225,6 @@ function decode(req: Request, res: Response, next: NextFunction): void {
   const { params, ignored } = decodeParams(state.operation, req.body as Record<string, unknown>, query);
   state.params = params;
   state.ignored = ignored;
-  // Present the decoded parameters to the validator as one form body (see http/validation-spec.ts).
-  req.body = params;
-  // No query parameters for the validator either. Without a query string, Express's own `req.query`
-  // is already empty (and the validator makes it a plain property itself).
-  if (queryAt >= 0) Object.defineProperty(req, 'query', { value: {}, writable: true, configurable: true, enumerable: true });
-  req.headers['content-type'] = 'application/x-www-form-urlencoded';
   next();
 }
 

@@ -23,9 +23,6 @@ import { INTEGER_RANGE_FORMATS } from './validation-spec.ts';
 
 type Json = Record<string, any>;
 
-// TEMPORARY (A/B measurement; removed before hand-off)
-const legacy = process.env.PARLEY_LEGACY_VALIDATOR === '1' ? ((await import('/tmp/old/validate.ts' as string)) as { createRequestValidator: typeof createRequestValidator }) : undefined;
-
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
 const AJV_OPTIONS: Options = {
@@ -78,7 +75,7 @@ function operationsOf(spec: Json): Map<string, OperationSpec> {
       const required = path.filter((p: Json) => p.required).map((p: Json) => p.name);
       operations.set(op.operationId, {
         params: deref(spec, op.requestBody)?.content?.['application/x-www-form-urlencoded']?.schema ?? {},
-        pathParams: path.length ? { type: 'object', properties, ...(required.length ? { required } : {}) } : null,
+        pathParams: path.length ? { properties, type: 'object', ...(required.length ? { required } : {}) } : null,
         responses: op.responses ?? {},
       });
     }
@@ -88,7 +85,6 @@ function operationsOf(spec: Json): Map<string, OperationSpec> {
 
 /** The validate step of the pipeline, for the projection of the spec built at start. */
 export function createRequestValidator(validationSpec: Record<string, unknown>, options: { validateResponses: boolean }): Step {
-  if (legacy) return legacy.createRequestValidator(validationSpec, options);
   const spec = validationSpec as Json;
   const operations = operationsOf(spec);
   // Parameters: no coercion, the spec's defaults filled in. Path parameters: text, coerced.
@@ -138,7 +134,7 @@ function responseCheck(spec: Json, responses: Json, ajvOf: () => Ajv2020): Respo
       const content: Json | undefined = response.content;
       const type = content ? Object.keys(content).find((t) => isJson(t) && content[t]?.schema) : undefined;
       // As the body is validated: an object whose `response` is the body (so that paths read /response/…).
-      validator = type ? ajvOf().compile({ type: 'object', properties: { response: content![type].schema }, components: spec.components ?? {} }) : null;
+      validator = type ? ajvOf().compile({ properties: { response: content![type].schema }, type: 'object', components: spec.components ?? {} }) : null;
       validators.set(key, validator);
     }
     return validator;
@@ -154,6 +150,7 @@ function responseCheck(spec: Json, responses: Json, ajvOf: () => Ajv2020): Respo
     if (key === undefined) throw mismatch(`no schema defined for status code '${status}' in the openapi spec`, body);
     const validator = validatorOf(key);
     if (validator === null) throw mismatch('response should NOT have a body', body);
+    if (body === undefined || body === null) throw mismatch('response body required.', body);
     if (!validator({ response: body })) {
       const errors = validator.errors ?? [];
       // Ajv's errorsText (each value's path and what it fails), enum failures with their allowed values.

@@ -26,7 +26,7 @@ function deref(spec: Json, node: Json): Json {
 /** The longest list any request parameter may hold unless the spec says otherwise. */
 export const MAX_LIST_ITEMS = 10_000;
 
-/** Formats the projection puts on request integers; registered with the validator in app.ts. */
+/** Formats the projection puts on request integers; registered with Ajv in http/validate.ts. */
 export const INTEGER_RANGE_FORMATS = {
   /** Every integer the spec leaves unbounded: PostgreSQL's `integer`. */
   'parley-int32': { type: 'number' as const, validate: (n: number) => n >= -2_147_483_648 && n <= 2_147_483_647 },
@@ -68,7 +68,7 @@ function boundIntegers(spec: Json, node: Json, depth = 0): Json {
 /**
  * `responses: false` (responses are not validated, as in production): the projection leaves out the
  * response schemas, and the component schemas nothing else refers to, which the validator would
- * otherwise prepare at start (most of its start-up work, on the path to the first answer).
+ * otherwise register with Ajv at start (http/validate.ts), on the path to the first answer.
  */
 export function buildValidationSpec(spec: Json, options: { responses: boolean } = { responses: true }): { validationSpec: Json; rules: Map<string, ParamRules> } {
   const out: Json = structuredClone(spec);
