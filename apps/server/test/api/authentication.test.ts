@@ -1,33 +1,24 @@
 // HTTP Basic authentication (notes §0.5, one test per row) and POST /fetch_api_key (spec file
 // fetch_api_key.yaml: failures are 401 told apart by `code`, and no WWW-Authenticate header).
 import { randomBytes } from 'node:crypto';
-import { createRequire } from 'node:module';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import { TEST_PASSWORD } from '../helpers/fixtures.ts';
 import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
 import { createUser, deactivateUser, uniqueEmail } from '../helpers/people.ts';
-import { realmIdOf } from '../helpers/realm.ts';
+import { zulipJs as zulipInit } from '../helpers/zulip-js.ts';
 
-const require = createRequire(import.meta.url);
-// zulip-js ships no type declarations.
-const zulipInit = require('zulip-js') as (config: Record<string, string>) => Promise<any>;
-
-let env: TestServer;
-let realmId: number;
+const env = useTestServer();
 /** A member whose account is deactivated before the tests run; its key and password were valid. */
 let deactivated: { id: number; email: string; key: string };
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
 
 beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
   const { id, email } = await createUser(env, { label: 'gone', fullName: 'Gone User' });
   deactivated = { id, email, key: await apiKeyOf(env, id) };
   await deactivateUser(env, id);
 });
-afterAll(() => env.close());
 
 /** A request to an authenticated endpoint with the given Authorization header (none when undefined). */
 function call(authorization: string | undefined, path = '/users/me') {
@@ -112,12 +103,12 @@ describe('HTTP Basic authentication (§0.5)', () => {
 
   it('refuses every user of a deactivated organization', async () => {
     // Written behind Parley's back: cached identities follow once the database's notification arrives.
-    await env.running.deps.db.realm.update({ where: { id: realmId }, data: { deactivated: true } });
+    await env.running.deps.db.realm.update({ where: { id: env.realmId }, data: { deactivated: true } });
     await env.running.deps.listener.barrier();
     try {
       expectUnauthorized(await call(basicAuth(env.users.hamlet.email, env.users.hamlet.apiKey)), 'This organization has been deactivated', { looseCode: true });
     } finally {
-      await env.running.deps.db.realm.update({ where: { id: realmId }, data: { deactivated: false } });
+      await env.running.deps.db.realm.update({ where: { id: env.realmId }, data: { deactivated: false } });
       await env.running.deps.listener.barrier();
     }
     expect((await call(basicAuth(env.users.hamlet.email, env.users.hamlet.apiKey))).status).toBe(200);
@@ -126,7 +117,7 @@ describe('HTTP Basic authentication (§0.5)', () => {
   it('refuses incoming-webhook bots on normal endpoints', async () => {
     const email = uniqueEmail('webhook-bot');
     const bot = await env.running.deps.db.user.create({
-      data: { realmId, email, deliveryEmail: email, fullName: 'Webhook Bot', role: 400, isBot: true, botType: 2, botOwnerId: env.users.hamlet.id, settings: { create: {} } },
+      data: { realmId: env.realmId, email, deliveryEmail: email, fullName: 'Webhook Bot', role: 400, isBot: true, botType: 2, botOwnerId: env.users.hamlet.id, settings: { create: {} } },
     });
     const key = 'W'.repeat(16) + randomBytes(8).toString('hex');
     const { cipher, db } = env.running.deps;
@@ -197,14 +188,14 @@ describe('POST /fetch_api_key', () => {
   });
 
   it('refuses users of a deactivated organization with 401 REALM_DEACTIVATED', async () => {
-    await env.running.deps.db.realm.update({ where: { id: realmId }, data: { deactivated: true } });
+    await env.running.deps.db.realm.update({ where: { id: env.realmId }, data: { deactivated: true } });
     await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
     try {
       const res = await login(env.users.hamlet.email, TEST_PASSWORD);
       expectJsonError(res, 401, 'This organization has been deactivated', 'REALM_DEACTIVATED');
       expect(res.body).not.toHaveProperty('api_key');
     } finally {
-      await env.running.deps.db.realm.update({ where: { id: realmId }, data: { deactivated: false } });
+      await env.running.deps.db.realm.update({ where: { id: env.realmId }, data: { deactivated: false } });
       await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
     }
   });

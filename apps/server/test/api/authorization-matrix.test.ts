@@ -3,8 +3,8 @@
 // with Zulip's exact message and code — and the state unchanged. Mutating operations act on fresh
 // targets, so that every cell is independent of the others.
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/test-server.ts';
 import { TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
 import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
 import { createUser, deactivateUser, uniqueEmail, type Role } from '../helpers/people.ts';
@@ -43,7 +43,7 @@ interface Operation {
   run(actor: Actor): Promise<{ res: { status: number; headers: Headers; body: any }; verify(allowed: boolean): Promise<void> }>;
 }
 
-let env: TestServer;
+const env = useTestServer();
 let deactivatedCaller: Caller;
 let existingFieldId: number;
 
@@ -272,7 +272,6 @@ const OPERATIONS: Operation[] = [
 ];
 
 beforeAll(async () => {
-  env = await startTestServer();
   const gone = await newUser();
   deactivatedCaller = { id: gone.id, auth: basicAuth(gone.email, await apiKeyOf(env, gone.id)) };
   await deactivateUser(env, gone.id, 'desdemona');
@@ -280,7 +279,6 @@ beforeAll(async () => {
   if (!field.data) throw new Error(`setup: create field failed: ${JSON.stringify(field.error)}`);
   existingFieldId = field.data.id;
 });
-afterAll(() => env.close());
 
 const CELLS = OPERATIONS.flatMap((operation) =>
   ACTORS.map((actor) => {

@@ -2,13 +2,13 @@
 // channels whose content the sender may access (Zulip's get_stream_name_map with the sender as acting
 // user: get_content_access_streams). Any other channel stays the literal text, as an unknown name
 // does, so that a link reveals neither that a private channel exists nor its id.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { createChannel } from '../helpers/channels.ts';
 import { systemGroupIds } from '../helpers/groups.ts';
 
-let env: TestServer;
+const env = useTestServer();
 /** Public; everyone but the guest subscribed. */
 let pub: { id: number; name: string };
 /** Public; the guest subscribed. */
@@ -20,7 +20,6 @@ let othellos: { id: number; name: string };
 /** Private; nobody but iago subscribed, but members may subscribe themselves (can_subscribe_group). */
 let joinable: { id: number; name: string };
 beforeAll(async () => {
-  env = await startTestServer();
   pub = await createChannel(env, 'iago', { name: 'links public' }, ['iago', 'hamlet', 'othello']);
   guests = await createChannel(env, 'iago', { name: 'links guests' }, ['iago', 'hamlet', 'polonius']);
   secret = await createChannel(env, 'iago', { name: 'links secret', invite_only: true }, ['iago']);
@@ -29,11 +28,10 @@ beforeAll(async () => {
   const sys = await systemGroupIds(env);
   const { error } = await env.client('iago').PATCH('/streams/{stream_id}', {
     params: { path: { stream_id: joinable.id } },
-    body: { can_subscribe_group: { new: sys['role:members'] } } as any,
+    body: { can_subscribe_group: { new: sys['role:members'] } },
   });
   if (error) throw new Error(`setup: ${JSON.stringify(error)}`);
 });
-afterAll(() => env.close());
 
 const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;

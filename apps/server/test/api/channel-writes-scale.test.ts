@@ -5,13 +5,13 @@
 // a public channel's whole audience are resolved in SQL, and stored realm-wide when that audience is
 // every active user (no unsubscribed guest), with the recipients the rules give.
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { createChannel, subscribeDirectly } from '../helpers/channels.ts';
 import { eventsSince, markEvents } from '../helpers/events.ts';
 import { activeUsers, nonGuestIds } from '../helpers/people.ts';
-import { realmIdOf, withRealm } from '../helpers/realm.ts';
+import { withRealm } from '../helpers/realm.ts';
 import { systemGroupIds } from '../helpers/groups.ts';
 
 const BULK_USERS = 3000;
@@ -24,8 +24,7 @@ const BULK_USERS = 3000;
 const MAX_PATCH_STATEMENTS = 4;
 const MAX_SUBSCRIBE_STATEMENTS = 4;
 
-let env: TestServer;
-let realmId: number;
+const env = useTestServer({ emitQueryEvents: true });
 let statements: Array<{ query: string; params: string }> | null = null;
 
 interface Measured {
@@ -44,16 +43,13 @@ const small: Record<string, Measured> = {};
 const big: Record<string, Measured> = {};
 
 beforeAll(async () => {
-  env = await startTestServer({ emitQueryEvents: true });
   env.running.deps.db.$on('query' as never, ((e: { query: string; params: string }) => statements?.push({ query: e.query, params: e.params })) as never);
-  realmId = await realmIdOf(env);
   patchChannel = await createChannel(env, 'iago', { name: 'scale patch' });
   for (let i = 0; i < 4; i++) subscribeChannels.push(await createChannel(env, 'iago', { name: 'scale subscribe' }));
   await measureAll(small, 0);
   await insertBulkUsers();
   await measureAll(big, 2);
 }, 120_000);
-afterAll(() => env.close());
 
 async function measure(request: () => Promise<{ response: Response }>): Promise<Measured> {
   // Every caller's credentials cached first (unmeasured).
@@ -87,7 +83,7 @@ async function insertBulkUsers(): Promise<void> {
   await db.user.createMany({
     data: Array.from({ length: BULK_USERS }, (_, i) => {
       const email = `bulk-${tag}-${i}@parley.test`;
-      return { realmId, email, deliveryEmail: email, fullName: `Bulk User ${i}`, role: 400 };
+      return { realmId: env.realmId, email, deliveryEmail: email, fullName: `Bulk User ${i}`, role: 400 };
     }),
   });
   const users = (await db.user.findMany({ where: { deliveryEmail: { startsWith: `bulk-${tag}-` } }, select: { id: true } })).map((u) => u.id);
@@ -117,7 +113,7 @@ describe('channel writes at scale (statement counts, not times)', () => {
   });
 
   it('the audience of the events is still everyone who can see the channel', async () => {
-    const roles = await activeUsers(env, realmId);
+    const roles = await activeUsers(env, env.realmId);
     expect(roles.length).toBeGreaterThan(BULK_USERS);
     const mark = await markEvents(env);
     await env.client('iago').PATCH('/streams/{stream_id}', { params: { path: { stream_id: patchChannel.id } }, body: { description: 'audience' } });
@@ -132,7 +128,7 @@ describe('realm-wide events for public channels', () => {
   const rowsSince = (mark: bigint) => env.running.deps.db.event.findMany({ where: { id: { gt: mark } }, orderBy: { id: 'asc' } });
 
   it('stores a public channel’s event realm-wide when every guest is subscribed, listed otherwise', async () => {
-    const roles = await activeUsers(env, realmId);
+    const roles = await activeUsers(env, env.realmId);
     const guests = roles.filter((u) => u.role === 600).map((u) => u.id);
     expect(guests.length).toBeGreaterThan(0);
     const c = await createChannel(env, 'iago', { name: 'all guests' });
@@ -155,17 +151,17 @@ describe('realm-wide events for public channels', () => {
   });
 
   it('stores a web-public channel’s events realm-wide', async () => {
-    await withRealm(env, realmId, { enableSpectatorAccess: true }, async () => {
+    await withRealm(env, env.realmId, { enableSpectatorAccess: true }, async () => {
       const c = await createChannel(env, 'desdemona', { name: 'web public', is_web_public: true });
       const mark = await markEvents(env);
       await env.client('iago').PATCH('/streams/{stream_id}', { params: { path: { stream_id: c.id } }, body: { description: 'for the web' } });
       const rows = await rowsSince(mark);
-      expect(rows.map((r) => [r.realmWide, r.userIds, (r.payload as any).property])).toEqual([[true, [], 'description']]);
+      expect(rows.map((r) => [r.realmWide, r.userIds, (r.payload as { property?: string }).property])).toEqual([[true, [], 'description']]);
     });
   });
 
   it('lists a peer_add’s recipients (everyone who can see the channel but the new subscriber)', async () => {
-    const roles = await activeUsers(env, realmId);
+    const roles = await activeUsers(env, env.realmId);
     const c = await createChannel(env, 'iago', { name: 'peer add' });
     const mark = await markEvents(env);
     await env.client('cordelia').POST('/users/me/subscriptions', { body: { subscriptions: [{ name: c.name }] } });

@@ -2,23 +2,15 @@
 // DELETE /streams/{stream_id} (archiving): the channel object, the listing filters, access for every
 // role (owner, administrator, moderator, member, guest, channel administrator through a group,
 // non-subscriber of a private channel), stored state and stored events.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { basicAuth } from '../helpers/auth.ts';
-import { createChannel, startChannelTestServer } from '../helpers/channels.ts';
+import { createChannel, useChannelTestServer } from '../helpers/channels.ts';
 import { eventsSince, markEvents } from '../helpers/events.ts';
-import type { SystemGroupIds } from '../helpers/groups.ts';
-import { activeUsers, adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
+import { activeUsers, adminIds, nonGuestIds } from '../helpers/people.ts';
 
-let env: TestServer;
-let realmId: number;
-let sys: SystemGroupIds;
-let roles: UserRole[] = [];
-beforeAll(async () => {
-  ({ env, realmId, sys, roles } = await startChannelTestServer());
-});
-afterAll(() => env.close());
+const { env, sys, roles } = useChannelTestServer();
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -43,7 +35,7 @@ async function listStreams(as: Person, query: Record<string, boolean> = {}) {
 describe('the channel object', () => {
   it('has every field of the spec, with the values of the channel', async () => {
     const c = await createChannel(env, 'hamlet', { invite_only: true, history_public_to_subscribers: true }, ['othello']);
-    await db().message.create({ data: { realmId, senderId: uid('hamlet'), channelId: c.id, topic: 'castle', content: 'x', renderedContent: '<p>x</p>' } });
+    await db().message.create({ data: { realmId: env.realmId, senderId: uid('hamlet'), channelId: c.id, topic: 'castle', content: 'x', renderedContent: '<p>x</p>' } });
     const first = await db().message.findFirstOrThrow({ where: { channelId: c.id } });
     const { data } = await getStream('hamlet', c.id);
     const row = await db().channel.findUniqueOrThrow({ where: { id: c.id } });
@@ -82,7 +74,7 @@ describe('the channel object', () => {
 
   it('leaves deactivated users out of subscriber counts and anonymous settings (feature level 303)', async () => {
     const gone = await db().user.create({
-      data: { realmId, email: 'gone-chan@parley.test', deliveryEmail: 'gone-chan@parley.test', fullName: 'Gone', isActive: false, settings: { create: {} } },
+      data: { realmId: env.realmId, email: 'gone-chan@parley.test', deliveryEmail: 'gone-chan@parley.test', fullName: 'Gone', isActive: false, settings: { create: {} } },
     });
     const c = await createChannel(env, 'iago', {}, ['hamlet']);
     await db().subscription.create({ data: { userId: gone.id, channelId: c.id } });
@@ -124,13 +116,13 @@ describe('GET /streams', () => {
     const seen = (await listStreams('polonius')).map((s) => s.stream_id);
     expect(seen).toContain(theirs.id);
     expect(seen).not.toContain(pub.id);
-    await db().realm.update({ where: { id: realmId }, data: { enableSpectatorAccess: true } });
+    await db().realm.update({ where: { id: env.realmId }, data: { enableSpectatorAccess: true } });
     try {
       const web = await createChannel(env, 'desdemona', { is_web_public: true });
       expect((await listStreams('polonius', { include_web_public: true })).map((s) => s.stream_id)).toContain(web.id);
       expect((await listStreams('polonius')).map((s) => s.stream_id)).not.toContain(web.id);
     } finally {
-      await db().realm.update({ where: { id: realmId }, data: { enableSpectatorAccess: false } });
+      await db().realm.update({ where: { id: env.realmId }, data: { enableSpectatorAccess: false } });
     }
   });
 
@@ -166,7 +158,7 @@ describe('GET /streams', () => {
   it('include_owner_subscribed adds a bot owner’s channels', async () => {
     const email = 'channels-bot@parley.test';
     const bot = await db().user.create({
-      data: { realmId, email, deliveryEmail: email, fullName: 'Channels Bot', isBot: true, botType: 1, botOwnerId: uid('hamlet'), settings: { create: {} } },
+      data: { realmId: env.realmId, email, deliveryEmail: email, fullName: 'Channels Bot', isBot: true, botType: 1, botOwnerId: uid('hamlet'), settings: { create: {} } },
     });
     const key = 'b'.repeat(32);
     await db().apiKey.create({ data: { userId: bot.id, lookupHash: env.running.deps.cipher.lookupHash(key), ciphertext: env.running.deps.cipher.encrypt(key) } });
@@ -263,7 +255,7 @@ describe('DELETE /streams/{stream_id}', () => {
       { type: 'stream', op: 'update', stream_id: c.id, name: c.name, property: 'is_archived', value: true },
       { type: 'stream', op: 'delete', streams: [{ stream_id: c.id }], stream_ids: [c.id], for_archiving: true },
     ]);
-    expect(events[1]!.userIds).toEqual(nonGuestIds(await activeUsers(env, realmId)));
+    expect(events[1]!.userIds).toEqual(nonGuestIds(await activeUsers(env, env.realmId)));
     expect((await listStreams('hamlet')).map((s) => s.stream_id)).not.toContain(c.id);
   });
 
@@ -275,10 +267,10 @@ describe('DELETE /streams/{stream_id}', () => {
 
   it('stops a channel being the moderation request channel', async () => {
     const c = await createChannel(env, 'iago', { invite_only: true });
-    await db().realm.update({ where: { id: realmId }, data: { moderationRequestChannelId: c.id } });
+    await db().realm.update({ where: { id: env.realmId }, data: { moderationRequestChannelId: c.id } });
     const mark = await markEvents(env);
     await archive('iago', c.id);
-    expect((await db().realm.findUniqueOrThrow({ where: { id: realmId } })).moderationRequestChannelId).toBeNull();
+    expect((await db().realm.findUniqueOrThrow({ where: { id: env.realmId } })).moderationRequestChannelId).toBeNull();
     expect((await eventsSince(env, mark))[0]!.payload).toEqual({ type: 'realm', op: 'update', property: 'moderation_request_channel_id', value: -1 });
   });
 

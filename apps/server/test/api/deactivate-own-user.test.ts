@@ -1,40 +1,17 @@
 // DELETE /users/me (seed op 20, notes §20): a user deactivates their own account, except the only
 // owner and the only user, who get CANNOT_DEACTIVATE_LAST_USER with `entity` and `is_last_owner`.
-import { createRequire } from 'node:module';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
-import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
-import { createUser, uniqueEmail, type Role } from '../helpers/people.ts';
-import { realmIdOf } from '../helpers/realm.ts';
+import { describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/test-server.ts';
+import { createAccount, uniqueEmail, type Role } from '../helpers/people.ts';
 import { eventsSince, markEvents } from '../helpers/events.ts';
+import { zulipJs as zulipInit } from '../helpers/zulip-js.ts';
 
-const require = createRequire(import.meta.url);
-// zulip-js ships no type declarations.
-const zulipInit = require('zulip-js') as (config: Record<string, string>) => Promise<any>;
-
-let env: TestServer;
-let realmId: number;
-beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
-});
-afterAll(() => env.close());
+const env = useTestServer();
 
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-interface Account {
-  id: number;
-  email: string;
-  key: string;
-  auth: string;
-}
-
-async function createAccount(role: Role = 400): Promise<Account> {
-  const { id, email } = await createUser(env, { label: 'self', fullName: 'Leaving User', role });
-  const key = await apiKeyOf(env, id);
-  return { id, email, key, auth: basicAuth(email, key) };
-}
+const leavingAccount = (role: Role = 400) => createAccount(env, { label: 'self', fullName: 'Leaving User', role });
 
 async function isActive(userId: number): Promise<boolean> {
   const { data, error } = await env.client('iago').GET('/users/{user_id}', { params: { path: { user_id: userId } } });
@@ -45,7 +22,7 @@ async function isActive(userId: number): Promise<boolean> {
 /** Deactivates (directly in the database) the active accounts matching `where`; returns a function that restores them. */
 async function deactivateDirectly(where: Record<string, unknown>): Promise<() => Promise<void>> {
   const { db, listener } = env.running.deps;
-  const ids = (await db.user.findMany({ where: { realmId, isActive: true, ...where }, select: { id: true } })).map((u) => u.id);
+  const ids = (await db.user.findMany({ where: { realmId: env.realmId, isActive: true, ...where }, select: { id: true } })).map((u) => u.id);
   await db.user.updateMany({ where: { id: { in: ids } }, data: { isActive: false } });
   await listener.barrier(); // written behind Parley's back: let cached identities follow
   return async () => {
@@ -105,7 +82,7 @@ function expectLastUserError(res: { status: number; body: any }, expected: { msg
 
 describe('DELETE /users/me', () => {
   it('deactivates a member; the key is then refused with 401 Account is deactivated', async () => {
-    const member = await createAccount();
+    const member = await leavingAccount();
     const res = await env.raw('/users/me', { method: 'DELETE', headers: { Authorization: member.auth } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ result: 'success', msg: '' });
@@ -124,7 +101,7 @@ describe('DELETE /users/me', () => {
   });
 
   it('works as the Python zulip client sends it: no body, no Content-Type', async () => {
-    const member = await createAccount();
+    const member = await leavingAccount();
     const res = await fetch(`${env.url}/api/v1/users/me`, { method: 'DELETE', headers: { Authorization: member.auth } });
     expect(res.headers.get('content-type')).toMatch(/application\/json/);
     expect(res.status).toBe(200);
@@ -133,7 +110,7 @@ describe('DELETE /users/me', () => {
   });
 
   it('works through the real zulip-js client', async () => {
-    const member = await createAccount();
+    const member = await leavingAccount();
     const client = await zulipInit({ username: member.email, apiKey: member.key, realm: env.url });
     const res = await client.callEndpoint('/users/me', 'DELETE');
     expect(res).toEqual({ result: 'success', msg: '' });
@@ -141,7 +118,7 @@ describe('DELETE /users/me', () => {
   });
 
   it('lists parameters it was sent in ignored_parameters_unsupported', async () => {
-    const member = await createAccount();
+    const member = await leavingAccount();
     const res = await env.raw('/users/me', { method: 'DELETE', headers: { Authorization: member.auth }, body: new URLSearchParams({ foo: 'bar' }) });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ result: 'success', msg: '', ignored_parameters_unsupported: ['foo'] });
@@ -154,7 +131,7 @@ describe('DELETE /users/me', () => {
     ['a guest', 600],
     ['an owner while another owner remains', 100],
   ] as const)('deactivates %s', async (_label, role) => {
-    const account = await createAccount(role);
+    const account = await leavingAccount(role);
     const res = await env.raw('/users/me', { method: 'DELETE', headers: { Authorization: account.auth } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ result: 'success', msg: '' });
@@ -177,7 +154,7 @@ describe('DELETE /users/me', () => {
     const restore = await makeDesdemonaOnlyOwner();
     const email = uniqueEmail('owner-bot');
     const bot = await env.running.deps.db.user.create({
-      data: { realmId, email, deliveryEmail: email, fullName: 'Owner Bot', role: 100, isBot: true, botType: 1, botOwnerId: env.users.desdemona.id, settings: { create: {} } },
+      data: { realmId: env.realmId, email, deliveryEmail: email, fullName: 'Owner Bot', role: 100, isBot: true, botType: 1, botOwnerId: env.users.desdemona.id, settings: { create: {} } },
     });
     try {
       const res = await env.raw('/users/me', { method: 'DELETE', as: 'desdemona' });
@@ -216,10 +193,10 @@ describe('DELETE /users/me', () => {
   });
 
   it('counts bots towards the users: a member with an active bot beside them may leave', async () => {
-    const member = await createAccount();
+    const member = await leavingAccount();
     const email = uniqueEmail('bot');
     const bot = await env.running.deps.db.user.create({
-      data: { realmId, email, deliveryEmail: email, fullName: 'Companion Bot', role: 400, isBot: true, botType: 1, botOwnerId: env.users.desdemona.id, settings: { create: {} } },
+      data: { realmId: env.realmId, email, deliveryEmail: email, fullName: 'Companion Bot', role: 400, isBot: true, botType: 1, botOwnerId: env.users.desdemona.id, settings: { create: {} } },
     });
     const restore = await leaveOnly([member.id, bot.id]);
     try {
@@ -235,10 +212,10 @@ describe('DELETE /users/me', () => {
   });
 
   it('deactivates the bots the user owns along with the account', async () => {
-    const member = await createAccount();
+    const member = await leavingAccount();
     const email = uniqueEmail('owned-bot');
     const bot = await env.running.deps.db.user.create({
-      data: { realmId, email, deliveryEmail: email, fullName: 'Owned Bot', role: 400, isBot: true, botType: 1, botOwnerId: member.id, settings: { create: {} } },
+      data: { realmId: env.realmId, email, deliveryEmail: email, fullName: 'Owned Bot', role: 400, isBot: true, botType: 1, botOwnerId: member.id, settings: { create: {} } },
     });
     expect(await isActive(bot.id)).toBe(true);
     const res = await env.raw('/users/me', { method: 'DELETE', headers: { Authorization: member.auth } });
@@ -259,7 +236,7 @@ describe('DELETE /users/me under concurrency', () => {
   // Each round is a fresh account; several rounds make it likely that some requests were authenticated
   // before the winner committed (the race the action must answer cleanly).
   it.each([1, 2, 3])('eight concurrent requests with one key (round %i): exactly one 200, the others a JSON error with a code', async () => {
-    const member = await createAccount();
+    const member = await leavingAccount();
     // Warm the path (authentication, validation) so that the eight requests overlap.
     expect((await env.raw('/users/me', { headers: { Authorization: member.auth } })).status).toBe(200);
     const mark = await markEvents(env);
@@ -282,8 +259,8 @@ describe('DELETE /users/me under concurrency', () => {
   });
 
   it('keeps an owner when the only two owners leave at once: one succeeds, the other is the last owner', async () => {
-    const first = await createAccount(100);
-    const second = await createAccount(100);
+    const first = await leavingAccount(100);
+    const second = await leavingAccount(100);
     const restore = await leaveOnlyOwners([first.id, second.id]);
     try {
       const requests = Array.from({ length: 8 }, (_, i) => deleteMe((i % 2 === 0 ? first : second).auth));
@@ -307,7 +284,7 @@ describe('DELETE /users/me under concurrency', () => {
           expectLastUserError(r, { msg: 'Cannot deactivate the only organization owner.', entity: 'organization owner', is_last_owner: true });
         }
       });
-      const owners = await env.running.deps.db.user.count({ where: { realmId, isActive: true, isBot: false, role: 100 } });
+      const owners = await env.running.deps.db.user.count({ where: { realmId: env.realmId, isActive: true, isBot: false, role: 100 } });
       expect(owners).toBe(1);
     } finally {
       await restore();

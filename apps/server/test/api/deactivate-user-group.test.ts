@@ -2,31 +2,14 @@
 // deactivate, and CANNOT_DEACTIVATE_GROUP_IN_USE with the exact objections (subgroup, channel,
 // user_group, realm), including uses through anonymous group-setting values, and the uses that do not
 // count (deactivated supergroups and groups, archived channels).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
-import {
-  createGroup,
-  readGroup,
-  setRealmGroupSetting,
-  systemGroupIds,
-  uniqueName,
-  type GroupSettingValue,
-  type SystemGroupIds,
-} from '../helpers/groups.ts';
-import { realmIdOf } from '../helpers/realm.ts';
+import { createGroup, readGroup, setRealmGroupSetting, uniqueName, useSystemGroupIds, type GroupSettingValue } from '../helpers/groups.ts';
 
-let env: TestServer;
-let sys: SystemGroupIds;
-let realmId: number;
-
-beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
-  sys = await systemGroupIds(env);
-});
-afterAll(() => env.close());
+const env = useTestServer();
+const sys = useSystemGroupIds(env);
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -54,7 +37,7 @@ async function patchGroupSetting(groupId: number, setting: string, value: GroupS
 async function createChannel(overrides: Partial<Record<ChannelGroupColumn, number>> = {}, isArchived = false): Promise<number> {
   const channel = await env.running.deps.db.channel.create({
     data: {
-      realmId,
+      realmId: env.realmId,
       name: uniqueName('channel'),
       isArchived,
       canAddSubscribersGroupId: sys['role:nobody'],
@@ -100,7 +83,7 @@ async function expectInUse(groupId: number, objections: any[]): Promise<void> {
   const res = await deactivate('iago', groupId);
   expectJsonError(res, 400, 'Cannot deactivate user group in use.', 'CANNOT_DEACTIVATE_GROUP_IN_USE');
   expect(Object.keys(res.error as object).sort()).toEqual(['code', 'msg', 'objections', 'result']);
-  expect(normaliseObjections((res.error as any).objections)).toEqual(normaliseObjections(objections));
+  expect(normaliseObjections((res.error as { objections: any[] }).objections)).toEqual(normaliseObjections(objections));
   expect(await isDeactivated(groupId)).toBe(false);
   expect(await eventPayloadsSince(env, before)).toEqual([]);
 }
@@ -184,7 +167,7 @@ describe('POST /user_groups/{user_group_id}/deactivate', () => {
       const groupId = await createGroup(env, 'hamlet', { can_manage_group: { direct_members: [uid('hamlet'), uid('polonius')], direct_subgroups: [] } });
       const res = await deactivate('polonius', groupId);
       expect(res.response.status).toBe(400);
-      expect(['Insufficient permission', 'Not allowed for guest users']).toContain((res.error as any)?.msg);
+      expect(['Insufficient permission', 'Not allowed for guest users']).toContain(res.error?.msg);
       expect(await isDeactivated(groupId)).toBe(false);
     });
   });

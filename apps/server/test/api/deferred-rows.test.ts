@@ -2,16 +2,12 @@
 // when they next read (message.deferred_recipient_ids, user_message_caught_up). What a user sees must
 // be what they would see had every row been written at send: the same messages, the same unread
 // state, whatever happened to their subscriptions in between, and whatever runs concurrently.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { createChannel } from '../helpers/channels.ts';
 
-let env: TestServer;
-beforeAll(async () => {
-  env = await startTestServer();
-});
-afterAll(() => env.close());
+const env = useTestServer();
 
 const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;

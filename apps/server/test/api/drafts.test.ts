@@ -2,22 +2,22 @@
 // Zulip's order, the batch rejected as a whole, what is stored and read back, the owner-only edit and
 // delete, the `drafts` events on the owner's own queues, the `drafts` state of /register, and the
 // enable_drafts_synchronization guard.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { createChannel } from '../helpers/channels.ts';
 import { eventsSince, markEvents } from '../helpers/events.ts';
 import { createDeactivatedUser } from '../helpers/people.ts';
+import { pollEvents, registerQueue, type Queue, type RegisterBody } from '../helpers/queues.ts';
 import { deleteAllDraftsOfUser } from '../../src/data/drafts.repo.ts';
 
-let env: TestServer;
+const env = useTestServer();
 let publicChannel: { id: number; name: string };
 let privateChannel: { id: number; name: string };
 let archivedChannel: { id: number; name: string };
 let deactivated: { id: number; email: string };
 
 beforeAll(async () => {
-  env = await startTestServer();
   publicChannel = await createChannel(env, 'iago', { name: 'drafts public' }, ['iago', 'hamlet']);
   privateChannel = await createChannel(env, 'iago', { name: 'drafts private', invite_only: true }, ['iago']);
   archivedChannel = await createChannel(env, 'iago', { name: 'drafts archived' }, ['iago', 'hamlet']);
@@ -26,7 +26,6 @@ beforeAll(async () => {
   const id = await createDeactivatedUser(env, 'drafts-gone');
   deactivated = { id, email: (await db().user.findUniqueOrThrow({ where: { id } })).email };
 });
-afterAll(() => env.close());
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -93,23 +92,8 @@ async function expectRefused(as: Person, send: () => Promise<Parameters<typeof e
   expect(await eventsSince(env, mark)).toEqual([]);
 }
 
-interface Queue {
-  queue_id: string;
-  last_event_id: number;
-  [key: string]: unknown;
-}
-
-async function register(as: Person, body: Record<string, unknown>): Promise<Queue> {
-  const { data, error } = await env.client(as).POST('/register', { body: body as any });
-  if (!data) throw new Error(`register failed: ${JSON.stringify(error)}`);
-  return data as unknown as Queue;
-}
-
-async function poll(as: Person, queue: Queue): Promise<any[]> {
-  const { data, error } = await env.client(as).GET('/events', { params: { query: { queue_id: queue.queue_id, last_event_id: queue.last_event_id, dont_block: true } as any } });
-  if (!data) throw new Error(`events failed: ${JSON.stringify(error)}`);
-  return (data as any).events;
-}
+const register = (as: Person, body: RegisterBody) => registerQueue(env.client(as), body);
+const poll = (as: Person, queue: Queue) => pollEvents(env.client(as), queue);
 
 // ---------------------------------------------------------------------------------------------
 
@@ -410,7 +394,7 @@ describe('/register drafts state', () => {
       directDraft([uid('hamlet')], 'middle', { timestamp: 1_600_000_200 }),
     ]);
     const state = await register('shiva', { fetch_event_types: ['drafts'] });
-    const drafts = state['drafts'] as any[];
+    const drafts = state.drafts!;
     expect(drafts.map((d) => d.id)).toEqual([ids[1], ids[2], ids[0]]);
     expect(drafts[0]).toEqual({ id: ids[1], type: 'private', to: [uid('hamlet')], topic: '', content: 'newest', timestamp: 1_600_000_300 });
     const gotten = (await listDrafts('shiva')).drafts;
@@ -431,7 +415,7 @@ describe('enable_drafts_synchronization off', () => {
       // The guard comes before the draft lookup.
       await expectRefused('desdemona', () => remove('desdemona', 2_000_000_000), msg);
       const state = await register('desdemona', { fetch_event_types: ['drafts'] });
-      expect(state['drafts']).toEqual([]);
+      expect(state.drafts).toEqual([]);
     });
     expect(await storedRow(id!)).toMatchObject({ content: 'stored before' });
     // Back on: everything works again.

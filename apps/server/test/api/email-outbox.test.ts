@@ -7,12 +7,12 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/test-server.ts';
 import { startSmtp } from '../helpers/smtp.ts';
 import { TEST_SECRET } from '../helpers/fixtures.ts';
 import { uniqueEmail } from '../helpers/people.ts';
-import { inTransaction } from '../../src/data/db.ts';
+import { inTransaction } from '../../src/data/transactions.ts';
 import { enqueueEmail, type OutgoingEmail } from '../../src/mail/outbox.ts';
 import { deliverOutboxEmail } from '../../src/mail/jobs.ts';
 import { smtpOptions } from '../../src/mail/transport.ts';
@@ -23,14 +23,10 @@ import { waitFor as waitForProbe } from '../helpers/wait.ts';
 const waitUntil = <T,>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 40_000) => waitForProbe(probe, { what, timeoutMs });
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-let env: TestServer;
+const env = useTestServer();
 
-beforeAll(async () => {
-  env = await startTestServer();
-});
 afterAll(async () => {
   env.running.deps.config.smtpUrl = null;
-  await env.close();
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -51,7 +47,6 @@ const message = (to: string, extra: Partial<OutgoingEmail> = {}): OutgoingEmail 
 const enqueue = (email: OutgoingEmail) => inTransaction(db(), (tx) => enqueueEmail(tx, deps(), email));
 
 const outboxRow = (id: number) => db().emailOutbox.findUniqueOrThrow({ where: { id } });
-
 
 /** The state of the pg-boss job of an e-mail (created, retry, active, completed, failed…). */
 async function jobStates(emailId: number): Promise<string[]> {

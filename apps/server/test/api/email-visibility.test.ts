@@ -3,42 +3,35 @@
 // is not visible to everyone appears as `user{id}@{host}`, as Zulip's `email` field does; and a direct
 // message addressed to the real address resolves only for senders who may see it.
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createParleyClient, type ParleyClient } from '@parley/client';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
+import { authorizationOf } from '../helpers/auth.ts';
 import { createChannel, subscribeDirectly } from '../helpers/channels.ts';
-import { createUser, deactivateUser } from '../helpers/people.ts';
-import { realmIdOf } from '../helpers/realm.ts';
+import { createAccount, deactivateUser, type Account as NewAccount } from '../helpers/people.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { pollEvents, registerQueue, type Queue } from '../helpers/queues.ts';
 
-let env: TestServer;
+const env = useTestServer();
 let host: string;
 let channel: { id: number; name: string };
 
-interface Account {
-  id: number;
-  email: string;
-  auth: string;
-  client: ParleyClient;
+interface Account extends NewAccount {
   /** The address others see: `user{id}@{host}`. */
   shown: string;
 }
 
 /** A new member whose email_address_visibility is `visibility` (1 everyone … 4 nobody, 5 moderators). */
-async function account(label: string, visibility: number): Promise<Account> {
-  const { id, email } = await createUser(env, { label, fullName: `Visibility ${label} ${randomBytes(3).toString('hex')}` });
-  const key = await apiKeyOf(env, id);
-  const client = createParleyClient({ site: env.url, email, apiKey: key });
-  const { error } = await client.PATCH('/settings', { body: { email_address_visibility: visibility } as any });
+async function account(label: string, visibility: 1 | 2 | 3 | 4 | 5): Promise<Account> {
+  const created = await createAccount(env, { label, fullName: `Visibility ${label} ${randomBytes(3).toString('hex')}` });
+  const { error } = await created.client.PATCH('/settings', { body: { email_address_visibility: visibility } });
   if (error) throw new Error(`setup: ${JSON.stringify(error)}`);
-  return { id, email, auth: basicAuth(email, key), client, shown: `user${id}@${host}` };
+  return { ...created, shown: `user${created.id}@${host}` };
 }
 
 const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;
-const authOf = (who: Person | Account) => (typeof who === 'string' ? basicAuth(env.users[who].email, env.users[who].apiKey) : who.auth);
+const authOf = (who: Person | Account) => authorizationOf(env, who);
 
 async function send(who: Person | Account, body: Record<string, unknown>) {
   const form = new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, typeof v === 'string' ? v : JSON.stringify(v)]));
@@ -53,25 +46,16 @@ async function sent(who: Person | Account, body: Record<string, unknown>): Promi
 
 const clientOf = (who: Person | Account) => (typeof who === 'string' ? env.client(who) : who.client);
 
-async function register(who: Person | Account, eventTypes: string[]) {
-  const body = { event_types: eventTypes, client_capabilities: { stream_typing_notifications: true } };
-  const { data, error } = await clientOf(who).POST('/register', { body: body as any });
-  if (error) throw new Error(JSON.stringify(error));
-  return data as any;
-}
-
-async function poll(who: Person | Account, q: any): Promise<any[]> {
-  const { data, error } = await clientOf(who).GET('/events', { params: { query: { queue_id: q.queue_id, last_event_id: q.last_event_id, dont_block: true } as any } });
-  if (error) throw new Error(JSON.stringify(error));
-  return (data as any).events;
-}
+const register = (who: Person | Account, eventTypes: string[]) =>
+  registerQueue(clientOf(who), { event_types: eventTypes, client_capabilities: { stream_typing_notifications: true } });
+const poll = (who: Person | Account, q: Queue) => pollEvents(clientOf(who), q);
 
 /** Typing events are notified, not stored: polls (without blocking) until `count` of them arrived. */
-async function typingEvents(who: Person | Account, q: any, count: number): Promise<any[]> {
+async function typingEvents(who: Person | Account, q: Queue, count: number): Promise<any[]> {
   const seen: any[] = [];
   let last = q.last_event_id;
   return waitFor(async () => {
-    const events = await poll(who, { ...q, last_event_id: last });
+    const events = await pollEvents(clientOf(who), q, { lastEventId: last });
     for (const e of events) {
       last = Math.max(last, e.id);
       if (e.type === 'typing') seen.push(e);
@@ -93,16 +77,13 @@ let hidden: Account;
 let adminsOnly: Account;
 let everyone: Account;
 beforeAll(async () => {
-  env = await startTestServer();
-  const realmId = await realmIdOf(env);
-  host = new URL((await db().realm.findUniqueOrThrow({ where: { id: realmId } })).url).hostname;
+  host = new URL((await db().realm.findUniqueOrThrow({ where: { id: env.realmId } })).url).hostname;
   hidden = await account('nobody', 4);
   adminsOnly = await account('admins', 3);
   everyone = await account('everyone', 1);
   channel = await createChannel(env, 'iago', {}, ['iago', 'hamlet']);
   await subscribeDirectly(env, hidden.id, channel.id);
 });
-afterAll(() => env.close());
 
 describe('messages show the address everyone sees', () => {
   it('GET /messages: sender_email and display_recipient of a direct message, for both participants', async () => {
@@ -110,7 +91,7 @@ describe('messages show the address everyone sees', () => {
     for (const viewer of ['hamlet', hidden] as const) {
       const message = await readMessage(viewer, id);
       expect(message.sender_email).toBe(hidden.shown);
-      const people = Object.fromEntries((message.display_recipient as any[]).map((p) => [p.id, p.email]));
+      const people = Object.fromEntries((message.display_recipient as Array<{ id: number; email: string }>).map((p) => [p.id, p.email]));
       expect(people).toEqual({ [hidden.id]: hidden.shown, [uid('hamlet')]: env.users.hamlet.email });
       expect(JSON.stringify(message)).not.toContain(hidden.email);
     }
@@ -126,7 +107,7 @@ describe('messages show the address everyone sees', () => {
     expect((await readMessage('hamlet', byAdminsOnly)).sender_email).toBe(adminsOnly.shown);
     const group = await sent('hamlet', { type: 'private', to: JSON.stringify([hidden.id, adminsOnly.id, everyone.id]), content: 'group' });
     const message = await readMessage('hamlet', group);
-    const people = Object.fromEntries((message.display_recipient as any[]).map((p) => [p.id, p.email]));
+    const people = Object.fromEntries((message.display_recipient as Array<{ id: number; email: string }>).map((p) => [p.id, p.email]));
     expect(people).toEqual({ [hidden.id]: hidden.shown, [adminsOnly.id]: adminsOnly.shown, [everyone.id]: everyone.email, [uid('hamlet')]: env.users.hamlet.email });
   });
 
@@ -160,7 +141,7 @@ describe('messages show the address everyone sees', () => {
 describe('typing events', () => {
   it('show the sender and recipients by the address everyone sees', async () => {
     const hq = await register('hamlet', ['typing']);
-    const { error } = await hidden.client.POST('/typing', { body: { op: 'start', to: [uid('hamlet')] } as any });
+    const { error } = await hidden.client.POST('/typing', { body: { op: 'start', to: [uid('hamlet')] } });
     expect(error).toBeUndefined();
     const events = await typingEvents('hamlet', hq, 1);
     expect(events).toHaveLength(1);
@@ -178,7 +159,7 @@ describe('typing events', () => {
 
   it('hamlet typing to a hidden user lists them by the address everyone sees', async () => {
     const q = await register(adminsOnly, ['typing']);
-    const { error } = await env.client('hamlet').POST('/typing', { body: { op: 'start', to: [adminsOnly.id] } as any });
+    const { error } = await env.client('hamlet').POST('/typing', { body: { op: 'start', to: [adminsOnly.id] } });
     expect(error).toBeUndefined();
     const [event] = await typingEvents(adminsOnly, q, 1);
     expect(event.sender).toEqual({ user_id: uid('hamlet'), email: env.users.hamlet.email });
@@ -187,7 +168,7 @@ describe('typing events', () => {
 
   it('channel typing shows the sender by the address everyone sees', async () => {
     const hq = await register('hamlet', ['typing']);
-    const { error } = await hidden.client.POST('/typing', { body: { op: 'start', type: 'channel', stream_id: channel.id, topic: 'typing' } as any });
+    const { error } = await hidden.client.POST('/typing', { body: { op: 'start', type: 'channel', stream_id: channel.id, topic: 'typing' } });
     expect(error).toBeUndefined();
     const [event] = await typingEvents('hamlet', hq, 1);
     expect(event.sender).toEqual({ user_id: hidden.id, email: hidden.shown });
@@ -196,11 +177,11 @@ describe('typing events', () => {
   it('follow a change of visibility made after the sender was last seen', async () => {
     const who = await account('changing', 1);
     const hq = await register('hamlet', ['typing']);
-    await who.client.POST('/typing', { body: { op: 'start', to: [uid('hamlet')] } as any });
+    await who.client.POST('/typing', { body: { op: 'start', to: [uid('hamlet')] } });
     await typingEvents('hamlet', hq, 1);
-    const { error } = await who.client.PATCH('/settings', { body: { email_address_visibility: 4 } as any });
+    const { error } = await who.client.PATCH('/settings', { body: { email_address_visibility: 4 } });
     expect(error).toBeUndefined();
-    await who.client.POST('/typing', { body: { op: 'stop', to: [uid('hamlet')] } as any });
+    await who.client.POST('/typing', { body: { op: 'stop', to: [uid('hamlet')] } });
     const events = await typingEvents('hamlet', hq, 2);
     expect(events.map((e) => e.sender.email)).toEqual([who.email, who.shown]);
   });
@@ -243,7 +224,7 @@ describe('push notifications', () => {
     expect(error).toBeUndefined();
     const id = await sent(hidden, { type: 'private', to: JSON.stringify([r.id]), content: 'pushed' });
     const [push] = await db().pushOutbox.findMany({ where: { userId: r.id, messageId: id } });
-    expect((push!.payload as any).zulip.sender_email).toBe(hidden.shown);
+    expect((push!.payload as { zulip: { sender_email: string } }).zulip.sender_email).toBe(hidden.shown);
     expect(JSON.stringify(push!.payload)).not.toContain(hidden.email);
   });
 });
@@ -255,7 +236,7 @@ describe('subscription principals given as addresses', () => {
   }
 
   it('name a user by the address the caller sees, or by the real one only when the caller may see it', async () => {
-    // hamlet may not see the real address of an admins-only user: as unknown as any other address.
+    // hamlet may not see the real address of an admins-only user: unknown, like every other unknown address.
     expectJsonError(await subscribeOthers('hamlet', [adminsOnly.email]), 400, 'No such user');
     expectJsonError(await subscribeOthers('iago', [hidden.email]), 400, 'No such user');
     // The shown form always works; an administrator may use the real address they can see.

@@ -2,26 +2,19 @@
 // entitled to it when it happened: no replay of stored events with a low last_event_id, and a queue
 // whose owner is deactivated (or, registered with all_public_streams, becomes a guest) ends at that
 // change, even for a poll that was waiting when it happened.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createParleyClient, type ParleyClient } from '@parley/client';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
-import { apiKeyOf } from '../helpers/auth.ts';
+import { describe, expect, it } from 'vitest';
+import { type ParleyClient } from '@parley/client';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import { createChannel } from '../helpers/channels.ts';
-import { createUser, deactivateUser, setRole, type Role } from '../helpers/people.ts';
+import { createAccount, deactivateUser, setRole, type Role } from '../helpers/people.ts';
+import { waitFor } from '../helpers/wait.ts';
 
-let env: TestServer;
-beforeAll(async () => {
-  env = await startTestServer({ heartbeatMs: 60_000 });
-});
-afterAll(() => env.close());
+const env = useTestServer({ heartbeatMs: 60_000 });
 
 type EventList = Record<string, unknown>[];
 
-/** A new user of the given role and a client authenticated as them. */
-async function newPerson(label: string, role: Role = 400): Promise<{ id: number; client: ParleyClient }> {
-  const { id, email } = await createUser(env, { label, fullName: label, role });
-  return { id, client: createParleyClient({ site: env.url, email, apiKey: await apiKeyOf(env, id) }) };
-}
+/** A new user of the given role, with a client authenticated as them. */
+const newPerson = (label: string, role: Role = 400) => createAccount(env, { label, fullName: label, role });
 
 async function register(client: ParleyClient, allPublicStreams = false): Promise<{ queueId: string; lastEventId: number }> {
   const { data, error } = await client.POST('/register', { body: { all_public_streams: allPublicStreams, fetch_event_types: ['realm'] } });
@@ -106,7 +99,7 @@ describe('GET /events: a queue ends with its owner’s right to it', () => {
     const parked = env.running.deps.delivery.parked;
     const waiting = poll(gone.client, q.queueId, q.lastEventId, false);
     // The poll is parked before the change (the server counts it).
-    await until(() => env.running.deps.delivery.parked > parked);
+    await waitFor(async () => env.running.deps.delivery.parked > parked, { what: 'the parked poll' });
     await deactivateUser(env, gone.id);
     const { error } = await env.client('iago').PATCH('/realm', { body: { description: `after ${gone.id} left` } });
     expect(error).toBeUndefined();
@@ -125,7 +118,7 @@ describe('GET /events: a queue ends with its owner’s right to it', () => {
     const seen = Math.max(...events.map((e) => e['id'] as number));
     const parked = env.running.deps.delivery.parked;
     const waiting = poll(member.client, q.queueId, seen, false);
-    await until(() => env.running.deps.delivery.parked > parked);
+    await waitFor(async () => env.running.deps.delivery.parked > parked, { what: 'the parked poll' });
     await setRole(env, member.id, 600);
     const after = await env.client('iago').POST('/messages', { body: { type: 'stream', to: String(channel.id), topic: 't', content: 'once a guest' } });
     expect(after.error).toBeUndefined();
@@ -141,8 +134,3 @@ describe('GET /events: a queue ends with its owner’s right to it', () => {
     expect(events.some((e) => e['type'] === 'realm_user' && (e['person'] as { role?: number }).role === 600)).toBe(true);
   });
 });
-
-async function until(probe: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !probe(); i++) await new Promise((r) => setTimeout(r, 10));
-  if (!probe()) throw new Error('condition never held');
-}

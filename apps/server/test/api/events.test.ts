@@ -1,39 +1,24 @@
 // POST /register, GET /events, DELETE /events: queues, long-polling, acknowledgement, filtering, and
 // that what is delivered is what the change stored (checked against the spec's event schemas by the
 // server's response validation in tests).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError, startTestServer, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { createChannel } from '../helpers/channels.ts';
+import { useChannel } from '../helpers/channels.ts';
+import { pollEvents, pollUntil, registerQueue, type Queue, type RegisterBody } from '../helpers/queues.ts';
+import { waitFor } from '../helpers/wait.ts';
 
-let env: TestServer;
-beforeAll(async () => {
-  env = await startTestServer({ heartbeatMs: 1_500 });
-  channel = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
-});
-let channel: { id: number; name: string };
-afterAll(() => env.close());
+const env = useTestServer({ heartbeatMs: 1_500 });
+const channel = useChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
 
-interface Queue {
-  queue_id: string;
-  last_event_id: number;
-  [key: string]: unknown;
-}
-
-async function register(as: Person, body: Record<string, unknown> = {}): Promise<Queue> {
-  const { data, error } = await env.client(as).POST('/register', { body: body as any });
-  if (error) throw new Error(`register: ${JSON.stringify(error)}`);
-  return data as unknown as Queue;
-}
-
-async function poll(as: Person, queue: Queue, lastEventId: number, dontBlock = false): Promise<any[]> {
-  const { data, error } = await env.client(as).GET('/events', { params: { query: { queue_id: queue.queue_id, last_event_id: lastEventId, dont_block: dontBlock } as any } });
-  if (error) throw new Error(`events: ${JSON.stringify(error)}`);
-  return (data as any).events;
-}
+const register = (as: Person, body: RegisterBody = {}) => registerQueue(env.client(as), body);
+/** One poll from `lastEventId`: a long poll unless `dontBlock`. */
+const poll = (as: Person, queue: Queue, lastEventId: number, dontBlock = false) => pollEvents(env.client(as), queue, { lastEventId, dontBlock });
+/** Waits until the server holds `count` parked long-polls. */
+const parkedPolls = (count: number) => waitFor(async () => env.running.deps.delivery.parked === count, { what: `${count} parked polls` });
 
 async function renameChannelDescription(as: Person, channelId: number, description: string) {
-  const { error } = await env.client(as).PATCH('/streams/{stream_id}', { params: { path: { stream_id: channelId } }, body: { description } as any });
+  const { error } = await env.client(as).PATCH('/streams/{stream_id}', { params: { path: { stream_id: channelId } }, body: { description } });
   if (error) throw new Error(JSON.stringify(error));
 }
 
@@ -46,10 +31,10 @@ describe('POST /register', () => {
     const q = await register('hamlet', { fetch_event_types: ['realm_user', 'realm'] });
     expect(typeof q.queue_id).toBe('string');
     expect(Number.isInteger(q.last_event_id)).toBe(true);
-    expect(q['zulip_feature_level']).toBeTypeOf('number');
-    expect((q['realm_users'] as any[]).some((u) => u.user_id === env.users.hamlet.id)).toBe(true);
-    expect(q['max_message_length']).toBe(10_000);
-    expect(q['server_typing_started_wait_period_milliseconds']).toBe(30_000);
+    expect(q.zulip_feature_level).toBeTypeOf('number');
+    expect(q.realm_users!.some((u) => u.user_id === env.users.hamlet.id)).toBe(true);
+    expect(q.max_message_length).toBe(10_000);
+    expect(q.server_typing_started_wait_period_milliseconds).toBe(30_000);
     expect(q).not.toHaveProperty('subscriptions');
   });
 
@@ -61,7 +46,7 @@ describe('POST /register', () => {
   });
 
   it('refuses all_public_streams to guests', async () => {
-    const { error, response } = await env.client('polonius').POST('/register', { body: { all_public_streams: true } as any });
+    const { error, response } = await env.client('polonius').POST('/register', { body: { all_public_streams: true } });
     expectJsonError({ response, error }, 400, 'User not authorized for this query');
   });
 });
@@ -84,9 +69,9 @@ describe('GET /events', () => {
 
   it('wakes a parked long-poll when a change commits', async () => {
     const q = await register('othello');
+    const before = env.running.deps.delivery.parked;
     const parked = poll('othello', q, q.last_event_id);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(env.running.deps.delivery.parked).toBeGreaterThanOrEqual(1);
+    await parkedPolls(before + 1);
     const channelId = await anyChannel();
     const description = `woken ${Date.now()}`;
     await renameChannelDescription('iago', channelId, description);
@@ -94,15 +79,16 @@ describe('GET /events', () => {
     expect(events.some((e) => e.type === 'stream' && e.property === 'description' && e.value === description)).toBe(true);
   });
 
+  // The poll parks first (no heartbeat at once); the server's heartbeat is configured to 1.5 s here, so a
+  // server that waited Zulip's 45 s instead would not answer within this test's timeout.
   it('answers a heartbeat when nothing happens, carrying the id already seen', async () => {
     const q = await register('cordelia', { event_types: ['drafts'] });
-    const started = Date.now();
-    const events = await poll('cordelia', q, q.last_event_id);
-    expect(events).toEqual([{ type: 'heartbeat', id: q.last_event_id }]);
-    const waited = Date.now() - started;
-    expect(waited).toBeGreaterThanOrEqual(1_000);
-    expect(waited).toBeLessThan(10_000); // the configured 1.5 s plus jitter, not Zulip's 45 s
-  });
+    const before = env.running.deps.delivery.parked;
+    const polled = poll('cordelia', q, q.last_event_id);
+    await parkedPolls(before + 1);
+    expect(await polled).toEqual([{ type: 'heartbeat', id: q.last_event_id }]);
+    expect(env.running.deps.delivery.parked).toBe(before);
+  }, 20_000);
 
   it('filters by event_types', async () => {
     const q = await register('hamlet', { event_types: ['realm_user'] });
@@ -134,23 +120,21 @@ describe('GET /events', () => {
       headers: { Authorization: `Basic ${Buffer.from(`${env.users.shiva.email}:${env.users.shiva.apiKey}`).toString('base64')}` },
       signal: controller.signal,
     }).catch(() => null);
-    await new Promise((r) => setTimeout(r, 150));
-    expect(env.running.deps.delivery.parked).toBe(before + 1);
+    await parkedPolls(before + 1);
     controller.abort();
     await request;
-    await new Promise((r) => setTimeout(r, 100));
-    expect(env.running.deps.delivery.parked).toBe(before);
+    await parkedPolls(before);
   });
 });
 
 describe('DELETE /events', () => {
   it('deletes the caller\'s queue; polling it then fails', async () => {
     const q = await register('hamlet');
-    const { error } = await env.client('hamlet').DELETE('/events', { body: { queue_id: q.queue_id } as any });
+    const { error } = await env.client('hamlet').DELETE('/events', { body: { queue_id: q.queue_id } });
     expect(error).toBeUndefined();
     const res = await env.raw(`/events?queue_id=${q.queue_id}&dont_block=true`, { as: 'hamlet' });
     expectJsonError(res, 400, `Bad event queue ID: ${q.queue_id}`, 'BAD_EVENT_QUEUE_ID');
-    const again = await env.client('hamlet').DELETE('/events', { body: { queue_id: q.queue_id } as any });
+    const again = await env.client('hamlet').DELETE('/events', { body: { queue_id: q.queue_id } });
     expectJsonError(again, 400, `Bad event queue ID: ${q.queue_id}`, 'BAD_EVENT_QUEUE_ID');
   });
 });
@@ -160,7 +144,7 @@ describe('POST /typing', () => {
     const hq = await register('hamlet');
     const oq = await register('othello');
     const stored = await env.running.deps.db.event.count();
-    const { error } = await env.client('hamlet').POST('/typing', { body: { op: 'start', to: [env.users.othello.id] } as any });
+    const { error } = await env.client('hamlet').POST('/typing', { body: { op: 'start', to: [env.users.othello.id] } });
     expect(error).toBeUndefined();
     const expected = {
       type: 'typing',
@@ -182,42 +166,36 @@ describe('POST /typing', () => {
   });
 
   it('refuses unknown recipients, empty lists and missing arguments with Zulip\'s errors', async () => {
-    expectJsonError(await env.client('hamlet').POST('/typing', { body: { op: 'start', to: [999999] } as any }), 400, 'Invalid user ID 999999');
-    expectJsonError(await env.client('hamlet').POST('/typing', { body: { op: 'start', to: [] } as any }), 400, "Empty 'to' list");
-    expectJsonError(await env.client('hamlet').POST('/typing', { body: { op: 'start' } as any }), 400, "Missing 'to' argument");
-    expectJsonError(await env.client('hamlet').POST('/typing', { body: { op: 'start', type: 'stream', topic: 'x' } as any }), 400, "Missing 'stream_id' argument");
-    expectJsonError(await env.client('hamlet').POST('/typing', { body: { op: 'start', type: 'channel', stream_id: 999999, topic: 'x' } as any }), 400, 'Invalid channel ID');
+    expectJsonError(await env.client('hamlet').POST('/typing', { body: { op: 'start', to: [999999] } }), 400, 'Invalid user ID 999999');
+    expectJsonError(await env.client('hamlet').POST('/typing', { body: { op: 'start', to: [] } }), 400, "Empty 'to' list");
+    expectJsonError(await env.client('hamlet').POST('/typing', { body: { op: 'start' } }), 400, "Missing 'to' argument");
+    expectJsonError(await env.client('hamlet').POST('/typing', { body: { op: 'start', type: 'stream', topic: 'x' } }), 400, "Missing 'stream_id' argument");
+    expectJsonError(await env.client('hamlet').POST('/typing', { body: { op: 'start', type: 'channel', stream_id: 999999, topic: 'x' } }), 400, 'Invalid channel ID');
   });
 
   it("refuses a sender who turned typing notifications off, before looking at the recipients", async () => {
-    const setSending = (key: string, value: boolean) => env.client('cordelia').PATCH('/settings', { body: { [key]: value } as any });
+    const setSending = (key: string, value: boolean) => env.client('cordelia').PATCH('/settings', { body: { [key]: value } });
     expect((await setSending('send_private_typing_notifications', false)).response.status).toBe(200);
     expect((await setSending('send_stream_typing_notifications', false)).response.status).toBe(200);
     try {
-      expectJsonError(await env.client('cordelia').POST('/typing', { body: { op: 'start', to: [env.users.othello.id] } as any }), 400, 'User has disabled typing notifications for direct messages');
-      expectJsonError(await env.client('cordelia').POST('/typing', { body: { op: 'start', to: [999999] } as any }), 400, 'User has disabled typing notifications for direct messages');
-      expectJsonError(await env.client('cordelia').POST('/typing', { body: { op: 'start', type: 'channel', stream_id: 999999, topic: 'x' } as any }), 400, 'User has disabled typing notifications for channel messages');
+      expectJsonError(await env.client('cordelia').POST('/typing', { body: { op: 'start', to: [env.users.othello.id] } }), 400, 'User has disabled typing notifications for direct messages');
+      expectJsonError(await env.client('cordelia').POST('/typing', { body: { op: 'start', to: [999999] } }), 400, 'User has disabled typing notifications for direct messages');
+      expectJsonError(await env.client('cordelia').POST('/typing', { body: { op: 'start', type: 'channel', stream_id: 999999, topic: 'x' } }), 400, 'User has disabled typing notifications for channel messages');
     } finally {
       await setSending('send_private_typing_notifications', true);
       await setSending('send_stream_typing_notifications', true);
     }
-    const { error } = await env.client('cordelia').POST('/typing', { body: { op: 'start', to: [env.users.othello.id] } as any });
+    const { error } = await env.client('cordelia').POST('/typing', { body: { op: 'start', to: [env.users.othello.id] } });
     expect(error).toBeUndefined();
   });
 
   it('delivers every one of many concurrent typing notifications once, in id order (they are notified in batches)', async () => {
     const q = await register('othello', { event_types: ['typing'] });
     const answers = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => env.client('hamlet').POST('/typing', { body: { op: i % 2 ? 'stop' : 'start', to: [env.users.othello.id] } as any })),
+      Array.from({ length: 20 }, (_, i) => env.client('hamlet').POST('/typing', { body: { op: i % 2 ? 'stop' : 'start', to: [env.users.othello.id] } })),
     );
     for (const { error } of answers) expect(error).toBeUndefined();
-    const events: any[] = [];
-    let last = q.last_event_id;
-    for (let round = 0; events.length < 20 && round < 20; round++) {
-      const got = await poll('othello', q, last);
-      events.push(...got.filter((e) => e.type !== 'heartbeat'));
-      if (got.length) last = got[got.length - 1].id;
-    }
+    const events = await pollUntil(env.client('othello'), q, (got) => got.length >= 20, { maxPolls: 20 });
     expect(events).toHaveLength(20);
     expect(events.every((e) => e.type === 'typing' && e.sender.user_id === env.users.hamlet.id)).toBe(true);
     expect(events.filter((e) => e.op === 'start')).toHaveLength(10);
@@ -230,7 +208,7 @@ describe('POST /typing', () => {
     const db = env.running.deps.db;
     const othello = env.users.othello.id;
     const hamlet = env.users.hamlet.id;
-    const type = () => env.client('hamlet').POST('/typing', { body: { op: 'start', to: [othello] } as any });
+    const type = () => env.client('hamlet').POST('/typing', { body: { op: 'start', to: [othello] } });
     const q = await register('othello', { event_types: ['typing'] });
     expect((await type()).error).toBeUndefined(); // both are known to the process from now on
     const first = await poll('othello', q, q.last_event_id);
@@ -253,7 +231,7 @@ describe('POST /typing', () => {
     const channelId = await anyChannel();
     const capable = await register('othello', { client_capabilities: { stream_typing_notifications: true } });
     const plain = await register('othello');
-    const { error } = await env.client('hamlet').POST('/typing', { body: { op: 'start', type: 'channel', stream_id: channelId, topic: '(no topic)' } as any });
+    const { error } = await env.client('hamlet').POST('/typing', { body: { op: 'start', type: 'channel', stream_id: channelId, topic: '(no topic)' } });
     expect(error).toBeUndefined();
     const events = await poll('othello', capable, capable.last_event_id);
     expect(events[0]).toMatchObject({ type: 'typing', op: 'start', message_type: 'stream', stream_id: channelId, topic: '' });
@@ -265,16 +243,13 @@ describe('POST /typing', () => {
 describe('stopping the server', () => {
   it('answers parked long-polls at once with a heartbeat, so clients poll again elsewhere', async () => {
     const other = await startTestServer();
-    const { data } = await other.client('hamlet').POST('/register', { body: { event_types: ['message'] } as any });
-    const q = data as any;
-    const parked = other.client('hamlet').GET('/events', { params: { query: { queue_id: q.queue_id, last_event_id: q.last_event_id } as any } });
-    for (let i = 0; i < 1_000 && other.running.deps.delivery.parked === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(other.running.deps.delivery.parked).toBe(1);
+    const q = await registerQueue(other.client('hamlet'), { event_types: ['message'] });
+    const parked = pollEvents(other.client('hamlet'), q, { dontBlock: false });
+    await waitFor(async () => other.running.deps.delivery.parked === 1, { what: 'the parked poll' });
     const closing = other.running.close({ drainMs: 5_000 }); // as SIGTERM does (main.ts)
     // Answered as close() begins, not when the drain ends or a heartbeat falls due.
     expect(other.running.deps.delivery.parked).toBe(0);
-    const answer = await parked;
-    expect((answer.data as any).events).toEqual([{ type: 'heartbeat', id: q.last_event_id }]);
+    expect(await parked).toEqual([{ type: 'heartbeat', id: q.last_event_id }]);
     await closing;
   });
 });

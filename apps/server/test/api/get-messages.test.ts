@@ -4,25 +4,21 @@
 // statement count, never time).
 import { writeDeferredRows } from '../../src/data/deferred-rows.repo.ts';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { createChannel, subscribeDirectly } from '../helpers/channels.ts';
-import { realmIdOf, withRealm } from '../helpers/realm.ts';
+import { withRealm } from '../helpers/realm.ts';
 
 const NEWEST = 10_000_000_000_000_000;
 
-let env: TestServer;
-let realmId: number;
+const env = useTestServer({ emitQueryEvents: true });
 /** SQL statements Prisma reports, while a measurement runs. */
 let statements: Array<{ query: string; params: string }> | null = null;
 
 beforeAll(async () => {
-  env = await startTestServer({ emitQueryEvents: true });
   env.running.deps.db.$on('query' as never, ((e: { query: string; params: string }) => statements?.push({ query: e.query, params: e.params })) as never);
-  realmId = await realmIdOf(env);
 });
-afterAll(() => env.close());
 
 const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;
@@ -56,9 +52,9 @@ async function ids(as: Person, narrow: Term[], extra: Record<string, unknown> = 
 /** Only the ids of `within` (tests share one organization). */
 const only = (all: number[], within: number[]) => all.filter((id) => within.includes(id));
 
-/** Sets the person's flags in the database, after writing their deferred rows (as any read of them does). */
+/** Sets the person's flags in the database, after writing their deferred rows (as every read of them does). */
 async function setFlags(person: Person, messageIds: number[], flags: number) {
-  await writeDeferredRows(db(), realmId, uid(person));
+  await writeDeferredRows(db(), env.realmId, uid(person));
   await db().userMessage.updateMany({ where: { userId: uid(person), messageId: { in: messageIds } }, data: { flags } });
 }
 
@@ -201,7 +197,7 @@ describe('GET /messages: first_unread and date anchors', () => {
   it('first_unread skips muted channels unless the narrow names the channel', async () => {
     const muted = await createChannel(env, 'iago', {}, ['iago', 'hamlet']);
     const other = await createChannel(env, 'iago', {}, ['iago', 'hamlet']);
-    await writeDeferredRows(db(), realmId, uid('hamlet'));
+    await writeDeferredRows(db(), env.realmId, uid('hamlet'));
     await db().userMessage.updateMany({ where: { userId: uid('hamlet') }, data: { flags: 1 } });
     await db().subscription.update({ where: { userId_channelId: { userId: uid('hamlet'), channelId: muted.id } }, data: { isMuted: true } });
     const inMuted = await post('iago', muted, 't', 'muted');
@@ -601,7 +597,7 @@ describe('GET /messages/{message_id}', () => {
     expect(dmRes.body.message.display_recipient.map((p: any) => p.id).sort()).toEqual([uid('iago'), uid('hamlet')].sort());
     // The same through the generated client.
     const typed = await env.client('hamlet').GET('/messages/{message_id}', { params: { path: { message_id: id } } });
-    expect((typed.data as any).message.id).toBe(id);
+    expect(typed.data!.message.id).toBe(id);
   });
 });
 
@@ -623,7 +619,7 @@ describe('GET /users/me/{stream_id}/topics', () => {
     ]);
     expect((await get('cordelia', `/users/me/${ch.id}/topics`, { allow_empty_topic_name: true })).body.topics[2]).toEqual({ name: '', max_id: e1 });
     const typed = await env.client('cordelia').GET('/users/me/{stream_id}/topics', { params: { path: { stream_id: ch.id } } });
-    expect((typed.data as any).topics[0]).toEqual({ name: 'ALPHA', max_id: a2 });
+    expect(typed.data!.topics[0]).toEqual({ name: 'ALPHA', max_id: a2 });
     expectJsonError(await get('cordelia', '/users/me/999999/topics'), 400, 'Invalid channel ID');
     await db().channel.update({ where: { id: ch.id }, data: { isArchived: true } });
     expectJsonError(await get('hamlet', `/users/me/${ch.id}/topics`), 400, 'Invalid channel ID');
@@ -638,7 +634,7 @@ describe('spectators', () => {
     const w = await post('iago', web, 'open', 'for everyone');
     const p = await post('iago', pub, 'closed', 'members only');
     const webPublic = ['channels', 'web-public'];
-    await withRealm(env, realmId, { enableSpectatorAccess: true }, async () => {
+    await withRealm(env, env.realmId, { enableSpectatorAccess: true }, async () => {
       const res = await messages(null, { anchor: 'newest', num_before: 100, num_after: 0, narrow: [webPublic] });
       expect(res.status).toBe(200);
       const got = res.body.messages.map((m: any) => m.id);
@@ -676,7 +672,7 @@ describe('scale: a topic of a channel of 1,000,000 messages', () => {
     // with protected history whose rows othello has; topic t is message g with g % 1000 = t.
     const insert = (channelId: number, from: number, to: number) =>
       db().$executeRawUnsafe(`INSERT INTO message (realm_id, sender_id, channel_id, topic, direct_user_ids, content, rendered_content)
-        SELECT ${realmId}, ${uid('iago')}, ${channelId}, 'topic ' || (g % ${TOPICS}), '{}', 'message ' || g, '<p>message ' || g || '</p>'
+        SELECT ${env.realmId}, ${uid('iago')}, ${channelId}, 'topic ' || (g % ${TOPICS}), '{}', 'message ' || g, '<p>message ' || g || '</p>'
         FROM generate_series(${from}, ${to}) g ORDER BY g`);
     await insert(big.id, 1, TOTAL * 0.9);
     await insert(priv.id, 1, TOTAL * 0.1);
@@ -746,7 +742,7 @@ describe('scale: a topic of a channel of 1,000,000 messages', () => {
     const newestId = (await db().message.findFirstOrThrow({ where: { channelId: priv.id }, orderBy: { id: 'desc' } })).id;
     const unread = `message_id > ${newestId - 4000} AND message_id % 100 = 0`;
     // Only those: his other unread rows (earlier tests' messages, deferred rows written now) are read meanwhile.
-    await writeDeferredRows(db(), realmId, othello);
+    await writeDeferredRows(db(), env.realmId, othello);
     const earlier = await db().$queryRawUnsafe<{ id: number }[]>(`UPDATE user_message SET flags = flags | 1 WHERE user_id = ${othello} AND (flags & 1) = 0 RETURNING message_id AS id`);
     await db().$executeRawUnsafe(`UPDATE user_message SET flags = 0 WHERE user_id = ${othello} AND ${unread}`);
     try {

@@ -1,13 +1,9 @@
 // A group-setting value as clients see it (FL 303: deactivated users dropped from direct_members) is
 // the value `old` must match, and re-sending it as `new` changes nothing.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/test-server.ts';
 
-let env: TestServer;
-beforeAll(async () => {
-  env = await startTestServer();
-});
-afterAll(() => env.close());
+const env = useTestServer();
 
 async function createGroup(name: string, members: number[] = []) {
   const res = await env.client('iago').POST('/user_groups/create', { body: { name, description: name, members } });

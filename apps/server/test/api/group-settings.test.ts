@@ -4,21 +4,12 @@
 // invalid values, deactivated groups (cannot be named; can still be edited), who may change organization
 // settings, and the stored events.
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { paths } from '@parley/client';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import { TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
 import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
-import {
-  createGroup,
-  deactivateGroup,
-  readGroup,
-  systemGroupIds,
-  uniqueName,
-  type CreateGroupBody,
-  type GroupSettingValue,
-  type SystemGroupIds,
-} from '../helpers/groups.ts';
+import { createGroup, deactivateGroup, readGroup, uniqueName, useSystemGroupIds, type CreateGroupBody, type GroupSettingValue } from '../helpers/groups.ts';
 import { createDeactivatedUser } from '../helpers/people.ts';
 
 type PatchBody = NonNullable<paths['/user_groups/{user_group_id}']['patch']['requestBody']>['content']['application/x-www-form-urlencoded'];
@@ -34,14 +25,8 @@ const GROUP_SETTINGS = [
 ] as const;
 type GroupSetting = (typeof GROUP_SETTINGS)[number];
 
-let env: TestServer;
-let sys: SystemGroupIds;
-
-beforeAll(async () => {
-  env = await startTestServer();
-  sys = await systemGroupIds(env);
-});
-afterAll(() => env.close());
+const env = useTestServer();
+const sys = useSystemGroupIds(env);
 
 // ---------------------------------------------------------------------------------------------
 // helpers

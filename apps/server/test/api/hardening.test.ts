@@ -3,17 +3,13 @@
 // property names, authentication order, Node's parser refusals, failures of the database itself).
 import net from 'node:net';
 import { gzipSync, deflateSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { wirePlan } from '@parley/wire';
 import { buildApp } from '../../src/app.ts';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import { basicAuth } from '../helpers/auth.ts';
 
-let env: TestServer;
-beforeAll(async () => {
-  env = await startTestServer();
-});
-afterAll(() => env.close());
+const env = useTestServer();
 
 const form = { 'Content-Type': 'application/x-www-form-urlencoded' };
 

@@ -3,19 +3,18 @@
 // success, role rules, channels and groups, expiry, the organization's invite permission, the daily
 // limit, the invitation e-mail in the outbox (no SMTP in tests: e-mails are kept there), the
 // invites_changed events, and the whole sign-up over HTTP down to logging in with the new account.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createParleyClient } from '@parley/client';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { createChannel } from '../helpers/channels.ts';
-import { createGroup, deactivateGroup, systemGroupIds, type SystemGroupIds } from '../helpers/groups.ts';
+import { createGroup, deactivateGroup, useSystemGroupIds } from '../helpers/groups.ts';
 import { eventsSince, markEvents } from '../helpers/events.ts';
 import { createUser, deactivateUser, uniqueEmail } from '../helpers/people.ts';
-import { realmIdOf } from '../helpers/realm.ts';
+import { waitFor } from '../helpers/wait.ts';
 
-let env: TestServer;
-let realmId: number;
-let sys: SystemGroupIds;
+const env = useTestServer();
+const sys = useSystemGroupIds(env);
 let publicChannel: { id: number; name: string };
 let privateChannel: { id: number; name: string };
 let hiddenChannel: { id: number; name: string };
@@ -25,9 +24,6 @@ let iagoGroup: number;
 let openGroup: number;
 
 beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
-  sys = await systemGroupIds(env);
   publicChannel = await createChannel(env, 'iago', { name: 'invite public' }, ['iago', 'hamlet', 'cordelia']);
   privateChannel = await createChannel(env, 'iago', { name: 'invite private', invite_only: true }, ['iago', 'hamlet']);
   hiddenChannel = await createChannel(env, 'iago', { name: 'invite hidden', invite_only: true }, ['iago']);
@@ -39,7 +35,6 @@ beforeAll(async () => {
   iagoGroup = await createGroup(env, 'iago');
   openGroup = await createGroup(env, 'iago', { can_add_members_group: sys['role:members'] });
 });
-afterAll(() => env.close());
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -100,7 +95,7 @@ async function listInvites(as: Person) {
 
 /** The ids of the organization's active administrators and owners (ascending). */
 async function adminIds(): Promise<number[]> {
-  const rows = await db().user.findMany({ where: { realmId, isActive: true, role: { in: [100, 200] } }, orderBy: { id: 'asc' } });
+  const rows = await db().user.findMany({ where: { realmId: env.realmId, isActive: true, role: { in: [100, 200] } }, orderBy: { id: 'asc' } });
   return rows.map((u) => u.id);
 }
 
@@ -116,12 +111,7 @@ async function setRealmGroupSetting(name: 'can_invite_users_group' | 'can_add_su
 
 /** Waits until the job of the e-mail has run (no SMTP in tests: the e-mail is then kept). */
 async function waitKept(id: number): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const row = await db().emailOutbox.findUniqueOrThrow({ where: { id } });
-    if (row.kept) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`e-mail ${id} was never processed by its job`);
+  await waitFor(async () => (await db().emailOutbox.findUniqueOrThrow({ where: { id } })).kept, { what: `the job of e-mail ${id}` });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -319,7 +309,7 @@ describe('a successful invitation', () => {
     const mark = await markEvents(env);
     await inviteOk('cordelia', { invitee_emails: email, stream_ids: [publicChannel.id], invite_as: 600 });
     const row = await invitationOf(email);
-    expect(row).toMatchObject({ realmId, referredById: uid('cordelia'), invitedAs: 600, status: 0, channelIds: [publicChannel.id], notifyReferrerOnJoin: true, isMultiuse: false });
+    expect(row).toMatchObject({ realmId: env.realmId, referredById: uid('cordelia'), invitedAs: 600, status: 0, channelIds: [publicChannel.id], notifyReferrerOnJoin: true, isMultiuse: false });
     const mail = await emailTo(email);
     const key = linkPath(mail.text).split('/').pop()!;
     // Only a keyed hash of the key is stored.
@@ -363,7 +353,7 @@ describe('a successful invitation', () => {
   });
 
   it('the daily limit: at most 100 invitation e-mails in 24 hours, resends included', async () => {
-    await db().invitationSendLog.create({ data: { realmId, count: 97 - (await sentToday()) } });
+    await db().invitationSendLog.create({ data: { realmId: env.realmId, count: 97 - (await sentToday()) } });
     try {
       expect(await sentToday()).toBe(97);
       const [a, b, c, d] = [uniqueEmail('lim-a'), uniqueEmail('lim-b'), uniqueEmail('lim-c'), uniqueEmail('lim-d')];
@@ -386,12 +376,12 @@ describe('a successful invitation', () => {
       expect((await invite('iago', { invitee_emails: c, stream_ids: [] })).error).toEqual(limited);
       expect(await emailCount(a)).toBe(2);
     } finally {
-      await db().invitationSendLog.deleteMany({ where: { realmId } });
+      await db().invitationSendLog.deleteMany({ where: { realmId: env.realmId } });
     }
   });
 
   it('when invitations are not required, members need an account older than three days', async () => {
-    await db().realm.update({ where: { id: realmId }, data: { inviteRequired: false } });
+    await db().realm.update({ where: { id: env.realmId }, data: { inviteRequired: false } });
     await settle();
     try {
       const res = await invite('hamlet', { invitee_emails: uniqueEmail('new'), stream_ids: [] });
@@ -409,14 +399,14 @@ describe('a successful invitation', () => {
       await settle();
       await inviteOk('hamlet', { invitee_emails: uniqueEmail('older'), stream_ids: [] });
     } finally {
-      await db().realm.update({ where: { id: realmId }, data: { inviteRequired: true } });
+      await db().realm.update({ where: { id: env.realmId }, data: { inviteRequired: true } });
       await settle();
     }
   });
 });
 
 async function sentToday(): Promise<number> {
-  const rows = await db().invitationSendLog.findMany({ where: { realmId, sentAt: { gt: new Date(Date.now() - 86_400_000) } } });
+  const rows = await db().invitationSendLog.findMany({ where: { realmId: env.realmId, sentAt: { gt: new Date(Date.now() - 86_400_000) } } });
   return rows.reduce((n, r) => n + r.count, 0);
 }
 
@@ -671,7 +661,10 @@ describe('sign-up from an e-mail invitation', () => {
 
     // The inviter asked to be told (the default): a direct message from the notification bot.
     const told = events.find((e) => e.payload.type === 'message' && e.userIds.includes(uid('iago')))!.payload.message;
-    expect(told).toMatchObject({ type: 'private', sender_full_name: 'Notification Bot', content: `<p>New Admin (<code>${email}</code>) joined Parley through your invitation.</p>` });
+    // The newcomer as a silent mention (as Zulip words it), never by address.
+    expect(told).toMatchObject({ type: 'private', sender_full_name: 'Notification Bot' });
+    expect(told.content).toMatch(new RegExp(`^<p><span class="user-mention silent" data-user-id="${user.id}">New Admin</span> joined Parley through your invitation\\.</p>$`));
+    expect(told.content).not.toContain(email);
     expect(await emailCount(env.users.iago.email)).toBe(0);
 
     // The new user logs in with the password and uses the API.
@@ -693,11 +686,11 @@ describe('sign-up from an e-mail invitation', () => {
     expect(members.data!.members).toContain(user.id);
 
     // zuliprc for the password.
-    const rc = await postForm('/accounts/zuliprc', { realm_id: String(realmId), email, password: 'correct horse battery' });
+    const rc = await postForm('/accounts/zuliprc', { realm_id: String(env.realmId), email, password: 'correct horse battery' });
     expect(rc.status).toBe(200);
     expect(rc.headers.get('content-disposition')).toBe('attachment; filename="zuliprc"');
     expect(rc.html).toBe(`[api]\nemail=${email}\nkey=${login.body.api_key}\nsite=http://parley.test\n`);
-    const wrong = await postForm('/accounts/zuliprc', { realm_id: String(realmId), email, password: 'not the password' });
+    const wrong = await postForm('/accounts/zuliprc', { realm_id: String(env.realmId), email, password: 'not the password' });
     expect(wrong.status).toBe(401);
     expect(wrong.html).not.toContain(login.body.api_key);
 
@@ -726,7 +719,7 @@ describe('sign-up from an e-mail invitation', () => {
       return (await db().subscription.findMany({ where: { userId: user.id, active: true } })).map((s) => s.channelId).sort((a, b) => a - b);
     };
     expect(await channelsOf(plain)).toEqual([publicChannel.id]);
-    const defaults = (await db().channel.findMany({ where: { realmId, isDefault: true, isArchived: false } })).map((c) => c.id);
+    const defaults = (await db().channel.findMany({ where: { realmId: env.realmId, isDefault: true, isArchived: false } })).map((c) => c.id);
     expect(defaults).toContain(defaultChannel.id);
     expect(await channelsOf(withDefaults)).toEqual(sortedIds([publicChannel.id, ...defaults]));
     expect(await notices()).toBe(toldBefore);
@@ -795,7 +788,7 @@ describe('sign-up from an e-mail invitation', () => {
   });
 
   it('the pages escape what users typed (names of inviters and organizations)', async () => {
-    await db().realm.update({ where: { id: realmId }, data: { name: 'Parley <b>&</b>' } });
+    await db().realm.update({ where: { id: env.realmId }, data: { name: 'Parley <b>&</b>' } });
     await settle();
     try {
       const email = uniqueEmail('escape');
@@ -806,7 +799,7 @@ describe('sign-up from an e-mail invitation', () => {
       const mail = await emailTo(email);
       expect(mail.html).toContain('Parley &lt;b&gt;&amp;&lt;/b&gt;');
     } finally {
-      await db().realm.update({ where: { id: realmId }, data: { name: 'Parley' } });
+      await db().realm.update({ where: { id: env.realmId }, data: { name: 'Parley' } });
       await settle();
     }
   });

@@ -3,18 +3,18 @@
 // lock nor the loss of that connection may cost a typing notification or hold up notifications.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { pollEvents, pollUntil, registerQueue, type Queue } from '../helpers/queues.ts';
 import { EVENT_ORDER_LOCK } from '../../src/data/events.repo.ts';
 import { LISTENER_APPLICATION_NAME } from '../../src/events/listener.ts';
 
-let env: TestServer;
+const env = useTestServer();
 let admin: pg.Client;
 /** How often the listener connection was lost or made again (its reset handlers run on both). */
 let resets = 0;
 beforeAll(async () => {
-  env = await startTestServer();
   admin = new pg.Client({ connectionString: env.databaseUrl });
   await admin.connect();
   env.running.deps.listener.onReset(() => resets++);
@@ -26,24 +26,13 @@ async function replaced(before: number): Promise<void> {
 }
 afterAll(async () => {
   await admin.end();
-  await env.close();
 });
 
-interface Queue {
-  queue_id: string;
-  last_event_id: number;
-}
+const register = (as: Person) => registerQueue(env.client(as), { event_types: ['typing'] });
 
-async function register(as: Person): Promise<Queue> {
-  const { data, error } = await env.client(as).POST('/register', { body: { event_types: ['typing'] } as any });
-  if (error) throw new Error(`register: ${JSON.stringify(error)}`);
-  return data as unknown as Queue;
-}
-
+/** The typing events of one long poll from the queue's start. */
 async function typingEvents(as: Person, queue: Queue): Promise<any[]> {
-  const { data, error } = await env.client(as).GET('/events', { params: { query: { queue_id: queue.queue_id, last_event_id: queue.last_event_id } as any } });
-  if (error) throw new Error(`events: ${JSON.stringify(error)}`);
-  return (data as any).events.filter((e: any) => e.type === 'typing');
+  return (await pollEvents(env.client(as), queue, { dontBlock: false })).filter((e) => e.type === 'typing');
 }
 
 /** The application names of the sessions waiting for an advisory lock of this database. */
@@ -70,7 +59,7 @@ async function holdEventOrderLock(): Promise<{ release(): Promise<void> }> {
   };
 }
 
-const startTyping = (to: number) => env.client('hamlet').POST('/typing', { body: { op: 'start', to: [to] } as any });
+const startTyping = (to: number) => env.client('hamlet').POST('/typing', { body: { op: 'start', to: [to] } });
 
 describe('typing on the listener connection', () => {
   it('waits for a long write holding the event-order lock without holding up the notifications of the process', async () => {
@@ -160,14 +149,14 @@ describe('typing on the listener connection', () => {
   });
 
   it('goes through the pool when the listener connection does not answer in time, and a stuck connection is replaced', async () => {
-    const listener = env.running.deps.listener;
+    const notifier = env.running.deps.notifier;
     const listenerPids = async () =>
       (await admin.query('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [LISTENER_APPLICATION_NAME])).rows.map((r: { pid: number }) => r.pid);
     const pidsBefore = await listenerPids();
     expect(pidsBefore).toHaveLength(1);
     const before = resets;
     // Occupies the connection longer than anything it runs may take.
-    const occupied = listener.run({ text: 'SELECT pg_sleep(12)', values: [] }).then(
+    const occupied = notifier.run({ text: 'SELECT pg_sleep(12)', values: [] }).then(
       () => 'answered',
       (error: unknown) => (error as Error).message,
     );
@@ -185,27 +174,18 @@ describe('typing on the listener connection', () => {
   }, 30_000);
 
   it('does not send late what it gave up on: a typing notification queued behind a slow statement is published once', async () => {
-    const listener = env.running.deps.listener;
-    const registered = await env.client('othello').POST('/register', { body: { event_types: ['typing', 'user_settings'] } as any });
-    const queue = registered.data as unknown as Queue;
+    const { listener, notifier } = env.running.deps;
+    const queue = await registerQueue(env.client('othello'), { event_types: ['typing', 'user_settings'] });
     // Slow (7 s), but not stuck (10 s): the connection is kept, and the round behind it goes out afterwards.
-    const occupied = listener.run({ text: 'SELECT pg_sleep(7)', values: [] }).catch(() => undefined);
+    const occupied = notifier.run({ text: 'SELECT pg_sleep(7)', values: [] }).catch(() => undefined);
     const { response } = await startTyping(env.users.othello.id);
     // Through the pool: the typing-settings barrier gives up after 2 s, the statement 2 s later.
     expect(response.status).toBe(200);
     await occupied;
     await listener.barrier(15_000); // a round after the slow one has been answered
     // A stored event after everything else: once it is delivered, whatever was published before it is too.
-    expect((await env.client('othello').PATCH('/settings', { body: { enter_sends: true } as any })).response.status).toBe(200);
-    const events: any[] = [];
-    let last = queue.last_event_id;
-    while (!events.some((e) => e.type === 'user_settings')) {
-      const { data, error } = await env.client('othello').GET('/events', { params: { query: { queue_id: queue.queue_id, last_event_id: last } as any } });
-      expect(error).toBeUndefined();
-      const got = (data as any).events as any[];
-      events.push(...got);
-      if (got.length) last = got[got.length - 1].id;
-    }
+    expect((await env.client('othello').PATCH('/settings', { body: { enter_sends: true } })).response.status).toBe(200);
+    const events = await pollUntil(env.client('othello'), queue, (got) => got.some((e) => e.type === 'user_settings'));
     expect(events.filter((e) => e.type === 'typing')).toHaveLength(1);
   }, 30_000);
 });

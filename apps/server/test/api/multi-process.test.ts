@@ -9,20 +9,20 @@ import { loadConfig } from '../../src/config.ts';
 import { createDeps, listen, type RunningServer } from '../../src/server.ts';
 import { TEST_SECRET } from '../helpers/fixtures.ts';
 import { doRotateApiKey } from '../../src/actions/users.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { useTestServer } from '../helpers/test-server.ts';
+import { pollEvents, registerQueue, sendMessage, type RegisterBody } from '../helpers/queues.ts';
+import { waitFor } from '../helpers/wait.ts';
 
-let env: TestServer;
-let second: RunningServer;
 const rateLimit = { points: 30, durationSeconds: 60 };
+const env = useTestServer({ rateLimit });
+let second: RunningServer;
 
 beforeAll(async () => {
-  env = await startTestServer({ rateLimit });
   const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: 'http://parley.test', validateResponses: true, rateLimit, logLevel: 'error' };
   second = await listen(await createDeps(config, env.databaseUrl, { poolSize: 4 }), '127.0.0.1', 0);
 });
 afterAll(async () => {
   await second.close();
-  await env.close();
 });
 
 const clientOn = (server: { url: string }, person: 'desdemona' | 'iago' | 'hamlet' | 'othello' | 'cordelia'): ParleyClient =>
@@ -166,38 +166,32 @@ describe('the user list cached in each process follows every change', () => {
 });
 
 describe('events across two server processes', () => {
-  async function registerOn(server: { url: string }, person: 'hamlet' | 'cordelia', body: Record<string, unknown> = {}) {
-    const { data, error } = await clientOn(server, person).POST('/register', { body: body as any });
-    if (error) throw new Error(JSON.stringify(error));
-    return data as any;
-  }
+  const registerOn = (server: { url: string }, person: 'hamlet' | 'cordelia', body: RegisterBody) => registerQueue(clientOn(server, person), body);
+  /** Waits until `server` holds one more parked long-poll than `before`. */
+  const parkedOn = (server: RunningServer, before: number) => waitFor(async () => server.deps.delivery.parked > before, { what: 'the parked poll' });
 
   it('a long-poll parked on one process receives a message sent through the other, promptly', async () => {
     const general = (await clientOn(env, 'iago').GET('/streams', {})).data!.streams[0]!;
-    await clientOn(env, 'iago').POST('/users/me/subscriptions', { body: { subscriptions: [{ name: general.name }], principals: [env.users.hamlet.id] } as any });
+    await clientOn(env, 'iago').POST('/users/me/subscriptions', { body: { subscriptions: [{ name: general.name }], principals: [env.users.hamlet.id] } });
     const q = await registerOn(env, 'hamlet', { event_types: ['message'] });
-    const parked = clientOn(env, 'hamlet').GET('/events', { params: { query: { queue_id: q.queue_id, last_event_id: q.last_event_id } as any } });
-    await new Promise((r) => setTimeout(r, 100));
-    const started = Date.now();
-    const sent = await clientOn(second, 'iago').POST('/messages', { body: { type: 'stream', to: general.name, topic: 'across', content: 'from B' } as any });
-    expect(sent.error).toBeUndefined();
-    const { data } = await parked;
-    const elapsed = Date.now() - started;
-    const events = (data as any).events;
-    expect(events.map((e: any) => e.type)).toEqual(['message']);
-    expect(events[0].message.id).toBe((sent.data as any).id);
-    expect(elapsed).toBeLessThan(5_000); // woken by NOTIFY, not by a heartbeat
+    const before = env.running.deps.delivery.parked;
+    const parked = pollEvents(clientOn(env, 'hamlet'), q, { dontBlock: false });
+    await parkedOn(env.running, before);
+    const sent = await sendMessage(clientOn(second, 'iago'), { type: 'stream', to: general.name, topic: 'across', content: 'from B' });
+    // Woken by the other process's notification: a poll nothing woke would answer a heartbeat (after 45 s).
+    const events = await parked;
+    expect(events.map((e) => e.type)).toEqual(['message']);
+    expect(events[0].message.id).toBe(sent);
   });
 
   it('a queue registered on one process is polled on the other, with typing in between', async () => {
     const q = await registerOn(env, 'cordelia', { event_types: ['typing'] });
     // Poll once on B so that B follows the organization, then type through A.
-    const first = await clientOn(second, 'cordelia').GET('/events', { params: { query: { queue_id: q.queue_id, last_event_id: q.last_event_id, dont_block: true } as any } });
-    expect((first.data as any).events).toEqual([]);
-    const parked = clientOn(second, 'cordelia').GET('/events', { params: { query: { queue_id: q.queue_id, last_event_id: q.last_event_id } as any } });
-    await new Promise((r) => setTimeout(r, 100));
-    await clientOn(env, 'hamlet').POST('/typing', { body: { op: 'start', to: [env.users.cordelia.id] } as any });
-    const { data } = await parked;
-    expect((data as any).events[0]).toMatchObject({ type: 'typing', op: 'start', sender: { user_id: env.users.hamlet.id } });
+    expect(await pollEvents(clientOn(second, 'cordelia'), q)).toEqual([]);
+    const before = second.deps.delivery.parked;
+    const parked = pollEvents(clientOn(second, 'cordelia'), q, { dontBlock: false });
+    await parkedOn(second, before);
+    await clientOn(env, 'hamlet').POST('/typing', { body: { op: 'start', to: [env.users.cordelia.id] } });
+    expect((await parked)[0]).toMatchObject({ type: 'typing', op: 'start', sender: { user_id: env.users.hamlet.id } });
   });
 });

@@ -1,13 +1,9 @@
 // Organization-wide rules that must hold under concurrency, and what a new account starts with.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/test-server.ts';
 import { basicAuth, fetchApiKey } from '../helpers/auth.ts';
 
-let env: TestServer;
-beforeAll(async () => {
-  env = await startTestServer();
-});
-afterAll(() => env.close());
+const env = useTestServer();
 
 /** The headers of a form-encoded request authenticated as `email:key`. */
 function basic(email: string, key: string) {

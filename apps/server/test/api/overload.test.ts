@@ -1,21 +1,20 @@
 // Overload: hundreds of concurrent writes are served or refused fast with 503 + Retry-After in the
 // envelope, never a 500, and nothing acknowledged is lost. Counts and statuses only, no wall times.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createParleyClient } from '@parley/client';
 import { insertUser, prepareNewUser } from '../../src/actions/users.ts';
-import { inTransaction } from '../../src/data/db.ts';
+import { inTransaction } from '../../src/data/transactions.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps, listen, type RunningServer } from '../../src/server.ts';
 import { TEST_SECRET } from '../helpers/fixtures.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { useTestServer } from '../helpers/test-server.ts';
 import { basicAuth } from '../helpers/auth.ts';
 
-let env: TestServer;
+const env = useTestServer();
 const people: Array<{ id: number; email: string; apiKey: string }> = [];
 const CONCURRENT = 500;
 
 beforeAll(async () => {
-  env = await startTestServer();
   const { deps } = env.running;
   const realm = await deps.db.realm.findFirstOrThrow();
   // Members with keys, created directly (no password: nothing to hash).
@@ -32,7 +31,6 @@ beforeAll(async () => {
   }
   expect((await env.client('iago').POST('/users/me/subscriptions', { body: { subscriptions: [{ name: 'crowded' }] } })).response.status).toBe(200);
 }, 300_000);
-afterAll(() => env.close());
 
 type Outcome = { status: number; contentType: string; body: any };
 

@@ -1,18 +1,12 @@
 // GET and POST /realm/profile_fields: the organization's custom profile fields (spec file
 // realm_profile_fields.yaml), read back through the listing after every creation.
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import type { RequestParams } from '@parley/api-types';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { realmIdOf } from '../helpers/realm.ts';
 
-let env: TestServer;
-let realmId: number;
-beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
-});
-afterAll(() => env.close());
+const env = useTestServer();
 
 const uniqueName = (label = 'Field') => `${label} ${randomBytes(3).toString('hex')}`;
 
@@ -27,13 +21,13 @@ function rawCreate(form: Record<string, string>, as: Person = 'iago') {
   return env.raw('/realm/profile_fields', { method: 'POST', as, body: new URLSearchParams(form) });
 }
 
-async function create(body: Record<string, unknown>, as: Person = 'iago') {
-  return env.client(as).POST('/realm/profile_fields', { body: body as any });
+async function create(body: RequestParams<'create-custom-profile-field'>, as: Person = 'iago') {
+  return env.client(as).POST('/realm/profile_fields', { body });
 }
 
 /** Nobody is shown in the profile summary (so that the two-field limit starts from zero). */
 async function clearProfileSummary() {
-  await env.running.deps.db.customProfileField.updateMany({ where: { realmId }, data: { displayInProfileSummary: false } });
+  await env.running.deps.db.customProfileField.updateMany({ where: { realmId: env.realmId }, data: { displayInProfileSummary: false } });
 }
 
 describe('POST /realm/profile_fields', () => {

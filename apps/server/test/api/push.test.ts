@@ -13,12 +13,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import selfsigned from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createParleyClient, type ParleyClient } from '@parley/client';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
-import { TEST_PASSWORD, TEST_SECRET, type Person } from '../helpers/fixtures.ts';
+import { type ParleyClient } from '@parley/client';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
+import { TEST_SECRET, type Person } from '../helpers/fixtures.ts';
 import { createChannel, subscribeDirectly } from '../helpers/channels.ts';
-import { createUser } from '../helpers/people.ts';
-import { realmIdOf } from '../helpers/realm.ts';
+import { createAccount, type Account } from '../helpers/people.ts';
+import { registerQueue, sendMessage } from '../helpers/queues.ts';
 import { basicAuth } from '../helpers/auth.ts';
 import { loadConfig, type ApnsConfig } from '../../src/config.ts';
 import { closePushDelivery } from '../../src/push/jobs.ts';
@@ -28,55 +28,34 @@ import { waitFor } from '../helpers/wait.ts';
 
 const serverDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-let env: TestServer;
-let realmId: number;
+const env = useTestServer();
 let realm: { name: string; url: string };
 let channel: { id: number; name: string };
 beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
-  realm = await db().realm.findUniqueOrThrow({ where: { id: realmId } });
+  realm = await db().realm.findUniqueOrThrow({ where: { id: env.realmId } });
   channel = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
 });
 afterAll(async () => {
   await closePushDelivery(env.running.deps);
-  await env.close();
 });
 
 const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;
 const hexToken = () => randomBytes(32).toString('hex');
 
-interface Someone {
-  id: number;
-  email: string;
-  fullName: string;
-  client: ParleyClient;
-}
-
 /** A new member with their own API key: fresh users have no event queue (no active client). */
-async function someone(label: string): Promise<Someone> {
-  const fullName = `Push ${label} ${randomBytes(3).toString('hex')}`;
-  const { id, email } = await createUser(env, { label, fullName });
-  const res = await env.raw('/fetch_api_key', { method: 'POST', body: new URLSearchParams({ username: email, password: TEST_PASSWORD }) });
-  if (res.status !== 200) throw new Error(`setup: ${JSON.stringify(res.body)}`);
-  return { id, email, fullName, client: createParleyClient({ site: env.url, email, apiKey: res.body.api_key }) };
-}
+const someone = (label: string): Promise<Account> => createAccount(env, { label, fullName: `Push ${label} ${randomBytes(3).toString('hex')}` });
 
 async function addApns(client: ParleyClient, token: string, appid = 'org.zulip.Zulip') {
   const res = await client.POST('/users/me/apns_device_token', { body: { token, appid } });
   if (res.error) throw new Error(`setup: ${JSON.stringify(res.error)}`);
 }
 
-async function sendMessage(client: ParleyClient, body: Record<string, unknown>): Promise<number> {
-  const { data, error } = await client.POST('/messages', { body: body as any });
-  if (error) throw new Error(JSON.stringify(error));
-  return (data as any).id;
-}
+/** A push's payload as stored (the APNs or FCM body; tests read the fields of the kind they expect). */
+const payloadOf = (push: { payload: unknown }) => push.payload as Record<string, any>;
 
 const devicesOf = (userId: number) => db().pushDevice.findMany({ where: { userId }, orderBy: { id: 'asc' } });
 const pushesOf = (userId: number) => db().pushOutbox.findMany({ where: { userId }, orderBy: { id: 'asc' } });
-
 
 /** The user's pushes once none is pending any more (and there are `count`). */
 async function settledPushes(userId: number, count: number) {
@@ -132,7 +111,7 @@ describe('POST /users/me/apns_device_token', () => {
   it('refuses bots on every push endpoint', async () => {
     const email = `push-bot-${randomBytes(3).toString('hex')}@parley.test`;
     const bot = await db().user.create({
-      data: { realmId, email, deliveryEmail: email, fullName: 'Push Bot', isBot: true, botType: 1, botOwnerId: uid('hamlet'), settings: { create: {} } },
+      data: { realmId: env.realmId, email, deliveryEmail: email, fullName: 'Push Bot', isBot: true, botType: 1, botOwnerId: uid('hamlet'), settings: { create: {} } },
     });
     const key = randomBytes(16).toString('hex');
     await db().apiKey.create({ data: { userId: bot.id, lookupHash: env.running.deps.cipher.lookupHash(key), ciphertext: env.running.deps.cipher.encrypt(key) } });
@@ -223,7 +202,7 @@ describe('without APNs configuration (the push outbox)', () => {
     const [first] = await settledPushes(u.id, 1);
     const base = {
       server: new URL(realm.url).host,
-      realm_id: realmId,
+      realm_id: env.realmId,
       realm_uri: realm.url,
       realm_url: realm.url,
       realm_name: realm.name,
@@ -270,7 +249,7 @@ describe('without APNs configuration (the push outbox)', () => {
     expect(push!.payload).toEqual({
       zulip: {
         server: new URL(realm.url).host,
-        realm_id: realmId,
+        realm_id: env.realmId,
         realm_uri: realm.url,
         realm_url: realm.url,
         realm_name: realm.name,
@@ -296,8 +275,8 @@ describe('without APNs configuration (the push outbox)', () => {
     const id = await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id, uid('othello')]), content: 'to all of us' });
     const [push] = await settledPushes(r.id, 1);
     const ids = [r.id, uid('othello'), uid('hamlet')].sort((x, y) => x - y);
-    expect((push!.payload as any).zulip).toMatchObject({ recipient_type: 'private', pm_users: ids.join(','), message_ids: [id] });
-    expect((push!.payload as any).aps.alert).toEqual({
+    expect(payloadOf(push!).zulip).toMatchObject({ recipient_type: 'private', pm_users: ids.join(','), message_ids: [id] });
+    expect(payloadOf(push!).aps.alert).toEqual({
       title: [r.fullName, 'Othello, the Moor of Venice', 'King Hamlet'].sort().join(', '),
       subtitle: 'King Hamlet:',
       body: 'to all of us',
@@ -314,11 +293,11 @@ describe('without APNs configuration (the push outbox)', () => {
     const wildcard = await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: '', content: '@**all** meeting now' });
     const [m, w] = await settledPushes(r.id, 2);
     expect(m).toMatchObject({ messageId: mention, status: 'recorded' });
-    expect((m!.payload as any).zulip).toMatchObject({ recipient_type: 'stream', stream: channel.name, stream_id: channel.id, topic: 'plans', message_ids: [mention] });
-    expect((m!.payload as any).aps.alert).toEqual({ title: `#${channel.name} > plans`, subtitle: 'King Hamlet mentioned you:', body: `hi @${r.fullName}, look` });
+    expect(payloadOf(m!).zulip).toMatchObject({ recipient_type: 'stream', stream: channel.name, stream_id: channel.id, topic: 'plans', message_ids: [mention] });
+    expect(payloadOf(m!).aps.alert).toEqual({ title: `#${channel.name} > plans`, subtitle: 'King Hamlet mentioned you:', body: `hi @${r.fullName}, look` });
     expect(w).toMatchObject({ messageId: wildcard });
-    expect((w!.payload as any).zulip.topic).toBe('general chat');
-    expect((w!.payload as any).aps.alert).toEqual({ title: `#${channel.name} > general chat`, subtitle: 'Othello, the Moor of Venice mentioned everyone:', body: '@all meeting now' });
+    expect(payloadOf(w!).zulip.topic).toBe('general chat');
+    expect(payloadOf(w!).aps.alert).toEqual({ title: `#${channel.name} > general chat`, subtitle: 'Othello, the Moor of Venice mentioned everyone:', body: '@all meeting now' });
     // A muted channel silences wildcard mentions, not personal ones.
     await db().subscription.update({ where: { userId_channelId: { userId: r.id, channelId: channel.id } }, data: { isMuted: true } });
     await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'x', content: '@**all** again' });
@@ -335,7 +314,7 @@ describe('without APNs configuration (the push outbox)', () => {
     const id = await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'news', content: 'everyone reads this' });
     const [push] = await settledPushes(r.id, 1);
     expect(push!.messageId).toBe(id);
-    expect((push!.payload as any).aps.alert).toEqual({ title: `#${channel.name} > news`, subtitle: 'Othello, the Moor of Venice:', body: 'everyone reads this' });
+    expect(payloadOf(push!).aps.alert).toEqual({ title: `#${channel.name} > news`, subtitle: 'Othello, the Moor of Venice:', body: 'everyone reads this' });
   });
 
   it('pushes every message of a followed topic, even in a muted channel, as the followed-topic settings say', async () => {
@@ -347,21 +326,21 @@ describe('without APNs configuration (the push outbox)', () => {
     const id = await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'followed news', content: 'in a followed topic' });
     const [push] = await settledPushes(r.id, 1);
     expect(push!.messageId).toBe(id);
-    expect((push!.payload as any).aps.alert).toEqual({ title: `#${channel.name} > followed news`, subtitle: 'Othello, the Moor of Venice:', body: 'in a followed topic' });
+    expect(payloadOf(push!).aps.alert).toEqual({ title: `#${channel.name} > followed news`, subtitle: 'Othello, the Moor of Venice:', body: 'in a followed topic' });
     // A muted channel does not silence a followed topic.
     await db().subscription.update({ where: { userId_channelId: { userId: r.id, channelId: channel.id } }, data: { isMuted: true } });
     await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'followed news', content: 'still followed' });
     await settledPushes(r.id, 2);
     // Followed-topic pushes turned off: only wildcard mentions, by the followed-topic wildcard setting.
-    expect((await r.client.PATCH('/settings', { body: { enable_followed_topic_push_notifications: false } as any })).error).toBeUndefined();
+    expect((await r.client.PATCH('/settings', { body: { enable_followed_topic_push_notifications: false } })).error).toBeUndefined();
     await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'followed news', content: 'quiet now' });
     expect((await pushesOf(r.id)).length).toBe(2);
     const wildcard = await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'followed news', content: '@**all** look' });
     const pushes = await settledPushes(r.id, 3);
     expect(pushes[2]!.messageId).toBe(wildcard);
-    expect((pushes[2]!.payload as any).aps.alert.subtitle).toBe('Othello, the Moor of Venice mentioned everyone:');
+    expect(payloadOf(pushes[2]!).aps.alert.subtitle).toBe('Othello, the Moor of Venice mentioned everyone:');
     // With that setting off too, the muted channel silences the wildcard mention.
-    expect((await r.client.PATCH('/settings', { body: { enable_followed_topic_wildcard_mentions_notify: false } as any })).error).toBeUndefined();
+    expect((await r.client.PATCH('/settings', { body: { enable_followed_topic_wildcard_mentions_notify: false } })).error).toBeUndefined();
     await sendMessage(env.client('othello'), { type: 'stream', to: channel.name, topic: 'followed news', content: '@**all** again' });
     expect((await pushesOf(r.id)).length).toBe(3);
   });
@@ -388,12 +367,12 @@ describe('without APNs configuration (the push outbox)', () => {
   it('does not push to users with an active client unless they want pushes while online', async () => {
     const r = await someone('active');
     await addApns(r.client, hexToken());
-    const { data: queue } = await r.client.POST('/register', { body: { event_types: ['message'] } as any });
-    expect((queue as any).queue_id).toBeTruthy();
+    const queue = await registerQueue(r.client, { event_types: ['message'] });
+    expect(queue.queue_id).toBeTruthy();
     // Online push is on by default (as in Zulip): an active client does not prevent the push.
     await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id]), content: 'while online' });
     expect((await pushesOf(r.id)).length).toBe(1);
-    expect((await r.client.PATCH('/settings', { body: { enable_online_push_notifications: false } as any })).response.status).toBe(200);
+    expect((await r.client.PATCH('/settings', { body: { enable_online_push_notifications: false } })).response.status).toBe(200);
     await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id]), content: 'still online' });
     expect((await pushesOf(r.id)).length).toBe(1);
     // A queue that only takes other events is no message client.
@@ -409,7 +388,7 @@ describe('without APNs configuration (the push outbox)', () => {
     const idle = await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id]), content: 'gone idle' });
     expect((await pushesOf(r.id)).map((p) => p.messageId).at(-1)).toBe(idle);
     // enable_offline_push_notifications off: no push for direct messages or mentions at all.
-    expect((await r.client.PATCH('/settings', { body: { enable_offline_push_notifications: false } as any })).response.status).toBe(200);
+    expect((await r.client.PATCH('/settings', { body: { enable_offline_push_notifications: false } })).response.status).toBe(200);
     await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id]), content: 'nobody home' });
     expect((await pushesOf(r.id)).length).toBe(3);
     await settledPushes(r.id, 3);
@@ -422,7 +401,7 @@ describe('without APNs configuration (the push outbox)', () => {
     await r.client.POST('/users/me/android_gcm_reg_id', { body: { token: 'android-late' } });
     const id = await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id]), content: 'too late' });
     const [apnsPush, fcmPush] = await settledPushes(r.id, 2);
-    await r.client.POST('/messages/flags', { body: { messages: [id], op: 'add', flag: 'read' } as any });
+    await r.client.POST('/messages/flags', { body: { messages: [id], op: 'add', flag: 'read' } });
     await settledPushes(r.id, 4);
     // The same pushes, as if their jobs ran only now (a queue backlog): nothing is sent any more.
     await db().pushOutbox.updateMany({ where: { id: { in: [apnsPush!.id, fcmPush!.id] } }, data: { status: 'pending' } });
@@ -442,17 +421,17 @@ describe('without APNs configuration (the push outbox)', () => {
     await r.client.POST('/users/me/android_gcm_reg_id', { body: { token: 'android-read' } });
     const pushed = await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id]), content: 'read me' });
     await settledPushes(r.id, 2);
-    const res = await r.client.POST('/messages/flags', { body: { messages: [pushed], op: 'add', flag: 'read' } as any });
+    const res = await r.client.POST('/messages/flags', { body: { messages: [pushed], op: 'add', flag: 'read' } });
     expect(res.response.status).toBe(200);
     const rows = await settledPushes(r.id, 4);
     const removals = rows.filter((p) => p.event === 'remove');
     expect(removals.map((p) => p.kind)).toEqual(['apns', 'fcm']);
-    const base = { server: new URL(realm.url).host, realm_id: realmId, realm_uri: realm.url, realm_url: realm.url, realm_name: realm.name, user_id: r.id };
+    const base = { server: new URL(realm.url).host, realm_id: env.realmId, realm_uri: realm.url, realm_url: realm.url, realm_name: realm.name, user_id: r.id };
     expect(removals[0]!.payload).toEqual({ zulip: { ...base, event: 'remove', zulip_message_ids: String(pushed) }, aps: { badge: 0 } });
     expect(removals[1]!.payload).toEqual({ ...base, event: 'remove', zulip_message_ids: String(pushed), zulip_message_id: pushed });
     // Unread and read again: nothing is showing any more, so no second removal.
-    await r.client.POST('/messages/flags', { body: { messages: [pushed], op: 'remove', flag: 'read' } as any });
-    await r.client.POST('/messages/flags', { body: { messages: [pushed], op: 'add', flag: 'read' } as any });
+    await r.client.POST('/messages/flags', { body: { messages: [pushed], op: 'remove', flag: 'read' } });
+    await r.client.POST('/messages/flags', { body: { messages: [pushed], op: 'add', flag: 'read' } });
     expect((await pushesOf(r.id)).length).toBe(4);
     // A message that was never pushed causes no removal; mark_all_as_read removes the pushed ones.
     await subscribeDirectly(env, r.id, channel.id);
@@ -461,7 +440,7 @@ describe('without APNs configuration (the push outbox)', () => {
     await settledPushes(r.id, 6);
     expect((await r.client.POST('/mark_all_as_read', {})).response.status).toBe(200);
     const after = await settledPushes(r.id, 8);
-    expect(after.slice(6).map((p) => [p.event, (p.payload as any).zulip_message_ids ?? (p.payload as any).zulip.zulip_message_ids])).toEqual([
+    expect(after.slice(6).map((p) => [p.event, payloadOf(p).zulip_message_ids ?? payloadOf(p).zulip.zulip_message_ids])).toEqual([
       ['remove', String(second)],
       ['remove', String(second)],
     ]);
@@ -485,7 +464,7 @@ async function startApnsStandIn() {
     keyType: 'ec',
     algorithm: 'sha256',
     extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
-  } as any);
+  });
   const received: Received[] = [];
   const plans = new Map<string, Answer[]>();
   const sessions = new Set<http2.ServerHttp2Session>();
@@ -600,7 +579,7 @@ describe('delivery through APNs (HTTP/2 stand-in)', () => {
     verifyJwt(req!.headers['authorization'], publicKey, keyId, teamId);
     expect(req!.body.zulip).toMatchObject({ sender_id: uid('othello'), recipient_type: 'private', message_ids: [id], user_id: r.id });
     expect(req!.body.aps).toEqual({ alert: { title: 'Othello, the Moor of Venice', subtitle: '', body: 'over HTTP/2' }, sound: 'default', badge: 0 });
-    await r.client.POST('/messages/flags', { body: { messages: [id], op: 'add', flag: 'read' } as any });
+    await r.client.POST('/messages/flags', { body: { messages: [id], op: 'add', flag: 'read' } });
     const rows = await settledPushes(r.id, 2);
     expect(rows.map((p) => [p.event, p.status])).toEqual([
       ['message', 'sent'],

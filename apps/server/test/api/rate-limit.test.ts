@@ -1,11 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { useTestServer, type TestServer } from '../helpers/test-server.ts';
 
-let env: TestServer;
-beforeAll(async () => {
-  env = await startTestServer({ rateLimit: { points: 3, durationSeconds: 60 } });
-});
-afterAll(() => env.close());
+const env = useTestServer({ rateLimit: { points: 3, durationSeconds: 60 } });
 
 describe('rate limiting', () => {
   it('answers 429 RATE_LIMIT_HIT with retry-after once a user exceeds the limit, per user', async () => {

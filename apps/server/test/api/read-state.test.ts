@@ -1,73 +1,51 @@
 // Read state: POST /messages/flags, /messages/flags/narrow, /mark_topic_as_read, /mark_stream_as_read,
 // /mark_all_as_read, the update_message_flags events they deliver, and unread_msgs in /register.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { createChannel } from '../helpers/channels.ts';
-import { realmIdOf } from '../helpers/realm.ts';
+import { createChannel, useChannel } from '../helpers/channels.ts';
 import { writeDeferredRows } from '../../src/data/deferred-rows.repo.ts';
 import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
+import { pollUntil, registerQueue, sendMessage, type Queue, type SendMessageBody } from '../helpers/queues.ts';
+import { unchecked } from '../helpers/unchecked.ts';
+import type { RequestParams } from '@parley/api-types';
+import type { ParleyClient } from '@parley/client';
 
-let env: TestServer;
-let channel: { id: number; name: string };
-let secret: { id: number; name: string };
-beforeAll(async () => {
-  env = await startTestServer();
-  channel = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
-  secret = await createChannel(env, 'iago', { invite_only: true }, ['iago', 'othello']);
-});
-afterAll(() => env.close());
+const env = useTestServer();
+const channel = useChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
+const secret = useChannel(env, 'iago', { invite_only: true }, ['iago', 'othello']);
 
 const uid = (p: Person) => env.users[p].id;
 
-async function send(as: Person, body: Record<string, unknown>): Promise<number> {
-  const { data, error } = await env.client(as).POST('/messages', { body: body as any });
-  if (error) throw new Error(JSON.stringify(error));
-  return (data as any).id;
-}
+const send = (as: Person, body: SendMessageBody) => sendMessage(env.client(as), body);
 const toChannel = (as: Person, topic: string, content = 'hello', to = channel.name) => send(as, { type: 'stream', to, topic, content });
 
-/** The person's unread rows in the database, after writing their deferred rows (as any read of them does). */
+/** The person's unread rows in the database, after writing their deferred rows (as every read of them does). */
 async function unreadIds(person: Person): Promise<number[]> {
-  await writeDeferredRows(env.running.deps.db, await realmIdOf(env), uid(person));
+  await writeDeferredRows(env.running.deps.db, env.realmId, uid(person));
   const rows = await env.running.deps.db.$queryRaw<{ id: number }[]>`SELECT message_id AS id FROM user_message WHERE user_id = ${uid(person)} AND (flags & 1) = 0 ORDER BY message_id`;
   return rows.map((r) => r.id);
 }
 
-async function register(as: Person) {
-  const { data, error } = await env.client(as).POST('/register', { body: { event_types: ['update_message_flags'] } as any });
-  if (error) throw new Error(JSON.stringify(error));
-  return data as any;
-}
+const register = (as: Person) => registerQueue(env.client(as), { event_types: ['update_message_flags'] });
 /**
- * The first `count` events of the queue after its registration, as a client long-polling for them gets
- * them (events are announced to the polls after the request that stored them has answered).
+ * The events of the queue after its registration, once there are `count` at least, as a client
+ * long-polling for them gets them (events are announced to the polls after the request that stored them has answered).
  */
-async function events(as: Person, q: any, count: number): Promise<any[]> {
-  const got: any[] = [];
-  let last = q.last_event_id;
-  while (got.length < count) {
-    const { data, error } = await env.client(as).GET('/events', { params: { query: { queue_id: q.queue_id, last_event_id: last } as any } });
-    if (error) throw new Error(JSON.stringify(error));
-    const batch = (data as any).events as any[];
-    got.push(...batch.filter((e) => e.type !== 'heartbeat'));
-    last = batch.at(-1)?.id ?? last;
-  }
-  return got;
-}
+const events = (as: Person, q: Queue, count: number) => pollUntil(env.client(as), q, (got) => got.length >= count);
 
 describe('POST /messages/flags', () => {
   it('sets and clears read and starred, telling every client of the user which messages changed', async () => {
     const a = await toChannel('iago', 'flags');
     const b = await toChannel('iago', 'flags');
     const q = await register('hamlet');
-    const res = await env.client('hamlet').POST('/messages/flags', { body: { messages: [a, b], op: 'add', flag: 'read' } as any });
+    const res = await env.client('hamlet').POST('/messages/flags', { body: { messages: [a, b], op: 'add', flag: 'read' } });
     expect(res.data).toMatchObject({ result: 'success', messages: [a, b] });
     expect(await unreadIds('hamlet')).not.toContain(a);
     // Already read: nothing changes, no event.
-    await env.client('hamlet').POST('/messages/flags', { body: { messages: [a], op: 'add', flag: 'read' } as any });
-    await env.client('hamlet').POST('/messages/flags', { body: { messages: [b], op: 'remove', flag: 'read' } as any });
-    await env.client('hamlet').POST('/messages/flags', { body: { messages: [a], op: 'add', flag: 'starred' } as any });
+    await env.client('hamlet').POST('/messages/flags', { body: { messages: [a], op: 'add', flag: 'read' } });
+    await env.client('hamlet').POST('/messages/flags', { body: { messages: [b], op: 'remove', flag: 'read' } });
+    await env.client('hamlet').POST('/messages/flags', { body: { messages: [a], op: 'add', flag: 'starred' } });
     const got = await events('hamlet', q, 3);
     expect(got.map((e) => [e.op, e.flag, e.messages])).toEqual([
       ['add', 'read', [a, b]],
@@ -80,22 +58,22 @@ describe('POST /messages/flags', () => {
 
   it('describes direct messages and mentions when read is removed', async () => {
     const dm = await send('iago', { type: 'private', to: JSON.stringify([uid('hamlet')]), content: 'hi @**King Hamlet**' });
-    await env.client('hamlet').POST('/messages/flags', { body: { messages: [dm], op: 'add', flag: 'read' } as any });
+    await env.client('hamlet').POST('/messages/flags', { body: { messages: [dm], op: 'add', flag: 'read' } });
     const q = await register('hamlet');
-    await env.client('hamlet').POST('/messages/flags', { body: { messages: [dm], op: 'remove', flag: 'read' } as any });
+    await env.client('hamlet').POST('/messages/flags', { body: { messages: [dm], op: 'remove', flag: 'read' } });
     const [e] = await events('hamlet', q, 1);
     expect(e.message_details).toEqual({ [String(dm)]: { type: 'private', user_ids: [uid('iago')], mentioned: true } });
   });
 
   it('answers Zulip\'s errors', async () => {
     const a = await toChannel('iago', 'errors');
-    expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [a], op: 'add', flag: 'bogus' } as any }), 400, "Invalid flag: 'bogus'");
-    expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [a], op: 'add', flag: 'mentioned' } as any }), 400, "Flag not editable: 'mentioned'");
-    expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [a], op: 'toggle', flag: 'read' } as any }), 400, "Invalid message flag operation: 'toggle'");
-    expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [a, 999999], op: 'add', flag: 'read' } as any }), 400, 'Invalid message(s)');
+    expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [a], op: 'add', flag: 'bogus' } }), 400, "Invalid flag: 'bogus'");
+    expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [a], op: 'add', flag: 'mentioned' } }), 400, "Flag not editable: 'mentioned'");
+    expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [a], op: 'toggle', flag: 'read' } }), 400, "Invalid message flag operation: 'toggle'");
+    expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [a, 999999], op: 'add', flag: 'read' } }), 400, 'Invalid message(s)');
     // A message of a private channel the user never received.
     const hidden = await toChannel('iago', 'hidden', 'x', secret.name);
-    expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [hidden], op: 'add', flag: 'read' } as any }), 400, 'Invalid message(s)');
+    expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [hidden], op: 'add', flag: 'read' } }), 400, 'Invalid message(s)');
     const notList = await env.raw('/messages/flags', { method: 'POST', as: 'hamlet', body: new URLSearchParams({ messages: '5', op: 'add', flag: 'read' }), headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
     expect(notList.status).toBe(400);
     expect(notList.body.result).toBe('error');
@@ -103,9 +81,13 @@ describe('POST /messages/flags', () => {
 });
 
 describe('POST /messages/flags/narrow', () => {
-  type FlagNarrowBody = { anchor: string | number; include_anchor?: boolean; num_before: number; num_after: number; narrow: unknown[]; op: string; flag: string };
-  const flagNarrow = (as: Person, body: FlagNarrowBody) => env.client(as).POST('/messages/flags/narrow', { body: body as any });
-  const inChannel = (c: { id: number }) => [{ operator: 'channel', operand: c.id }];
+  type NarrowTerm = { operator: string; operand: string | number | number[]; negated?: boolean };
+  type FlagNarrowBody = Omit<RequestParams<'update-message-flags-for-narrow'>, 'narrow'> & { narrow: NarrowTerm[] };
+  // The spec's Narrow type makes `negated` required (it has a default), Zulip's clients leave it out.
+  const flagNarrowAs = (client: ParleyClient, body: FlagNarrowBody) =>
+    client.POST('/messages/flags/narrow', { body: { ...body, narrow: body.narrow.map((t) => ({ ...t, negated: t.negated ?? false })) } });
+  const flagNarrow = (as: Person, body: FlagNarrowBody) => flagNarrowAs(env.client(as), body);
+  const inChannel = (c: { id: number }): NarrowTerm[] => [{ operator: 'channel', operand: c.id }];
 
   /** The flags of the person's rows of these messages, in their order. */
   async function flagsOf(person: Person, ids: number[]): Promise<number[]> {
@@ -140,7 +122,7 @@ describe('POST /messages/flags/narrow', () => {
       ignored_because_not_subscribed_channels: [],
     });
     // On from first_processed_id (an integer anchor), without it.
-    const older = await flagNarrow('shiva', { anchor: ids[3]!, include_anchor: false, num_before: 10, num_after: 0, narrow, op: 'add', flag: 'read' });
+    const older = await flagNarrow('shiva', { anchor: String(ids[3]!), include_anchor: false, num_before: 10, num_after: 0, narrow, op: 'add', flag: 'read' });
     expect(older.data).toMatchObject({ processed_count: 3, updated_count: 3, first_processed_id: ids[0], last_processed_id: ids[2], found_oldest: true, found_newest: false });
     expect((await flagsOf('shiva', ids)).filter(isUnread)).toEqual([]);
     // The whole narrow from the oldest: everything is processed, nothing left to change.
@@ -161,7 +143,7 @@ describe('POST /messages/flags/narrow', () => {
     const narrow = inChannel(c);
     await flagNarrow('shiva', { anchor: 'newest', num_before: 10, num_after: 0, narrow, op: 'add', flag: 'read' });
     const q = await register('shiva');
-    const unread = await flagNarrow('shiva', { anchor: ids[2]!, num_before: 0, num_after: 10, narrow, op: 'remove', flag: 'read' });
+    const unread = await flagNarrow('shiva', { anchor: String(ids[2]!), num_before: 0, num_after: 10, narrow, op: 'remove', flag: 'read' });
     expect(unread.data).toMatchObject({ processed_count: 3, updated_count: 3, first_processed_id: ids[2], last_processed_id: ids[4], found_oldest: false, found_newest: true, ignored_because_not_subscribed_channels: [] });
     expect((await flagsOf('shiva', ids)).map(isUnread)).toEqual([false, false, true, true, true]);
     const [removed] = await events('shiva', q, 1);
@@ -213,7 +195,7 @@ describe('POST /messages/flags/narrow', () => {
     expect(read.data).toMatchObject({ processed_count: 2, updated_count: 2, first_processed_id: dms[0], last_processed_id: dms[1], found_oldest: true });
     expect((await flagsOf('shiva', [...dms, group])).map(isUnread)).toEqual([false, false, true]);
     const q = await register('shiva');
-    const unread = await flagNarrow('shiva', { anchor: dms[1]!, num_before: 0, num_after: 0, narrow: [{ operator: 'is', operand: 'dm' }], op: 'remove', flag: 'read' });
+    const unread = await flagNarrow('shiva', { anchor: String(dms[1]!), num_before: 0, num_after: 0, narrow: [{ operator: 'is', operand: 'dm' }], op: 'remove', flag: 'read' });
     expect(unread.data).toMatchObject({ processed_count: 1, updated_count: 1, first_processed_id: dms[1], ignored_because_not_subscribed_channels: [] });
     const [e] = await events('shiva', q, 1);
     expect(e.message_details).toEqual({ [String(dms[1])]: { type: 'private', user_ids: [uid('iago')] } });
@@ -227,7 +209,7 @@ describe('POST /messages/flags/narrow', () => {
     const all = [...inSecret, inOpen];
     const topic = [{ operator: 'topic', operand: 'leaving' }];
     await flagNarrow('shiva', { anchor: 'oldest', num_before: 0, num_after: 10, narrow: topic, op: 'add', flag: 'read' });
-    const left = await env.client('shiva').DELETE('/users/me/subscriptions', { body: { subscriptions: [secret.name] } as any });
+    const left = await env.client('shiva').DELETE('/users/me/subscriptions', { body: { subscriptions: [secret.name] } });
     expect(left.data).toMatchObject({ removed: [secret.name] });
 
     const q = await register('shiva');
@@ -250,16 +232,16 @@ describe('POST /messages/flags/narrow', () => {
     const again = await flagNarrow('shiva', { anchor: 'newest', num_before: 10, num_after: 0, narrow: inChannel(secret), op: 'remove', flag: 'read' });
     expect(again.data).toMatchObject({ processed_count: 2, updated_count: 0, ignored_because_not_subscribed_channels: [secret.id] });
     // The message list of POST /messages/flags follows the same rule, and its answer lists the channel.
-    const listed = await env.client('shiva').POST('/messages/flags', { body: { messages: [...inSecret, inOpen], op: 'remove', flag: 'read' } as any });
+    const listed = await env.client('shiva').POST('/messages/flags', { body: { messages: [...inSecret, inOpen], op: 'remove', flag: 'read' } });
     expect(listed.data).toMatchObject({ messages: [...inSecret, inOpen], ignored_because_not_subscribed_channels: [secret.id] });
     expect((await flagsOf('shiva', inSecret)).some(isUnread)).toBe(false);
-    const starredAgain = await env.client('shiva').POST('/messages/flags', { body: { messages: inSecret, op: 'add', flag: 'starred' } as any });
+    const starredAgain = await env.client('shiva').POST('/messages/flags', { body: { messages: inSecret, op: 'add', flag: 'starred' } });
     expect(starredAgain.data).toMatchObject({ ignored_because_not_subscribed_channels: [] });
     // A message of a private channel the user never received is invalid, not "ignored" (which would
     // tell them its channel).
     const hidden = await createChannel(env, 'iago', { name: 'never joined', invite_only: true }, []);
     const notTheirs = await toChannel('iago', 'hidden', 'x', hidden.name);
-    expectJsonError(await env.client('shiva').POST('/messages/flags', { body: { messages: [notTheirs], op: 'remove', flag: 'read' } as any }), 400, 'Invalid message(s)');
+    expectJsonError(await env.client('shiva').POST('/messages/flags', { body: { messages: [notTheirs], op: 'remove', flag: 'read' } }), 400, 'Invalid message(s)');
   });
 
   it('lowers num_before and num_after to 5000 messages in all', async () => {
@@ -277,7 +259,7 @@ describe('POST /messages/flags/narrow', () => {
     const newest = await flagNarrow('shiva', { anchor: 'newest', num_before: 6000, num_after: 0, narrow, op: 'add', flag: 'read' });
     expect(newest.data).toMatchObject({ processed_count: 5000, updated_count: 5000, first_processed_id: ids[1000], last_processed_id: ids[5999], found_oldest: false, found_newest: true });
     // Both sides asked for 4000: each gets 2500 (num_before is lowered first, to half at the least).
-    const middle = await flagNarrow('shiva', { anchor: ids[3000]!, num_before: 4000, num_after: 4000, narrow, op: 'add', flag: 'starred' });
+    const middle = await flagNarrow('shiva', { anchor: String(ids[3000]!), num_before: 4000, num_after: 4000, narrow, op: 'add', flag: 'starred' });
     expect(middle.data).toMatchObject({ processed_count: 5001, first_processed_id: ids[500], last_processed_id: ids[5500], found_oldest: false, found_newest: false });
     // num_after alone: what num_before leaves.
     const oldest = await flagNarrow('shiva', { anchor: 'oldest', num_before: 0, num_after: 1e9, narrow, op: 'add', flag: 'read' });
@@ -290,7 +272,7 @@ describe('POST /messages/flags/narrow', () => {
     const valid: FlagNarrowBody = { anchor: 'newest', num_before: 5, num_after: 0, narrow, op: 'add', flag: 'read' };
     const mark = await markEvents(env);
     const refused = async (body: Record<string, unknown>, msg: string, code = 'BAD_REQUEST') =>
-      expectJsonError(await env.client('shiva').POST('/messages/flags/narrow', { body: body as any }), 400, msg, code);
+      expectJsonError(await unchecked(env.client('shiva')).POST('/messages/flags/narrow', { body }), 400, msg, code);
     const { num_before: _numBefore, ...withoutNumBefore } = valid;
     const { narrow: _narrow, ...withoutNarrow } = valid;
     await refused(withoutNumBefore, "Missing 'num_before' argument", 'REQUEST_VARIABLE_MISSING');
@@ -336,7 +318,7 @@ describe('POST /messages/flags/narrow', () => {
       expect(res.status, JSON.stringify(fields)).toBeLessThan(500);
       if (res.status !== 200) expect(res.body.result, JSON.stringify(fields)).toBe('error');
     }
-    const anonymous = await env.anonymous().POST('/messages/flags/narrow', { body: valid as any });
+    const anonymous = await flagNarrowAs(env.anonymous(), valid);
     expect(anonymous.response.status).toBe(401);
     // Nothing above changed a flag but the accepted odd requests (all add read): no star, no unread.
     expect((await flagsOf('shiva', ids)).some(isStarred)).toBe(false);
@@ -390,7 +372,7 @@ describe('POST /mark_topic_as_read and /mark_stream_as_read', () => {
     const dm = await send('iago', { type: 'private', to: JSON.stringify([uid('othello')]), content: 'dm' });
     const inSecret = await toChannel('iago', 'y', 'x', secret.name);
     const mark = await markEvents(env);
-    await env.client('othello').POST('/mark_stream_as_read', { body: { stream_id: channel.id } as any });
+    await env.client('othello').POST('/mark_stream_as_read', { body: { stream_id: channel.id } });
     const unread = await unreadIds('othello');
     expect(unread).not.toContain(inChannel);
     // The clients learn which messages (Zulip's event for a channel lists them).
@@ -456,8 +438,7 @@ describe('unread_msgs in /register', () => {
     await env.client('othello').POST('/mark_all_as_read', {});
     const a = await toChannel('iago', 'reg', 'hi @**Othello, the Moor of Venice**');
     const b = await send('iago', { type: 'private', to: JSON.stringify([uid('othello')]), content: 'dm' });
-    const { data } = await env.client('othello').POST('/register', { body: { fetch_event_types: ['message'] } as any });
-    const unread = (data as any).unread_msgs;
+    const unread = (await registerQueue(env.client('othello'), { fetch_event_types: ['message'] })).unread_msgs!;
     expect(unread.count).toBe(2);
     expect(unread.streams).toEqual([{ stream_id: channel.id, topic: 'reg', unread_message_ids: [a] }]);
     expect(unread.pms).toEqual([{ other_user_id: uid('iago'), sender_id: uid('iago'), unread_message_ids: [b] }]);
@@ -498,7 +479,7 @@ describe('unread_msgs in /register', () => {
         RETURNING id)
       INSERT INTO user_message (user_id, message_id, flags) SELECT ${uid('desdemona')}, id, 0 FROM m RETURNING message_id AS id`;
     const ids = rows.map((r) => r.id).sort((x, y) => x - y);
-    const unread = (await register('desdemona')).unread_msgs;
+    const unread = (await register('desdemona')).unread_msgs!;
     expect(unread.count).toBe(50_000);
     expect(unread.old_unreads_missing).toBe(true);
     expect(unread.streams).toEqual([{ stream_id: channel.id, topic: 'flood', unread_message_ids: ids.slice(1) }]);

@@ -4,20 +4,15 @@
 // know the subscribers of (validate_user_access_to_subscribers_helper), and a full state for guests
 // (Zulip's fetch_initial_state_data: every user group, only the channels they may see, no default
 // channels).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { createChannel, startChannelTestServer } from '../helpers/channels.ts';
-import type { SystemGroupIds } from '../helpers/groups.ts';
+import { createChannel, useChannelTestServer } from '../helpers/channels.ts';
 import { withRealm } from '../helpers/realm.ts';
+import type { RegisterBody } from '../helpers/queues.ts';
+import type { RequestParams } from '@parley/api-types';
 
-let env: TestServer;
-let realmId: number;
-let sys: SystemGroupIds;
-beforeAll(async () => {
-  ({ env, realmId, sys } = await startChannelTestServer());
-});
-afterAll(() => env.close());
+const { env, sys } = useChannelTestServer();
 
 const uid = (p: Person) => env.users[p].id;
 const db = () => env.running.deps.db;
@@ -39,8 +34,8 @@ interface RegisterState {
   [key: string]: unknown;
 }
 
-async function register(as: Person, body: Record<string, unknown> = {}): Promise<RegisterState> {
-  const { data, error } = await env.client(as).POST('/register', { body: body as any });
+async function register(as: Person, body: RegisterBody = {}): Promise<RegisterState> {
+  const { data, error } = await env.client(as).POST('/register', { body });
   if (error) throw new Error(`register as ${as}: ${JSON.stringify(error)}`);
   return data as unknown as RegisterState;
 }
@@ -49,12 +44,12 @@ const idsOf = (list: ChannelEntry[]) => list.map((c) => c.stream_id);
 const entry = (list: ChannelEntry[], id: number) => list.find((c) => c.stream_id === id);
 
 async function unsubscribe(as: Person, name: string, principals?: number[]) {
-  const { error } = await env.client(as).DELETE('/users/me/subscriptions', { body: { subscriptions: [name], ...(principals ? { principals } : {}) } as any });
+  const { error } = await env.client(as).DELETE('/users/me/subscriptions', { body: { subscriptions: [name], ...(principals ? { principals } : {}) } });
   if (error) throw new Error(`unsubscribe: ${JSON.stringify(error)}`);
 }
 
-async function updateChannel(as: Person, id: number, body: Record<string, unknown>) {
-  const { error } = await env.client(as).PATCH('/streams/{stream_id}', { params: { path: { stream_id: id } }, body: body as any });
+async function updateChannel(as: Person, id: number, body: RequestParams<'update-stream'>) {
+  const { error } = await env.client(as).PATCH('/streams/{stream_id}', { params: { path: { stream_id: id } }, body });
   if (error) throw new Error(`update: ${JSON.stringify(error)}`);
 }
 
@@ -72,7 +67,7 @@ describe('POST /register: former subscriptions (defect 3)', () => {
     expect(JSON.stringify(state)).not.toContain('the new plans');
 
     // The same with fetch_event_types, and with partial subscriber lists.
-    for (const body of [{ fetch_event_types: ['subscription'], include_subscribers: 'partial' }, { fetch_event_types: ['subscription'] }]) {
+    for (const body of [{ fetch_event_types: ['subscription'], include_subscribers: 'partial' }, { fetch_event_types: ['subscription'] }] satisfies RegisterBody[]) {
       const partial = await register('hamlet', body);
       expect(idsOf(partial.unsubscribed)).not.toContain(secret.id);
     }
@@ -105,7 +100,7 @@ describe('POST /register: former subscriptions (defect 3)', () => {
     const state = await register('polonius', { include_subscribers: true });
     expect(idsOf([...state.subscriptions, ...state.unsubscribed, ...state.never_subscribed, ...state.streams])).not.toContain(pub.id);
 
-    await withRealm(env, realmId, { enableSpectatorAccess: true }, async () => {
+    await withRealm(env, env.realmId, { enableSpectatorAccess: true }, async () => {
       const web = await createChannel(env, 'desdemona', { is_web_public: true }, ['polonius']);
       await unsubscribe('polonius', web.name);
       const again = await register('polonius', { include_subscribers: true });
@@ -125,7 +120,7 @@ describe('POST /register: former subscriptions (defect 3)', () => {
   it('GET /users/me/subscriptions lists only current subscriptions', async () => {
     const secret = await createChannel(env, 'iago', { invite_only: true }, ['othello']);
     await unsubscribe('othello', secret.name);
-    const { data, error } = await env.client('othello').GET('/users/me/subscriptions', { params: { query: { include_subscribers: true } as any } });
+    const { data, error } = await env.client('othello').GET('/users/me/subscriptions', { params: { query: { include_subscribers: 'true' } } });
     expect(error).toBeUndefined();
     expect(data!.subscriptions.map((s) => s.stream_id)).not.toContain(secret.id);
   });
@@ -138,7 +133,7 @@ describe('POST /register as a guest (defect 6)', () => {
     const secret = await createChannel(env, 'iago', { invite_only: true }, ['hamlet']);
     await db().channel.update({ where: { id: pub.id }, data: { isDefault: true } });
 
-    const { data, error, response } = await env.client('polonius').POST('/register', { body: {} as any });
+    const { data, error, response } = await env.client('polonius').POST('/register', { body: {} });
     expect(error).toBeUndefined();
     expect(response.status).toBe(200);
     const state = data as unknown as RegisterState;
@@ -169,7 +164,7 @@ describe('POST /register as a guest (defect 6)', () => {
   });
 
   it('lists only web-public channels among a guest’s never-subscribed channels', async () => {
-    await withRealm(env, realmId, { enableSpectatorAccess: true }, async () => {
+    await withRealm(env, env.realmId, { enableSpectatorAccess: true }, async () => {
       const web = await createChannel(env, 'desdemona', { is_web_public: true });
       const pub = await createChannel(env, 'desdemona');
       const state = await register('polonius', { include_subscribers: true });
@@ -193,7 +188,7 @@ describe('POST /register: what members and administrators are told they may do',
     const adminsOnly = sys['role:administrators'];
     await withRealm(
       env,
-      realmId,
+      env.realmId,
       { canCreatePublicChannelGroupId: adminsOnly, canCreatePrivateChannelGroupId: adminsOnly, canAddSubscribersGroupId: adminsOnly, canInviteUsersGroupId: adminsOnly },
       async () => {
         const restricted = await register('hamlet', { fetch_event_types: ['realm_user'] });

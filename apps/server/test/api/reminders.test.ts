@@ -1,39 +1,31 @@
 // Reminders: POST /reminders, GET /reminders, DELETE /reminders/{id}, their events and /register state,
 // and delivery: at its time the notification bot sends the user a direct message quoting the message.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { createChannel } from '../helpers/channels.ts';
+import { useChannel } from '../helpers/channels.ts';
 import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { deliveryJobs } from '../helpers/jobs.ts';
+import { sendMessage } from '../helpers/queues.ts';
+import type { RequestParams } from '@parley/api-types';
 
-let env: TestServer;
-let channel: { id: number; name: string };
-let secret: { id: number; name: string };
-beforeAll(async () => {
-  env = await startTestServer();
-  channel = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
-  secret = await createChannel(env, 'iago', { invite_only: true }, ['iago']);
-});
-afterAll(() => env.close());
+const env = useTestServer();
+const channel = useChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
+const secret = useChannel(env, 'iago', { invite_only: true }, ['iago']);
 
 const uid = (p: Person) => env.users[p].id;
 const db = () => env.running.deps.db;
 const inSeconds = (s: number) => Math.floor(Date.now() / 1000) + s;
 
-async function send(as: Person, to: string, topic: string, content: string): Promise<number> {
-  const res = await env.raw('/messages', { method: 'POST', as, body: new URLSearchParams({ type: 'stream', to, topic, content }) });
-  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  return res.body.id;
-}
-const remind = (as: Person, body: Record<string, unknown>) => env.client(as).POST('/reminders', { body: body as any });
-async function reminded(as: Person, body: Record<string, unknown>): Promise<number> {
+const send = (as: Person, to: string, topic: string, content: string) => sendMessage(env.client(as), { type: 'stream', to, topic, content });
+const remind = (as: Person, body: RequestParams<'create-reminder'>) => env.client(as).POST('/reminders', { body });
+async function reminded(as: Person, body: RequestParams<'create-reminder'>): Promise<number> {
   const { data, error } = await remind(as, body);
   if (error) throw new Error(JSON.stringify(error));
   return data!.reminder_id;
 }
 const reminders = async (as: Person) => (await env.client(as).GET('/reminders')).data!.reminders;
-
 
 describe('POST /reminders and GET /reminders', () => {
   it('sets a reminder about a readable message: listed, in /register, told to the user\'s clients, not a scheduled message', async () => {
@@ -74,8 +66,8 @@ describe('POST /reminders and GET /reminders', () => {
     expectJsonError(await env.client('hamlet').DELETE('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } } }), 404, 'Scheduled message does not exist');
     expect((await reminders('hamlet')).map((r) => r.reminder_id)).toContain(id);
     // A scheduled message is not a reminder either.
-    const { data } = await env.client('hamlet').POST('/scheduled_messages', { body: { type: 'stream', to: channel.id, topic: 't', content: 'later', scheduled_delivery_timestamp: inSeconds(600) } as any });
-    const scheduledId = (data as any).scheduled_message_id;
+    const { data } = await env.client('hamlet').POST('/scheduled_messages', { body: { type: 'stream', to: channel.id, topic: 't', content: 'later', scheduled_delivery_timestamp: inSeconds(600) } });
+    const scheduledId = data!.scheduled_message_id;
     expectJsonError(await env.client('hamlet').DELETE('/reminders/{reminder_id}', { params: { path: { reminder_id: scheduledId } } }), 404, 'Reminder does not exist');
   });
 });
@@ -89,7 +81,8 @@ describe('DELETE /reminders/{reminder_id}', () => {
     expect(response.status).toBe(200);
     expect((await eventPayloadsSince(env, mark)).filter((e) => e.type === 'reminders')).toEqual([{ type: 'reminders', op: 'remove', reminder_id: id }]);
     expect((await reminders('hamlet')).map((r) => r.reminder_id)).not.toContain(id);
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Its delivery job runs at its time and finds it gone.
+    await waitFor(async () => (await deliveryJobs(env, id))[0]?.state === 'completed', { what: 'the delivery job' });
     expect(await db().message.count({ where: { content: { contains: `/#narrow/id/${messageId})` } } })).toBe(0);
   });
 });

@@ -1,43 +1,46 @@
 // Scheduled messages: POST/PATCH/DELETE/GET /scheduled_messages, their events and /register state, and
 // delivery through the job queue: on time, once, re-checked, across processes and restarts.
 import os from 'node:os';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { TEST_SECRET } from '../helpers/fixtures.ts';
-import { createChannel } from '../helpers/channels.ts';
+import { createChannel, useChannel } from '../helpers/channels.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps, listen, type RunningServer } from '../../src/server.ts';
 import { deliverScheduledMessage } from '../../src/actions/scheduled-messages.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { deliveryJobs } from '../helpers/jobs.ts';
+import { pollEvents, registerQueue } from '../helpers/queues.ts';
+import { unchecked } from '../helpers/unchecked.ts';
+import type { RequestParams } from '@parley/api-types';
 
-let env: TestServer;
-let channel: { id: number; name: string };
-beforeAll(async () => {
-  env = await startTestServer();
-  channel = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
-});
-afterAll(() => env.close());
+const env = useTestServer();
+const channel = useChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
 
 const uid = (p: Person) => env.users[p].id;
 const db = () => env.running.deps.db;
 const inSeconds = (s: number) => Math.floor(Date.now() / 1000) + s;
 
-async function schedule(as: Person, body: Record<string, unknown>) {
-  return env.client(as).POST('/scheduled_messages', { body: body as any });
+type ScheduleBody = RequestParams<'create-scheduled-message'>;
+async function schedule(as: Person, body: ScheduleBody) {
+  return env.client(as).POST('/scheduled_messages', { body });
 }
-async function scheduled(as: Person, body: Record<string, unknown>): Promise<number> {
+async function scheduled(as: Person, body: ScheduleBody): Promise<number> {
   const { data, error } = await schedule(as, body);
-  if (error) throw new Error(JSON.stringify(error));
-  return (data as any).scheduled_message_id;
+  if (!data) throw new Error(JSON.stringify(error));
+  return data.scheduled_message_id;
 }
-async function list(as: Person): Promise<any[]> {
-  return ((await env.client(as).GET('/scheduled_messages', {})).data as any).scheduled_messages;
+async function list(as: Person) {
+  const { data, error } = await env.client(as).GET('/scheduled_messages', {});
+  if (!data) throw new Error(JSON.stringify(error));
+  return data.scheduled_messages;
 }
+const jobs = (id: number) => deliveryJobs(env, id);
 
 describe('POST /scheduled_messages', () => {
   it('schedules channel and direct messages, lists them by delivery time, and tells the sender\'s clients', async () => {
-    const { data: q } = await env.client('hamlet').POST('/register', { body: { event_types: ['scheduled_messages'] } as any });
+    const q = await registerQueue(env.client('hamlet'), { event_types: ['scheduled_messages'] });
     const later = await scheduled('hamlet', { type: 'stream', to: channel.id, topic: 'plans', content: 'later **bold**', scheduled_delivery_timestamp: inSeconds(3600) });
     const sooner = await scheduled('hamlet', { type: 'direct', to: [uid('othello'), uid('othello')], content: 'sooner', scheduled_delivery_timestamp: inSeconds(1800) });
     const items = await list('hamlet');
@@ -46,10 +49,10 @@ describe('POST /scheduled_messages', () => {
     expect(mine[1]).toMatchObject({ type: 'stream', to: channel.id, topic: 'plans', content: 'later **bold**', rendered_content: '<p>later <strong>bold</strong></p>', failed: false });
     expect(mine[0]).toMatchObject({ type: 'private', to: [uid('othello')] });
     expect(mine[0]).not.toHaveProperty('topic');
-    const { data: ev } = await env.client('hamlet').GET('/events', { params: { query: { queue_id: (q as any).queue_id, last_event_id: (q as any).last_event_id, dont_block: true } as any } });
-    expect((ev as any).events.map((e: any) => [e.op, e.scheduled_messages[0].scheduled_message_id])).toEqual([['add', later], ['add', sooner]]);
-    const { data: state } = await env.client('hamlet').POST('/register', { body: { fetch_event_types: ['scheduled_messages'] } as any });
-    expect((state as any).scheduled_messages.map((m: any) => m.scheduled_message_id)).toEqual(expect.arrayContaining([later, sooner]));
+    const events = await pollEvents(env.client('hamlet'), q);
+    expect(events.map((e) => [e.op, e.scheduled_messages[0].scheduled_message_id])).toEqual([['add', later], ['add', sooner]]);
+    const state = await registerQueue(env.client('hamlet'), { fetch_event_types: ['scheduled_messages'] });
+    expect(state.scheduled_messages!.map((m) => m.scheduled_message_id)).toEqual(expect.arrayContaining([later, sooner]));
   });
 
   it('answers Zulip\'s errors', async () => {
@@ -60,16 +63,17 @@ describe('POST /scheduled_messages', () => {
     expectJsonError(await schedule('hamlet', { type: 'stream', to: channel.id, content: 'x', scheduled_delivery_timestamp: inSeconds(60) }), 400, 'Missing topic');
     expectJsonError(await schedule('hamlet', { type: 'stream', to: channel.id, topic: 't', content: '  ', scheduled_delivery_timestamp: inSeconds(60) }), 400, 'Message must not be empty');
     expectJsonError(await schedule('hamlet', { type: 'direct', to: [999999], content: 'x', scheduled_delivery_timestamp: inSeconds(60) }), 400, 'Invalid user ID 999999');
-    const res = await schedule('hamlet', { type: 'stream', to: channel.id, subject: 'a', topic: 'b', content: 'x', scheduled_delivery_timestamp: inSeconds(60) });
+    const res = await unchecked(env.client('hamlet')).POST('/scheduled_messages', { body: { type: 'stream', to: channel.id, subject: 'a', topic: 'b', content: 'x', scheduled_delivery_timestamp: inSeconds(60) } });
     expect(res.response.status).toBe(400);
-    expect((res.error as any).code).toBe('REQUEST_CONFUSING_VAR');
+    expect(res.error.code).toBe('REQUEST_CONFUSING_VAR');
   });
 });
 
 describe('PATCH and DELETE /scheduled_messages/{id}', () => {
   it('edits content, topic, time and type, re-checking like sending', async () => {
     const id = await scheduled('hamlet', { type: 'stream', to: channel.id, topic: 'old', content: 'old', scheduled_delivery_timestamp: inSeconds(3600) });
-    const patch = (body: Record<string, unknown>) => env.client('hamlet').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } }, body: body as any });
+    const patch = (body: RequestParams<'update-scheduled-message'>) =>
+      env.client('hamlet').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } }, body });
     expect((await patch({ content: 'new', topic: 'new topic' })).data).toEqual({ result: 'success', msg: '' });
     expect((await list('hamlet')).find((m) => m.scheduled_message_id === id)).toMatchObject({ content: 'new', topic: 'new topic' });
     expectJsonError(await patch({}), 400, 'Nothing to change');
@@ -82,7 +86,7 @@ describe('PATCH and DELETE /scheduled_messages/{id}', () => {
     expect(now).toMatchObject({ type: 'private', to: [uid('othello')] });
     expect(now).not.toHaveProperty('topic');
     // Someone else's: does not exist.
-    const other = await env.client('othello').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } }, body: { content: 'x' } as any });
+    const other = await env.client('othello').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } }, body: { content: 'x' } });
     expectJsonError(other, 404, 'Scheduled message does not exist');
     expectJsonError(await env.client('othello').DELETE('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } } }), 404, 'Scheduled message does not exist');
     expect((await env.client('hamlet').DELETE('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } } })).data).toEqual({ result: 'success', msg: '' });
@@ -92,19 +96,18 @@ describe('PATCH and DELETE /scheduled_messages/{id}', () => {
 
 describe('delivery', () => {
   it('sends the message at its time, once, removes it from the list and tells the sender', async () => {
-    const { data: q } = await env.client('othello').POST('/register', { body: { event_types: ['message'] } as any });
+    const q = await registerQueue(env.client('othello'), { event_types: ['message'] });
     const at = inSeconds(2);
     const id = await scheduled('hamlet', { type: 'stream', to: channel.id, topic: 'timed', content: 'on time', scheduled_delivery_timestamp: at });
     const row = await waitFor(() => db().scheduledMessage.findFirst({ where: { id, delivered: true } }));
     const message = await db().message.findUniqueOrThrow({ where: { id: row.deliveredMessageId! } });
-    const lateness = message.dateSent.getTime() - at * 1000;
-    expect(lateness).toBeGreaterThanOrEqual(0);
-    expect(lateness).toBeLessThan(2_000); // goal: within 2 s of the scheduled second
+    // Never early. (How late: bench/scheduled-delivery.bench.ts with BENCH_SCHEDULED=1, see bench/README.md.)
+    expect(message.dateSent.getTime()).toBeGreaterThanOrEqual(at * 1000);
     expect(message).toMatchObject({ content: 'on time', topic: 'timed', channelId: channel.id, senderId: uid('hamlet') });
     expect(await db().message.count({ where: { content: 'on time', senderId: uid('hamlet') } })).toBe(1);
     expect((await list('hamlet')).some((m) => m.scheduled_message_id === id)).toBe(false);
-    const { data } = await env.client('othello').GET('/events', { params: { query: { queue_id: (q as any).queue_id, last_event_id: (q as any).last_event_id, dont_block: true } as any } });
-    expect((data as any).events.filter((e: any) => e.type === 'message').map((e: any) => e.message.id)).toEqual([message.id]);
+    const events = await pollEvents(env.client('othello'), q);
+    expect(events.filter((e) => e.type === 'message').map((e) => e.message.id)).toEqual([message.id]);
   });
 
   it('marks it failed with the reason when the sender may no longer post', async () => {
@@ -124,15 +127,19 @@ describe('delivery', () => {
     const { data: bot } = await env.client('othello').GET('/users/{user_id}', { params: { path: { user_id: notice.sender_id } } });
     expect(bot!.user).toMatchObject({ is_bot: true, bot_type: 1, full_name: 'Notification Bot', bot_owner_id: null });
     // Editing a failed message needs a new time.
-    const res = await env.client('othello').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } }, body: { content: 'again' } as any });
+    const res = await env.client('othello').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } }, body: { content: 'again' } });
     expectJsonError(res, 400, 'Scheduled delivery time must be in the future.');
   });
 
   it('an edit to a later time outdates the earlier job', async () => {
     const id = await scheduled('hamlet', { type: 'stream', to: channel.id, topic: 't', content: 'moved', scheduled_delivery_timestamp: inSeconds(2) });
-    await env.client('hamlet').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } }, body: { scheduled_delivery_timestamp: inSeconds(3600) } as any });
-    await new Promise((r) => setTimeout(r, 3_500));
+    await env.client('hamlet').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } }, body: { scheduled_delivery_timestamp: inSeconds(3600) } });
+    // The earlier job runs at its time and finds the message moved: it completes without sending.
+    const [earlier, later] = await jobs(id);
+    expect([earlier!.state, later!.state]).toEqual(['created', 'created']);
+    await waitFor(async () => (await jobs(id))[0]!.state === 'completed', { what: 'the earlier delivery job' });
     expect((await db().scheduledMessage.findUniqueOrThrow({ where: { id } })).delivered).toBe(false);
+    expect((await jobs(id))[1]!.state).toBe('created');
   });
 
   it('with two processes and many due messages, each is sent exactly once', async () => {
@@ -153,7 +160,8 @@ describe('delivery', () => {
     const id = await scheduled('hamlet', { type: 'stream', to: channel.id, topic: 'downtime', content: 'after restart', scheduled_delivery_timestamp: inSeconds(2) });
     // Stop the job workers of this process (as if every server were down), let the time pass, start again.
     await env.running.deps.jobs.stop();
-    await new Promise((r) => setTimeout(r, 3_000));
+    await waitFor(async () => (await jobs(id))[0]!.due, { what: 'the delivery time' });
+    expect((await jobs(id)).map((j) => j.state)).toEqual(['created']); // due, and no worker took it
     expect((await db().scheduledMessage.findUniqueOrThrow({ where: { id } })).delivered).toBe(false);
     await env.running.deps.jobs.start();
     await waitFor(() => db().scheduledMessage.findFirst({ where: { id, delivered: true } }));

@@ -1,19 +1,14 @@
 // POST /messages: channel and direct messages, addressing forms, topic and content rules, permissions,
 // per-recipient flags, and the `message` event each recipient's queue receives.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { createChannel } from '../helpers/channels.ts';
+import { useChannel } from '../helpers/channels.ts';
+import { pollEvents, pollUntil, registerQueue, type Queue, type RegisterBody } from '../helpers/queues.ts';
 
-let env: TestServer;
-let channel: { id: number; name: string };
-let privateChannel: { id: number; name: string };
-beforeAll(async () => {
-  env = await startTestServer();
-  channel = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello', 'polonius']);
-  privateChannel = await createChannel(env, 'iago', { invite_only: true }, ['iago', 'othello']);
-});
-afterAll(() => env.close());
+const env = useTestServer();
+const channel = useChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello', 'polonius']);
+const privateChannel = useChannel(env, 'iago', { invite_only: true }, ['iago', 'othello']);
 
 const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;
@@ -23,17 +18,8 @@ async function send(as: Person, body: Record<string, unknown>, headers: Record<s
   return env.raw('/messages', { method: 'POST', as, body: form, headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers } });
 }
 
-async function register(as: Person, body: Record<string, unknown> = {}) {
-  const { data, error } = await env.client(as).POST('/register', { body: { event_types: ['message'], ...body } as any });
-  if (error) throw new Error(JSON.stringify(error));
-  return data as any;
-}
-
-async function poll(as: Person, q: any): Promise<any[]> {
-  const { data, error } = await env.client(as).GET('/events', { params: { query: { queue_id: q.queue_id, last_event_id: q.last_event_id, dont_block: true } as any } });
-  if (error) throw new Error(JSON.stringify(error));
-  return (data as any).events;
-}
+const register = (as: Person, body: RegisterBody = {}) => registerQueue(env.client(as), { event_types: ['message'], ...body });
+const poll = (as: Person, q: Queue) => pollEvents(env.client(as), q);
 
 async function flagsOf(messageId: number): Promise<Map<number, number>> {
   const rows = await db().userMessage.findMany({ where: { messageId } });
@@ -171,15 +157,8 @@ describe('100 concurrent senders to one topic', () => {
     expect(results.every((r) => r.status === 200)).toBe(true);
     const ids = results.map((r) => r.body.id as number);
     expect(new Set(ids).size).toBe(100);
-    const received: number[] = [];
-    let last = q.last_event_id;
-    for (let attempt = 0; attempt < 20 && received.length < 100; attempt++) {
-      const { data } = await env.client('othello').GET('/events', { params: { query: { queue_id: q.queue_id, last_event_id: last } as any } });
-      for (const e of (data as any).events) {
-        if (e.type === 'message') received.push(e.message.id);
-        last = Math.max(last, e.id);
-      }
-    }
+    const messages = (events: any[]) => events.filter((e) => e.type === 'message');
+    const received = messages(await pollUntil(env.client('othello'), q, (got) => messages(got).length >= 100, { maxPolls: 20 })).map((e) => e.message.id);
     expect(received).toHaveLength(100);
     expect(received).toEqual([...ids].sort((a, b) => a - b));
   });

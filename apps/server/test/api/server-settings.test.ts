@@ -1,11 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/test-server.ts';
 
-let env: TestServer;
-beforeAll(async () => {
-  env = await startTestServer();
-});
-afterAll(() => env.close());
+const env = useTestServer();
 
 describe('GET /server_settings', () => {
   it('answers without credentials with the feature level and organization', async () => {

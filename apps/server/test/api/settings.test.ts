@@ -4,24 +4,22 @@
 // read from the e-mail in the outbox, followed through the confirmation page). Requests are sent as
 // real clients send them: parameters in the query string (zulip-js, and the real zulip-js package) or
 // in a form body (the Python client).
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { USER_SETTINGS, type UserSettingDefinition } from '../../src/lib/user-settings.ts';
-import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
+import { authorizationOf, basicAuth } from '../helpers/auth.ts';
 import { eventsSince, markEvents, type StoredEvent } from '../helpers/events.ts';
 import { TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
-import { createUser, deactivateUser } from '../helpers/people.ts';
-import { realmIdOf, withRealm } from '../helpers/realm.ts';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { createAccount, createUser, deactivateUser, type Account } from '../helpers/people.ts';
+import { withRealm } from '../helpers/realm.ts';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
+import { zulipJs as zulip } from '../helpers/zulip-js.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../../../..');
 const spec = JSON.parse(readFileSync(path.join(root, 'spec/dist/openapi.json'), 'utf8'));
-const require = createRequire(import.meta.url);
-const zulip: (config: Record<string, unknown>) => Promise<any> = require('zulip-js');
 
 /** Zulip's settings of the legacy groups (UserProfile.display_settings_legacy + timezone, notification_settings_legacy). */
 const LEGACY_DISPLAY = [
@@ -37,32 +35,14 @@ const LEGACY_NOTIFICATIONS = [
 ];
 const ACCOUNT_PARAMS = ['full_name', 'email', 'old_password', 'new_password'];
 
-let env: TestServer;
-let realmId: number;
-beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
-});
-afterAll(() => env.close());
+const env = useTestServer();
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-interface Account {
-  id: number;
-  email: string;
-  key: string;
-  auth: string;
-}
-
 /** A new member of the organization (TEST_PASSWORD), with an API key. */
-async function freshAccount(label: string, fullName = 'Settings Tester'): Promise<Account> {
-  const { id, email } = await createUser(env, { label, fullName });
-  const key = await apiKeyOf(env, id);
-  return { id, email, key, auth: basicAuth(email, key) };
-}
-
-const authOf = (who: Account | Person) => (typeof who === 'string' ? basicAuth(env.users[who].email, env.users[who].apiKey) : who.auth);
+const freshAccount = (label: string, fullName = 'Settings Tester') => createAccount(env, { label, fullName });
+const authOf = (who: Account | Person) => authorizationOf(env, who);
 
 /** PATCH `path` with `params` in the query string (zulip-js) or in a form-urlencoded body (the Python client). */
 function patch(who: Account | Person, params: Record<string, string>, how: 'query' | 'form' = 'query', at = '/settings') {
@@ -133,7 +113,7 @@ function invalidValues(s: UserSettingDefinition): Array<[string, string]> {
 
 // ---------------------------------------------------------------------------------------------
 
-describe('the settings table agrees with the spec, the database, the notes and the event schemas', () => {
+describe("the settings table agrees with the spec, the database, Zulip's defaults and the event schemas", () => {
   const body = spec.components.requestBodies.UpdateSettings.content['application/x-www-form-urlencoded'];
   const properties: Record<string, any> = body.schema.properties;
 
@@ -176,20 +156,16 @@ describe('the settings table agrees with the spec, the database, the notes and t
     expect(schema).toMatch(/\n\s+timezone\s+String\s+@default\(""\)/);
   });
 
-  // The notes live beside the project (../shared), not in it: a checkout without them skips this check.
-  const notesFile = path.join(root, '../shared/notes/zulip-behaviours.md');
-  it.skipIf(!existsSync(notesFile))("has the defaults of the notes' §22 (where the notes are unsure, the table's value is the one they name as the alternative)", () => {
-    const notes = readFileSync(notesFile, 'utf8');
-    const section = notes.slice(notes.indexOf('## 22.'), notes.indexOf('## 23.'));
-    const rows = new Map<string, string>();
-    for (const m of section.matchAll(/^\| `(\w+)` \| (.+) \|$/gm)) rows.set(m[1]!, m[2]!);
-    expect([...rows.keys()].sort()).toEqual(USER_SETTINGS.map((s) => s.name).sort());
+  // Zulip's defaults, kept as data in the repository (test/fixtures/zulip-user-setting-defaults.json).
+  it("has Zulip's defaults (where Zulip's default is uncertain, the table's value is the other value Zulip may use)", () => {
+    const zulip: { defaults: Record<string, unknown>; uncertain: Record<string, unknown[]> } = JSON.parse(
+      readFileSync(path.join(here, '../fixtures/zulip-user-setting-defaults.json'), 'utf8'),
+    );
+    expect(Object.keys(zulip.defaults).sort()).toEqual(USER_SETTINGS.map((s) => s.name).sort());
     for (const s of USER_SETTINGS) {
-      const row = rows.get(s.name)!;
-      const stated = /^("[^"]*"|\S+)/.exec(row)![1]!;
-      if (stated === JSON.stringify(s.defaultValue)) continue;
-      // Only a row the notes mark unsure may differ, and only for the alternative it names.
-      expect(row.includes('[unsure]') && row.includes(String(s.defaultValue)), `${s.name}: table ${JSON.stringify(s.defaultValue)}, notes: ${row}`).toBe(true);
+      if (JSON.stringify(zulip.defaults[s.name]) === JSON.stringify(s.defaultValue)) continue;
+      // Only an uncertain default may differ, and only for the other value Zulip may use.
+      expect(zulip.uncertain[s.name] ?? [], `${s.name}: table ${JSON.stringify(s.defaultValue)}, Zulip ${JSON.stringify(zulip.defaults[s.name])}`).toContainEqual(s.defaultValue);
     }
   });
 
@@ -352,7 +328,7 @@ describe('PATCH /settings: the request', () => {
 
   it('refuses bots', async () => {
     const email = 'settings-bot@parley.test';
-    const bot = await db().user.create({ data: { realmId, email, deliveryEmail: email, fullName: 'Settings Bot', isBot: true, botType: 1, botOwnerId: env.users.hamlet.id, settings: { create: {} } } });
+    const bot = await db().user.create({ data: { realmId: env.realmId, email, deliveryEmail: email, fullName: 'Settings Bot', isBot: true, botType: 1, botOwnerId: env.users.hamlet.id, settings: { create: {} } } });
     const key = 's'.repeat(32);
     await db().apiKey.create({ data: { userId: bot.id, lookupHash: env.running.deps.cipher.lookupHash(key), ciphertext: env.running.deps.cipher.encrypt(key) } });
     const headers = { Authorization: basicAuth(email, key) };
@@ -484,7 +460,7 @@ describe('full_name', () => {
 
   it('is ignored without an error when the organization disables name changes, except for administrators', async () => {
     const account = await freshAccount('no-renames', 'Fixed Name');
-    await withRealm(env, realmId, { nameChangesDisabled: true }, async () => {
+    await withRealm(env, env.realmId, { nameChangesDisabled: true }, async () => {
       const mark = await markEvents(env);
       await expectSuccess(await patch(account, { full_name: 'Renamed Anyway', enter_sends: 'true' }));
       // Not even validated when ignored.
@@ -500,7 +476,7 @@ describe('full_name', () => {
 describe('email_address_visibility', () => {
   it('tells who can now see the real address, who no longer can, and everyone the shown address', async () => {
     const account = await freshAccount('visibility');
-    const host = new URL((await db().realm.findUniqueOrThrow({ where: { id: realmId } })).url).hostname;
+    const host = new URL((await db().realm.findUniqueOrThrow({ where: { id: env.realmId } })).url).hostname;
     const mark = await markEvents(env);
     await expectSuccess(await patch(account, { email_address_visibility: '3' }));
     const events = await eventsSince(env, mark);
@@ -697,7 +673,7 @@ describe('e-mail change', () => {
 
   it('is refused to non-administrators when the organization disables e-mail changes', async () => {
     const account = await freshAccount('mail-disabled');
-    await withRealm(env, realmId, { emailChangesDisabled: true }, async () => {
+    await withRealm(env, env.realmId, { emailChangesDisabled: true }, async () => {
       expectJsonError(await patch(account, { email: `x-${account.id}@parley.test` }), 400, 'Email address changes are disabled in this organization.', 'BAD_REQUEST');
       // Even an invalid address gets the policy error first; the current one is still fine.
       expectJsonError(await patch(account, { email: 'junk' }), 400, 'Email address changes are disabled in this organization.', 'BAD_REQUEST');

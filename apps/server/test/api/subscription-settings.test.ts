@@ -1,22 +1,15 @@
 // POST /users/me/subscriptions/properties: a subscriber's own settings for channels (color, mute, pin,
 // per-channel notifications), their `subscription` update events, and what muting changes for reading.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { createChannel } from '../helpers/channels.ts';
+import { createChannel, useChannel } from '../helpers/channels.ts';
 import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
 
-let env: TestServer;
-let channel: { id: number; name: string };
-let other: { id: number; name: string };
-let secret: { id: number; name: string };
-beforeAll(async () => {
-  env = await startTestServer();
-  channel = await createChannel(env, 'iago', {}, ['iago', 'hamlet']);
-  other = await createChannel(env, 'iago', {}, ['iago', 'hamlet']);
-  secret = await createChannel(env, 'iago', { invite_only: true }, ['iago']);
-});
-afterAll(() => env.close());
+const env = useTestServer();
+const channel = useChannel(env, 'iago', {}, ['iago', 'hamlet']);
+const other = useChannel(env, 'iago', {}, ['iago', 'hamlet']);
+const secret = useChannel(env, 'iago', { invite_only: true }, ['iago']);
 
 type Change = { stream_id: number; property: string; value: boolean | string };
 const change = (as: Person, subscription_data: Change[]) => env.client(as).POST('/users/me/subscriptions/properties', { body: { subscription_data } });

@@ -1,24 +1,17 @@
 // POST /users/me/subscriptions (subscribing, creating channels that do not exist) and
 // GET /users/me/subscriptions: channel creation with its settings and permissions, subscribing others,
 // authorization of private channels, results, stored state and stored events.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import type { RequestParams } from '@parley/api-types';
+import { expectJsonError } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { activeSubscribers, fresh, startChannelTestServer } from '../helpers/channels.ts';
+import { activeSubscribers, fresh, useChannelTestServer } from '../helpers/channels.ts';
 import { eventsSince, markEvents } from '../helpers/events.ts';
-import type { SystemGroupIds } from '../helpers/groups.ts';
-import { adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
+import { adminIds, nonGuestIds } from '../helpers/people.ts';
 import { withRealm } from '../helpers/realm.ts';
-import { CACHED_TABLES } from '../../src/data/db.ts';
+import { CACHED_TABLES } from '../../src/data/cached-tables.ts';
 
-let env: TestServer;
-let realmId: number;
-let sys: SystemGroupIds;
-let roles: UserRole[] = [];
-beforeAll(async () => {
-  ({ env, realmId, sys, roles } = await startChannelTestServer());
-});
-afterAll(() => env.close());
+const { env, sys, roles } = useChannelTestServer();
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -27,14 +20,14 @@ const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;
 const ids = (...xs: number[]) => [...new Set(xs)].sort((a, b) => a - b);
 
-async function subscribe(as: Person, body: Record<string, unknown>) {
-  return env.client(as).POST('/users/me/subscriptions', { body: body as any });
+async function subscribe(as: Person, body: RequestParams<'subscribe'>) {
+  return env.client(as).POST('/users/me/subscriptions', { body });
 }
 
 async function createChannel(as: Person, name: string, extra: Record<string, unknown> = {}): Promise<number> {
   const { error } = await subscribe(as, { subscriptions: [{ name }], ...extra });
   if (error) throw new Error(`setup: creating ${name} failed: ${JSON.stringify(error)}`);
-  return (await db().channel.findFirstOrThrow({ where: { realmId, name } })).id;
+  return (await db().channel.findFirstOrThrow({ where: { realmId: env.realmId, name } })).id;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -49,7 +42,7 @@ describe('POST /users/me/subscriptions: creating channels', () => {
     // notification-bot messages (Zulip reports whether it sent them).
     expect(data).toEqual({ result: 'success', msg: '', subscribed: { [uid('hamlet')]: [name] }, already_subscribed: {}, new_subscription_messages_sent: false });
 
-    const channel = await db().channel.findFirstOrThrow({ where: { realmId, name } });
+    const channel = await db().channel.findFirstOrThrow({ where: { realmId: env.realmId, name } });
     expect(channel).toMatchObject({
       description: 'Fair Verona',
       renderedDescription: '<p>Fair Verona</p>',
@@ -91,7 +84,7 @@ describe('POST /users/me/subscriptions: creating channels', () => {
     const { data } = await subscribe('hamlet', { subscriptions: [{ name: `  ${name.toUpperCase()} ` }] });
     expect(data).toMatchObject({ subscribed: {}, already_subscribed: { [uid('hamlet')]: [name] } });
     expect(await eventsSince(env, mark)).toEqual([]);
-    expect(await db().channel.count({ where: { realmId, name: { equals: name, mode: 'insensitive' } } })).toBe(1);
+    expect(await db().channel.count({ where: { realmId: env.realmId, name: { equals: name, mode: 'insensitive' } } })).toBe(1);
   });
 
   it('checks channel names as Zulip does', async () => {
@@ -130,18 +123,18 @@ describe('POST /users/me/subscriptions: creating channels', () => {
 
   it('needs the organization permission to create public and private channels', async () => {
     const admins = sys['role:administrators'];
-    await withRealm(env, realmId, { canCreatePublicChannelGroupId: admins }, async () => {
+    await withRealm(env, env.realmId, { canCreatePublicChannelGroupId: admins }, async () => {
       expectJsonError(await subscribe('hamlet', { subscriptions: [{ name: fresh('nope') }] }), 400, 'Insufficient permission');
       expect((await subscribe('hamlet', { subscriptions: [{ name: fresh('allowed private') }], invite_only: true })).response.status).toBe(200);
       expect((await subscribe('iago', { subscriptions: [{ name: fresh('admin public') }] })).response.status).toBe(200);
     });
-    await withRealm(env, realmId, { canCreatePrivateChannelGroupId: admins }, async () => {
+    await withRealm(env, env.realmId, { canCreatePrivateChannelGroupId: admins }, async () => {
       expectJsonError(await subscribe('shiva', { subscriptions: [{ name: fresh('nope') }], invite_only: true }), 400, 'Insufficient permission');
     });
     // Subscribing to existing channels needs no creation permission.
     const existing = fresh('existing');
     await createChannel('iago', existing);
-    await withRealm(env, realmId, { canCreatePublicChannelGroupId: admins }, async () => {
+    await withRealm(env, env.realmId, { canCreatePublicChannelGroupId: admins }, async () => {
       expect((await subscribe('hamlet', { subscriptions: [{ name: existing }] })).response.status).toBe(200);
     });
   });
@@ -183,7 +176,7 @@ describe('POST /users/me/subscriptions: creating channels', () => {
 
   it('creates web-public channels only where spectators are allowed, and only for the permitted group', async () => {
     expectJsonError(await subscribe('desdemona', { subscriptions: [{ name: fresh('web') }], is_web_public: true }), 400, 'Web-public channels are not enabled.');
-    await withRealm(env, realmId, { enableSpectatorAccess: true }, async () => {
+    await withRealm(env, env.realmId, { enableSpectatorAccess: true }, async () => {
       // can_create_web_public_channel_group defaults to owners.
       expectJsonError(await subscribe('iago', { subscriptions: [{ name: fresh('web') }], is_web_public: true }), 400, 'Insufficient permission');
       const mark = await markEvents(env);
@@ -240,7 +233,7 @@ describe('POST /users/me/subscriptions: creating channels', () => {
   });
 
   it('puts new channels in a folder, and refuses unknown folders', async () => {
-    const folder = await db().channelFolder.create({ data: { realmId, name: fresh('folder') } });
+    const folder = await db().channelFolder.create({ data: { realmId: env.realmId, name: fresh('folder') } });
     const id = await createChannel('hamlet', fresh('foldered'), { folder_id: folder.id });
     expect((await db().channel.findUniqueOrThrow({ where: { id } })).folderId).toBe(folder.id);
     expectJsonError(await subscribe('hamlet', { subscriptions: [{ name: fresh('x') }], folder_id: 999999 }), 400, 'Invalid channel folder ID');
@@ -250,7 +243,7 @@ describe('POST /users/me/subscriptions: creating channels', () => {
     const name = fresh('colored');
     await createChannel('hamlet', name);
     await subscribe('othello', { subscriptions: [{ name, color: '#123abc' }] });
-    const channel = await db().channel.findFirstOrThrow({ where: { realmId, name } });
+    const channel = await db().channel.findFirstOrThrow({ where: { realmId: env.realmId, name } });
     expect((await db().subscription.findUniqueOrThrow({ where: { userId_channelId: { userId: uid('othello'), channelId: channel.id } } })).color).toBe('#123abc');
     expectJsonError(await subscribe('othello', { subscriptions: [{ name, color: 'blue' }] }), 400, 'add.color is not a valid hex color code');
   });
@@ -259,7 +252,7 @@ describe('POST /users/me/subscriptions: creating channels', () => {
     const name = fresh('race');
     const results = await Promise.all([subscribe('hamlet', { subscriptions: [{ name }] }), subscribe('othello', { subscriptions: [{ name }] })]);
     expect(results.map((r) => r.response.status)).toEqual([200, 200]);
-    const channels = await db().channel.findMany({ where: { realmId, name } });
+    const channels = await db().channel.findMany({ where: { realmId: env.realmId, name } });
     expect(channels).toHaveLength(1);
     expect(await activeSubscribers(env, channels[0]!.id)).toEqual([uid('hamlet'), uid('othello')]);
   });
@@ -298,7 +291,7 @@ describe('POST /users/me/subscriptions: concurrent requests on one channel', () 
     const name = fresh('again');
     const id = await createChannel('iago', name);
     await subscribe('othello', { subscriptions: [{ name }] });
-    await env.client('othello').DELETE('/users/me/subscriptions', { body: { subscriptions: [name] } as any });
+    await env.client('othello').DELETE('/users/me/subscriptions', { body: { subscriptions: [name] } });
     const results = await Promise.all(Array.from({ length: 4 }, () => subscribe('othello', { subscriptions: [{ name }] })));
     expect(results.filter((r) => r.data!.subscribed[uid('othello')] !== undefined)).toHaveLength(1);
     expect(await activeSubscribers(env, id)).toEqual(ids(uid('iago'), uid('othello')));
@@ -316,7 +309,7 @@ describe('POST /users/me/subscriptions: subscribing others', () => {
     expect(data!.new_subscription_messages_sent).toBe(false);
     const { data: byEmail } = await subscribe('hamlet', { subscriptions: [{ name }], principals: ['CORDELIA@parley.test'] });
     expect(byEmail).toMatchObject({ subscribed: { [uid('cordelia')]: [name] } });
-    const channel = await db().channel.findFirstOrThrow({ where: { realmId, name } });
+    const channel = await db().channel.findFirstOrThrow({ where: { realmId: env.realmId, name } });
     expect(await activeSubscribers(env, channel.id)).toEqual([uid('hamlet'), uid('othello'), uid('cordelia')].sort((a, b) => a - b));
     const events = await eventsSince(env, mark);
     const add = events.find((e) => e.payload.op === 'add' && e.userIds.includes(uid('othello')))!;
@@ -339,7 +332,7 @@ describe('POST /users/me/subscriptions: subscribing others', () => {
     expectJsonError(await subscribe('hamlet', { subscriptions: [{ name }], principals: [999999] }), 400, 'No such user', 'BAD_REQUEST');
     expectJsonError(await subscribe('hamlet', { subscriptions: [{ name }], principals: ['nobody@parley.test'] }), 400, 'No such user', 'BAD_REQUEST');
     const gone = await db().user.create({
-      data: { realmId, email: 'gone-sub@parley.test', deliveryEmail: 'gone-sub@parley.test', fullName: 'Gone', isActive: false, settings: { create: {} } },
+      data: { realmId: env.realmId, email: 'gone-sub@parley.test', deliveryEmail: 'gone-sub@parley.test', fullName: 'Gone', isActive: false, settings: { create: {} } },
     });
     expectJsonError(await subscribe('hamlet', { subscriptions: [{ name }], principals: [gone.id] }), 400, 'User is deactivated', 'BAD_REQUEST');
   });
@@ -348,7 +341,7 @@ describe('POST /users/me/subscriptions: subscribing others', () => {
     const name = fresh('adders');
     const id = await createChannel('iago', name);
     const admins = sys['role:administrators'];
-    await withRealm(env, realmId, { canAddSubscribersGroupId: admins }, async () => {
+    await withRealm(env, env.realmId, { canAddSubscribersGroupId: admins }, async () => {
       expectJsonError(await subscribe('hamlet', { subscriptions: [{ name }], principals: [uid('othello')] }), 400, 'Insufficient permission');
       // Subscribing oneself is always fine on a public channel.
       expect((await subscribe('hamlet', { subscriptions: [{ name }], principals: [uid('hamlet')] })).response.status).toBe(200);
@@ -383,7 +376,7 @@ describe('POST /users/me/subscriptions: who may subscribe others (permission mat
     await createChannel('iago', name, { can_administer_channel_group: moderators });
     const hidden = fresh('restricted private');
     await createChannel('hamlet', hidden, { invite_only: true, can_administer_channel_group: moderators });
-    await withRealm(env, realmId, { canAddSubscribersGroupId: sys['role:administrators'] }, async () => {
+    await withRealm(env, env.realmId, { canAddSubscribersGroupId: sys['role:administrators'] }, async () => {
       expect((await subscribe('desdemona', { subscriptions: [{ name }], principals: [uid('othello')] })).response.status).toBe(200);
       expect((await subscribe('iago', { subscriptions: [{ name }], principals: [uid('othello')] })).response.status).toBe(200);
       // A moderator administers the channel through can_administer_channel_group.
@@ -440,7 +433,7 @@ describe('POST /users/me/subscriptions: archived channels', () => {
     expect((await env.client('iago').DELETE('/streams/{stream_id}', { params: { path: { stream_id: id } } })).response.status).toBe(200);
     const { data } = await subscribe('hamlet', { subscriptions: [{ name }] });
     expect(data).toMatchObject({ subscribed: { [uid('hamlet')]: [name] } });
-    expect(await db().channel.count({ where: { realmId, name } })).toBe(1);
+    expect(await db().channel.count({ where: { realmId: env.realmId, name } })).toBe(1);
   });
 });
 
@@ -497,7 +490,7 @@ describe('wire shapes of the Python zulip client', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ result: 'success', subscribed: { [uid('othello')]: [name] } });
     // Zulip subscribes only the principals, not the caller.
-    const channel = await db().channel.findFirstOrThrow({ where: { realmId, name } });
+    const channel = await db().channel.findFirstOrThrow({ where: { realmId: env.realmId, name } });
     expect(await activeSubscribers(env, channel.id)).toEqual([uid('othello')]);
     expect(channel.creatorId).toBe(uid('hamlet'));
   });

@@ -3,12 +3,12 @@
 // membership by role, and membership kept in step with roles changed through PATCH /users/{user_id}
 // (with the user_group membership events Zulip sends for those changes).
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import { PEOPLE, type Person } from '../helpers/fixtures.ts';
 import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
 import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
-import { allMembers, sorted, systemGroupIds, type SystemGroupIds, type SystemGroupName } from '../helpers/groups.ts';
+import { allMembers, sorted, useSystemGroupIds, type SystemGroupName } from '../helpers/groups.ts';
 import { createUser, type Role } from '../helpers/people.ts';
 
 /** From the innermost to the outermost group. */
@@ -32,16 +32,13 @@ const OWN_GROUP_OF_ROLE: Record<Role, SystemGroupName[]> = {
   600: ['role:everyone'],
 };
 
-let env: TestServer;
-let sys: SystemGroupIds;
+const env = useTestServer();
+const sys = useSystemGroupIds(env);
 let nameOf: Map<number, SystemGroupName>;
 
 beforeAll(async () => {
-  env = await startTestServer();
-  sys = await systemGroupIds(env);
   nameOf = new Map(Object.entries(sys).map(([name, id]) => [id, name as SystemGroupName]));
 });
-afterAll(() => env.close());
 
 // ---------------------------------------------------------------------------------------------
 // helpers

@@ -1,22 +1,14 @@
 // DELETE /users/me/subscriptions (seed operation 14): channel names, principals by id or e-mail, the
 // three ways to remove others, removed / not_removed, STREAM_DOES_NOT_EXIST with `stream`, unknown or
 // deactivated principals (400 BAD_REQUEST), archived channels, stored state and stored events.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { activeSubscribers, fresh, subscribeDirectly, startChannelTestServer } from '../helpers/channels.ts';
+import { activeSubscribers, fresh, subscribeDirectly, useChannelTestServer } from '../helpers/channels.ts';
 import { eventsSince, markEvents } from '../helpers/events.ts';
-import type { SystemGroupIds } from '../helpers/groups.ts';
-import { adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
+import { adminIds, nonGuestIds } from '../helpers/people.ts';
 
-let env: TestServer;
-let realmId: number;
-let sys: SystemGroupIds;
-let roles: UserRole[] = [];
-beforeAll(async () => {
-  ({ env, realmId, sys, roles } = await startChannelTestServer());
-});
-afterAll(() => env.close());
+const { env, sys, roles } = useChannelTestServer();
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -28,15 +20,15 @@ const ids = (...xs: number[]) => [...new Set(xs)].sort((a, b) => a - b);
 /** Creates a channel (as `creator`) with the given subscribers. */
 async function channelWith(creator: Person, subscribers: Person[], extra: Record<string, unknown> = {}): Promise<{ id: number; name: string }> {
   const name = fresh('chan');
-  const { error } = await env.client(creator).POST('/users/me/subscriptions', { body: { subscriptions: [{ name }], ...extra } as any });
+  const { error } = await env.client(creator).POST('/users/me/subscriptions', { body: { subscriptions: [{ name }], ...extra } });
   if (error) throw new Error(`setup: ${JSON.stringify(error)}`);
   const others = subscribers.filter((p) => p !== creator);
   if (others.length) {
-    const res = await env.client(creator).POST('/users/me/subscriptions', { body: { subscriptions: [{ name }], principals: others.map(uid) } as any });
+    const res = await env.client(creator).POST('/users/me/subscriptions', { body: { subscriptions: [{ name }], principals: others.map(uid) } });
     if (res.error) throw new Error(`setup: ${JSON.stringify(res.error)}`);
   }
   if (!subscribers.includes(creator)) await unsubscribe(creator, { subscriptions: [name] });
-  const row = await db().channel.findFirstOrThrow({ where: { realmId, name } });
+  const row = await db().channel.findFirstOrThrow({ where: { realmId: env.realmId, name } });
   return { id: row.id, name };
 }
 
@@ -49,7 +41,7 @@ async function createBot(owner: Person): Promise<{ id: number; email: string }> 
   const n = ++bots;
   const email = `bot-${n}@parley.test`;
   const bot = await db().user.create({
-    data: { realmId, email, deliveryEmail: email, fullName: `Bot ${n}`, isBot: true, botType: 1, botOwnerId: uid(owner), settings: { create: {} } },
+    data: { realmId: env.realmId, email, deliveryEmail: email, fullName: `Bot ${n}`, isBot: true, botType: 1, botOwnerId: uid(owner), settings: { create: {} } },
   });
   return { id: bot.id, email };
 }
@@ -155,7 +147,7 @@ describe('DELETE /users/me/subscriptions: principals', () => {
     expectJsonError(await unsubscribe('iago', { subscriptions: [a.name], principals: [999999] }), 400, 'No such user', 'BAD_REQUEST');
     expectJsonError(await unsubscribe('iago', { subscriptions: [a.name], principals: ['ghost@parley.test'] }), 400, 'No such user', 'BAD_REQUEST');
     const gone = await db().user.create({
-      data: { realmId, email: 'gone-unsub@parley.test', deliveryEmail: 'gone-unsub@parley.test', fullName: 'Gone', isActive: false, settings: { create: {} } },
+      data: { realmId: env.realmId, email: 'gone-unsub@parley.test', deliveryEmail: 'gone-unsub@parley.test', fullName: 'Gone', isActive: false, settings: { create: {} } },
     });
     await subscribeDirectly(env, gone.id, a.id);
     expectJsonError(await unsubscribe('iago', { subscriptions: [a.name], principals: [gone.id] }), 400, 'User is deactivated', 'BAD_REQUEST');

@@ -1,23 +1,17 @@
 // PATCH /streams/{stream_id} (seed operation 5): every parameter, the state rules on the combined
 // result, the limits of /register, the permission matrix, all-or-nothing application, stored state and
 // stored events.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, type TestServer } from '../helpers/test-server.ts';
+import type { RequestParams } from '@parley/api-types';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { createChannel, fresh, subscribeDirectly, startChannelTestServer } from '../helpers/channels.ts';
+import { createChannel, fresh, subscribeDirectly, useChannelTestServer } from '../helpers/channels.ts';
 import { eventsSince, markEvents } from '../helpers/events.ts';
-import type { SystemGroupIds } from '../helpers/groups.ts';
-import { adminIds, nonGuestIds, type UserRole } from '../helpers/people.ts';
+import { adminIds, nonGuestIds } from '../helpers/people.ts';
 import { withRealm } from '../helpers/realm.ts';
+import { unchecked } from '../helpers/unchecked.ts';
 
-let env: TestServer;
-let realmId: number;
-let sys: SystemGroupIds;
-let roles: UserRole[] = [];
-beforeAll(async () => {
-  ({ env, realmId, sys, roles } = await startChannelTestServer());
-});
-afterAll(() => env.close());
+const { env, sys, roles } = useChannelTestServer();
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -26,9 +20,12 @@ const db = () => env.running.deps.db;
 const uid = (p: Person) => env.users[p].id;
 const ids = (...xs: number[]) => [...new Set(xs)].sort((a, b) => a - b);
 
-async function patch(as: Person, streamId: number, body: Record<string, unknown>) {
-  return env.client(as).PATCH('/streams/{stream_id}', { params: { path: { stream_id: streamId } }, body: body as any });
+async function patch(as: Person, streamId: number, body: RequestParams<'update-stream'>) {
+  return env.client(as).PATCH('/streams/{stream_id}', { params: { path: { stream_id: streamId } }, body });
 }
+/** A PATCH its types refuse (a wrong value on purpose). */
+const patchUnchecked = (as: Person, streamId: number, body: Record<string, unknown>) =>
+  unchecked(env.client(as)).PATCH('/streams/{stream_id}', { params: { path: { stream_id: streamId } }, body });
 
 async function channel(id: number) {
   return db().channel.findUniqueOrThrow({ where: { id } });
@@ -41,7 +38,7 @@ async function readStream(id: number, as: Person = 'iago') {
 }
 
 async function addMessage(channelId: number, topic: string): Promise<void> {
-  await db().message.create({ data: { realmId, senderId: uid('iago'), channelId, topic, content: 'hi', renderedContent: '<p>hi</p>' } });
+  await db().message.create({ data: { realmId: env.realmId, senderId: uid('iago'), channelId, topic, content: 'hi', renderedContent: '<p>hi</p>' } });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -159,7 +156,7 @@ describe('PATCH /streams/{stream_id}: privacy and the state rules', () => {
     const pub = await createChannel(env, 'iago');
     expectJsonError(await patch('iago', pub.id, { history_public_to_subscribers: false }), 400, 'Invalid parameters');
     expectJsonError(await patch('iago', pub.id, { is_private: false, history_public_to_subscribers: false }), 400, 'Invalid parameters');
-    await withRealm(env, realmId, { enableSpectatorAccess: true }, async () => {
+    await withRealm(env, env.realmId, { enableSpectatorAccess: true }, async () => {
       expectJsonError(await patch('desdemona', pub.id, { is_web_public: true, is_private: true }), 400, 'Invalid parameters');
       const web = await createChannel(env, 'desdemona', { is_web_public: true });
       // The current value counts: a web-public channel cannot become private on its own...
@@ -185,7 +182,7 @@ describe('PATCH /streams/{stream_id}: privacy and the state rules', () => {
 
   it('keeps the moderation request channel private', async () => {
     const c = await createChannel(env, 'iago', { invite_only: true });
-    await withRealm(env, realmId, { moderationRequestChannelId: c.id }, async () => {
+    await withRealm(env, env.realmId, { moderationRequestChannelId: c.id }, async () => {
       expectJsonError(await patch('iago', c.id, { is_private: false }), 400, 'Moderation request channel must be private.');
     });
   });
@@ -202,11 +199,11 @@ describe('PATCH /streams/{stream_id}: privacy and the state rules', () => {
   it('needs the organization permission to create channels of the target kind', async () => {
     const c = await createChannel(env, 'hamlet');
     const adminsGroup = sys['role:administrators'];
-    await withRealm(env, realmId, { canCreatePrivateChannelGroupId: adminsGroup }, async () => {
+    await withRealm(env, env.realmId, { canCreatePrivateChannelGroupId: adminsGroup }, async () => {
       expectJsonError(await patch('hamlet', c.id, { is_private: true }), 400, 'Insufficient permission');
     });
     expect((await patch('hamlet', c.id, { is_private: true })).response.status).toBe(200);
-    await withRealm(env, realmId, { canCreatePublicChannelGroupId: adminsGroup }, async () => {
+    await withRealm(env, env.realmId, { canCreatePublicChannelGroupId: adminsGroup }, async () => {
       expectJsonError(await patch('hamlet', c.id, { is_private: false }), 400, 'Insufficient permission');
     });
   });
@@ -214,7 +211,7 @@ describe('PATCH /streams/{stream_id}: privacy and the state rules', () => {
   it('makes channels web-public only where spectators are allowed, and only for can_create_web_public_channel_group', async () => {
     const c = await createChannel(env, 'iago');
     expectJsonError(await patch('desdemona', c.id, { is_web_public: true }), 400, 'Web-public channels are not enabled.');
-    await withRealm(env, realmId, { enableSpectatorAccess: true }, async () => {
+    await withRealm(env, env.realmId, { enableSpectatorAccess: true }, async () => {
       expectJsonError(await patch('iago', c.id, { is_web_public: true }), 400, 'Insufficient permission');
       const mark = await markEvents(env);
       expect((await patch('desdemona', c.id, { is_web_public: true })).response.status).toBe(200);
@@ -310,7 +307,7 @@ describe('PATCH /streams/{stream_id}: is_archived', () => {
 describe('PATCH /streams/{stream_id}: folder_id', () => {
   it('moves the channel into a folder, and out with null', async () => {
     const c = await createChannel(env, 'iago');
-    const folder = await db().channelFolder.create({ data: { realmId, name: fresh('folder') } });
+    const folder = await db().channelFolder.create({ data: { realmId: env.realmId, name: fresh('folder') } });
     const mark = await markEvents(env);
     expect((await patch('iago', c.id, { folder_id: folder.id })).response.status).toBe(200);
     expect((await readStream(c.id)).folder_id).toBe(folder.id);
@@ -350,7 +347,7 @@ describe('PATCH /streams/{stream_id}: topics_policy', () => {
 
   it('rejects unknown policies', async () => {
     const c = await createChannel(env, 'iago');
-    expectJsonError(await patch('iago', c.id, { topics_policy: 'sometimes' }), 400, 'Invalid topics_policy');
+    expectJsonError(await patchUnchecked('iago', c.id, { topics_policy: 'sometimes' }), 400, 'Invalid topics_policy');
   });
 });
 
@@ -400,7 +397,7 @@ describe('PATCH /streams/{stream_id}: permission settings', () => {
       400,
       "'can_send_message_group' setting cannot be set to 'role:internet' group.",
     );
-    expectJsonError(await patch('iago', c.id, { can_send_message_group: { old: admins } }), 400, 'can_send_message_group["new"] field is missing');
+    expectJsonError(await patchUnchecked('iago', c.id, { can_send_message_group: { old: admins } }), 400, 'can_send_message_group["new"] field is missing');
   });
 
   it('sends the legacy stream_post_policy events when can_send_message_group changes it', async () => {
@@ -506,7 +503,7 @@ describe('PATCH /streams/{stream_id}: all or nothing', () => {
   it('sends the events of several changes in Zulip’s order, the rename in the middle', async () => {
     const c = await createChannel(env, 'iago');
     const newName = fresh('several');
-    const folder = await db().channelFolder.create({ data: { realmId, name: fresh('folder') } });
+    const folder = await db().channelFolder.create({ data: { realmId: env.realmId, name: fresh('folder') } });
     const mark = await markEvents(env);
     const res = await patch('desdemona', c.id, { new_name: newName, description: 'both', message_retention_days: 7, folder_id: folder.id });
     expect(res.response.status).toBe(200);

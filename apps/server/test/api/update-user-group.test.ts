@@ -2,32 +2,17 @@
 // the errors in Zulip's order, and who may edit a group (organization can_manage_all_groups or the
 // group's can_manage_group, held directly, through a named group or through nesting). Group-setting
 // values, compare-and-swap and restrictions are in group-settings.test.ts.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { paths } from '@parley/client';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
-import {
-  createGroup,
-  deactivateGroup,
-  readGroup,
-  setRealmGroupSetting,
-  systemGroupIds,
-  uniqueName,
-  type CreateGroupBody,
-  type SystemGroupIds,
-} from '../helpers/groups.ts';
+import { createGroup, deactivateGroup, readGroup, setRealmGroupSetting, uniqueName, useSystemGroupIds, type CreateGroupBody } from '../helpers/groups.ts';
 
 type PatchBody = NonNullable<paths['/user_groups/{user_group_id}']['patch']['requestBody']>['content']['application/x-www-form-urlencoded'];
 
-let env: TestServer;
-let sys: SystemGroupIds;
-
-beforeAll(async () => {
-  env = await startTestServer();
-  sys = await systemGroupIds(env);
-});
-afterAll(() => env.close());
+const env = useTestServer();
+const sys = useSystemGroupIds(env);
 
 // ---------------------------------------------------------------------------------------------
 // helpers

@@ -1,25 +1,16 @@
 // PATCH /users/{user_id} (Zulip's update-user): full_name, role, profile_data and new_email, with the
 // permission rules of the seed (§12) and of the spec file; every change is read back through the API.
+import type { RequestParams } from '@parley/api-types';
 import { randomBytes } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import type { paths } from '@parley/client';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
 import { createUser, readUser, setRole, uniqueEmail, type Role } from '../helpers/people.ts';
-import { realmIdOf } from '../helpers/realm.ts';
+import { zulipJs as zulipInit } from '../helpers/zulip-js.ts';
 
-const require = createRequire(import.meta.url);
-// zulip-js ships no type declarations.
-const zulipInit = require('zulip-js') as (config: Record<string, string>) => Promise<any>;
-
-let env: TestServer;
-let realmId: number;
-beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
-});
-afterAll(() => env.close());
+const env = useTestServer();
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -27,8 +18,8 @@ afterAll(() => env.close());
 /** A new user ("Target User" unless named), with the given role. */
 const newUser = (options: { name?: string; role?: Role } = {}) => createUser(env, { label: 'upd', fullName: options.name ?? 'Target User', role: options.role });
 
-function patch(as: Person, userId: number, body: Record<string, unknown>) {
-  return env.client(as).PATCH('/users/{user_id}', { params: { path: { user_id: userId } }, body: body as any });
+function patch(as: Person, userId: number, body: RequestParams<'update-user'>) {
+  return env.client(as).PATCH('/users/{user_id}', { params: { path: { user_id: userId } }, body });
 }
 
 /** PATCH as the Python zulip client sends it: form-encoded, JSON values from json.dumps (with spaces). */
@@ -36,9 +27,11 @@ function rawPatch(as: Person, userId: number, form: Record<string, string>) {
   return env.raw(`/users/${userId}`, { method: 'PATCH', as, body: new URLSearchParams(form) });
 }
 
-async function createField(body: { name?: string; field_type: number; field_data?: Record<string, unknown>; hint?: string }): Promise<{ id: number; name: string }> {
+type CreateFieldBody = paths['/realm/profile_fields']['post']['requestBody']['content']['application/x-www-form-urlencoded'];
+
+async function createField(body: Pick<CreateFieldBody, 'field_type' | 'field_data' | 'hint'> & { name?: string }): Promise<{ id: number; name: string }> {
   const name = body.name ?? `Field ${randomBytes(3).toString('hex')}`;
-  const { data, error } = await env.client('iago').POST('/realm/profile_fields', { body: { ...body, name } as any });
+  const { data, error } = await env.client('iago').POST('/realm/profile_fields', { body: { ...body, name } });
   if (!data) throw new Error(`setup: create field failed: ${JSON.stringify(error)}`);
   return { id: data.id, name };
 }
@@ -429,7 +422,7 @@ describe('PATCH /users/{user_id}: access', () => {
   it('edits bots', async () => {
     const email = uniqueEmail('bot');
     const bot = await env.running.deps.db.user.create({
-      data: { realmId, email, deliveryEmail: email, fullName: 'Helper Bot', role: 400, isBot: true, botType: 1, botOwnerId: env.users.hamlet.id, settings: { create: {} } },
+      data: { realmId: env.realmId, email, deliveryEmail: email, fullName: 'Helper Bot', role: 400, isBot: true, botType: 1, botOwnerId: env.users.hamlet.id, settings: { create: {} } },
     });
     expect((await patch('iago', bot.id, { full_name: 'Renamed Bot' })).data).toEqual(SUCCESS);
     expect((await readUser(env, bot.id, 'hamlet')).full_name).toBe('Renamed Bot');

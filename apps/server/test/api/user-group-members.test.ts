@@ -2,36 +2,19 @@
 // membership reads GET /user_groups/{id}/members, GET /user_groups/{id}/members/{user_id} and
 // GET /user_groups/{id}/subgroups: errors, all-or-nothing transactions, who may add/remove/join/leave,
 // cycles, recursive (effective) membership, deactivated groups (feature level 391) and stored events.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { paths } from '@parley/client';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
-import {
-  allMembers,
-  allSubgroups,
-  createGroup,
-  deactivateGroup,
-  directMembers,
-  directSubgroups,
-  readGroup,
-  sorted,
-  systemGroupIds,
-  type SystemGroupIds,
-} from '../helpers/groups.ts';
+import { allMembers, allSubgroups, createGroup, deactivateGroup, directMembers, directSubgroups, readGroup, sorted, useSystemGroupIds } from '../helpers/groups.ts';
 import { createUser, deactivateUser } from '../helpers/people.ts';
 
 type MembersBody = NonNullable<paths['/user_groups/{user_group_id}/members']['post']['requestBody']>['content']['application/x-www-form-urlencoded'];
 type SubgroupsBody = NonNullable<paths['/user_groups/{user_group_id}/subgroups']['post']['requestBody']>['content']['application/x-www-form-urlencoded'];
 
-let env: TestServer;
-let sys: SystemGroupIds;
-
-beforeAll(async () => {
-  env = await startTestServer();
-  sys = await systemGroupIds(env);
-});
-afterAll(() => env.close());
+const env = useTestServer();
+const sys = useSystemGroupIds(env);
 
 // ---------------------------------------------------------------------------------------------
 // helpers

@@ -3,20 +3,18 @@
 // concurrent subgroup additions never create a cycle; a group cannot end up deactivated while a
 // concurrent request made it a permission value. No timing is asserted: only outcomes and final state.
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
-import { allSubgroups, createGroup, directMembers, readGroup, sorted, systemGroupIds, type SystemGroupIds } from '../helpers/groups.ts';
+import { allSubgroups, createGroup, directMembers, readGroup, sorted, useSystemGroupIds } from '../helpers/groups.ts';
 
-let env: TestServer;
-let sys: SystemGroupIds;
+const env = useTestServer();
+const sys = useSystemGroupIds(env);
 /** Fifty extra active members of the organization, created directly in the database. */
 let extra: number[];
 
 beforeAll(async () => {
-  env = await startTestServer();
-  sys = await systemGroupIds(env);
   const db = env.running.deps.db;
   const realm = await db.realm.findFirstOrThrow();
   const tag = randomBytes(4).toString('hex');
@@ -29,7 +27,6 @@ beforeAll(async () => {
   extra = (await db.user.findMany({ where: { deliveryEmail: { startsWith: `concurrent-${tag}-` } }, orderBy: { id: 'asc' }, select: { id: true } })).map((u) => u.id);
   await db.userGroupMember.createMany({ data: extra.map((userId) => ({ groupId: sys['role:fullmembers'], userId })) });
 });
-afterAll(() => env.close());
 
 // ---------------------------------------------------------------------------------------------
 // helpers

@@ -4,17 +4,17 @@
 // levels of nesting, and the same before and after the organization grows to 5,000 users and 500 groups
 // (with the user inside hundreds of groups); the permission check itself is one recursive query.
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
-import { createGroup, systemGroupIds, uniqueName, type SystemGroupIds } from '../helpers/groups.ts';
+import { createGroup, uniqueName, useSystemGroupIds } from '../helpers/groups.ts';
 
 const BULK_USERS = 5000;
 const BULK_GROUPS = 500;
 const DEPTH = 10;
 
-let env: TestServer;
-let sys: SystemGroupIds;
+const env = useTestServer({ emitQueryEvents: true });
+const sys = useSystemGroupIds(env);
 let statements: string[] | null = null;
 
 /** chain[0] ⊃ chain[1] ⊃ … ⊃ chain[9]; hamlet is a direct member of chain[9] only. */
@@ -34,9 +34,7 @@ interface Measured {
 const small: Record<string, Measured> = {};
 
 beforeAll(async () => {
-  env = await startTestServer({ emitQueryEvents: true });
   env.running.deps.db.$on('query' as never, ((e: { query: string }) => statements?.push(e.query)) as never);
-  sys = await systemGroupIds(env);
 
   // The 10-deep chain, built through the API.
   chain = [];
@@ -51,7 +49,6 @@ beforeAll(async () => {
   for (const name of Object.keys(REQUESTS)) small[name] = await measureRequest(name);
   await insertBulkData();
 }, 120_000);
-afterAll(() => env.close());
 
 // ---------------------------------------------------------------------------------------------
 // helpers

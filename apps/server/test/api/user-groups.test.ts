@@ -4,32 +4,15 @@
 // request, anonymous setting groups never). Every change is read back through the API and its stored
 // user_group event is checked.
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { eventPayloadsSince, markEvents } from '../helpers/events.ts';
-import {
-  SYSTEM_GROUP_NAMES,
-  createGroup,
-  deactivateGroup,
-  readGroup,
-  setRealmGroupSetting,
-  sorted,
-  systemGroupIds,
-  uniqueName,
-  type CreateGroupBody,
-  type SystemGroupIds,
-} from '../helpers/groups.ts';
+import { SYSTEM_GROUP_NAMES, createGroup, deactivateGroup, readGroup, setRealmGroupSetting, sorted, uniqueName, useSystemGroupIds, type CreateGroupBody } from '../helpers/groups.ts';
 import { createDeactivatedUser } from '../helpers/people.ts';
 
-let env: TestServer;
-let sys: SystemGroupIds;
-
-beforeAll(async () => {
-  env = await startTestServer();
-  sys = await systemGroupIds(env);
-});
-afterAll(() => env.close());
+const env = useTestServer();
+const sys = useSystemGroupIds(env);
 
 // ---------------------------------------------------------------------------------------------
 // helpers

@@ -2,25 +2,14 @@
 // DELETE /users/{user_id}: the user object of §13, the query parameters, spectator access, creation,
 // deactivation and reactivation by administrators — each checked by reading the state back.
 import { randomBytes } from 'node:crypto';
-import { createRequire } from 'node:module';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import { PEOPLE, TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
 import { apiKeyOf, basicAuth } from '../helpers/auth.ts';
 import { createUser, readUser, uniqueEmail, type Role } from '../helpers/people.ts';
-import { realmIdOf } from '../helpers/realm.ts';
+import { zulipJs as zulipInit } from '../helpers/zulip-js.ts';
 
-const require = createRequire(import.meta.url);
-// zulip-js ships no type declarations.
-const zulipInit = require('zulip-js') as (config: Record<string, string>) => Promise<any>;
-
-let env: TestServer;
-let realmId: number;
-beforeAll(async () => {
-  env = await startTestServer();
-  realmId = await realmIdOf(env);
-});
-afterAll(() => env.close());
+const env = useTestServer();
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -59,7 +48,7 @@ async function insertBot(options: { ownerId: number; botType?: number; role?: nu
   const email = uniqueEmail('bot');
   const bot = await env.running.deps.db.user.create({
     data: {
-      realmId,
+      realmId: env.realmId,
       email,
       deliveryEmail: email,
       fullName: `Bot ${randomBytes(2).toString('hex')}`,
@@ -253,7 +242,7 @@ describe('GET /users without credentials (spectators)', () => {
   });
 
   it('is served when spectator access is enabled: no real addresses, no timezone, no profile data', async () => {
-    await env.running.deps.db.realm.update({ where: { id: realmId }, data: { enableSpectatorAccess: true } });
+    await env.running.deps.db.realm.update({ where: { id: env.realmId }, data: { enableSpectatorAccess: true } });
     await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
     try {
       const res = await env.raw('/users?include_custom_profile_fields=true&client_gravatar=false');
@@ -267,7 +256,7 @@ describe('GET /users without credentials (spectators)', () => {
       expect.soft(idsWhere((m) => 'profile_data' in m), 'users with profile_data for spectators').toEqual([]);
       expect.soft(idsWhere((m) => 'timezone' in m), 'users with a timezone for spectators').toEqual([]);
     } finally {
-      await env.running.deps.db.realm.update({ where: { id: realmId }, data: { enableSpectatorAccess: false } });
+      await env.running.deps.db.realm.update({ where: { id: env.realmId }, data: { enableSpectatorAccess: false } });
       await env.running.deps.listener.barrier(); // written behind Parley's back: let cached identities follow
     }
     // And refused again once the option is off.

@@ -5,14 +5,14 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createChannel, fresh } from '../helpers/channels.ts';
 import { createGroup, systemGroupIds } from '../helpers/groups.ts';
 import { createUser, uniqueEmail } from '../helpers/people.ts';
-import { realmIdOf } from '../helpers/realm.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { EVENT_SCHEMAS, KNOWN_EVENT_DIVERGENCES, checkStoredEvent, eventSchemaNameFor } from '../helpers/events.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { useTestServer } from '../helpers/test-server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../../../..');
@@ -103,11 +103,7 @@ describe('event schemas in the spec', () => {
 });
 
 describe('stored events, after a representative run of API calls', () => {
-  let env: TestServer;
-  beforeAll(async () => {
-    env = await startTestServer();
-  });
-  afterAll(() => env.close());
+  const env = useTestServer();
 
   /** Fails the run on an error answer. */
   async function ok<T extends { error?: unknown; response: Response }>(call: Promise<T>, what: string): Promise<T> {
@@ -115,12 +111,11 @@ describe('stored events, after a representative run of API calls', () => {
     if (res.error !== undefined || !res.response.ok) throw new Error(`${what}: ${res.response.status} ${JSON.stringify(res.error)}`);
     return res;
   }
-  const as = (p: Person) => env.client(p) as any;
+  const as = (p: Person) => env.client(p);
 
   async function representativeRun(): Promise<void> {
     const db = env.running.deps.db;
     const sys = await systemGroupIds(env);
-    const realmId = await realmIdOf(env);
 
     // Users: creation, name, role, custom profile fields, e-mail, deactivation and reactivation.
     const user = await createUser(env, { label: 'ev-user', fullName: 'Event User' });
@@ -128,7 +123,7 @@ describe('stored events, after a representative run of API calls', () => {
     await ok(as('iago').PATCH('/users/{user_id}', { ...userPath, body: { full_name: 'Event User Renamed' } }), 'rename user');
     await ok(as('desdemona').PATCH('/users/{user_id}', { ...userPath, body: { role: 300 } }), 'change role');
     const field = await ok(as('iago').POST('/realm/profile_fields', { body: { name: fresh('Event field'), field_type: 1, hint: '' } }), 'create field');
-    const fieldId = (field as any).data.id as number;
+    const fieldId = field.data!.id;
     await ok(as('iago').PATCH('/users/{user_id}', { ...userPath, body: { profile_data: [{ id: fieldId, value: 'Bartender' }] } }), 'set profile field');
     await ok(as('iago').PATCH('/users/{user_id}', { ...userPath, body: { profile_data: [{ id: fieldId, value: null }] } }), 'clear profile field');
     await db.user.update({ where: { id: env.users.desdemona.id }, data: { canChangeUserEmails: true } });
@@ -173,31 +168,32 @@ describe('stored events, after a representative run of API calls', () => {
     await ok(as('iago').PATCH('/streams/{stream_id}', { ...chanPath(pub.id), body: { is_private: false } }), 'make public');
     await ok(as('hamlet').DELETE('/users/me/subscriptions', { body: { subscriptions: [priv.name] } }), 'leave private channel');
     await ok(as('iago').DELETE('/users/me/subscriptions', { body: { subscriptions: [pubName], principals: [env.users.polonius.id] } }), 'unsubscribe another');
-    await db.realm.update({ where: { id: realmId }, data: { moderationRequestChannelId: priv.id } });
+    await db.realm.update({ where: { id: env.realmId }, data: { moderationRequestChannelId: priv.id } });
     await ok(as('iago').DELETE('/streams/{stream_id}', chanPath(priv.id)), 'archive moderation channel');
     await ok(as('iago').DELETE('/streams/{stream_id}', chanPath(pub.id)), 'archive');
     await ok(as('iago').PATCH('/streams/{stream_id}', { ...chanPath(pub.id), body: { is_archived: false } }), 'unarchive');
 
     // Messages: a channel message and a direct message.
-    await ok(as('iago').POST('/messages', { body: { type: 'stream', to: pubName, topic: 'events', content: 'hello @**all**' } as any }), 'send to channel');
-    const direct = await ok(as('iago').POST('/messages', { body: { type: 'direct', to: JSON.stringify([env.users.hamlet.id]), content: 'hello' } as any }), 'send direct');
+    await ok(as('iago').POST('/messages', { body: { type: 'stream', to: pubName, topic: 'events', content: 'hello @**all**' } }), 'send to channel');
+    const direct = await ok(as('iago').POST('/messages', { body: { type: 'direct', to: JSON.stringify([env.users.hamlet.id]), content: 'hello' } }), 'send direct');
     // Scheduled messages: schedule, edit, delete, and one delivered (its removal event).
     const inAnHour = Math.floor(Date.now() / 1000) + 3600;
-    const scheduledId = ((await ok(as('iago').POST('/scheduled_messages', { body: { type: 'stream', to: pub.id, topic: 't', content: 'later', scheduled_delivery_timestamp: inAnHour } as any }), 'schedule')) as any).data.scheduled_message_id as number;
-    await ok(as('iago').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: scheduledId } }, body: { content: 'later still' } as any }), 'edit scheduled');
+    const scheduledId = (await ok(as('iago').POST('/scheduled_messages', { body: { type: 'stream', to: pub.id, topic: 't', content: 'later', scheduled_delivery_timestamp: inAnHour } }), 'schedule')).data!.scheduled_message_id;
+    await ok(as('iago').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: scheduledId } }, body: { content: 'later still' } }), 'edit scheduled');
     await ok(as('iago').DELETE('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: scheduledId } } }), 'delete scheduled');
-    const soonId = ((await ok(as('iago').POST('/scheduled_messages', { body: { type: 'stream', to: pub.id, topic: 't', content: 'soon', scheduled_delivery_timestamp: Math.floor(Date.now() / 1000) + 1 } as any }), 'schedule soon')) as any).data.scheduled_message_id as number;
-    for (let i = 0; i < 100 && !(await db.scheduledMessage.findFirst({ where: { id: soonId, delivered: true } })); i++) await new Promise((r) => setTimeout(r, 100));
+    const soonId = (await ok(as('iago').POST('/scheduled_messages', { body: { type: 'stream', to: pub.id, topic: 't', content: 'soon', scheduled_delivery_timestamp: Math.floor(Date.now() / 1000) + 1 } }), 'schedule soon')).data!.scheduled_message_id;
+    await waitFor(() => db.scheduledMessage.findFirst({ where: { id: soonId, delivered: true } }), { what: 'the delivery of the scheduled message' });
     // Reminders: one set and deleted (add, remove).
-    const reminderId = ((await ok(as('hamlet').POST('/reminders', { body: { message_id: (direct as any).data.id as number, scheduled_delivery_timestamp: inAnHour, note: 'n' } }), 'set reminder')) as any).data.reminder_id as number;
+    const directId = direct.data!.id;
+    const reminderId = (await ok(as('hamlet').POST('/reminders', { body: { message_id: directId, scheduled_delivery_timestamp: inAnHour, note: 'n' } }), 'set reminder')).data!.reminder_id;
     await ok(as('hamlet').DELETE('/reminders/{reminder_id}', { params: { path: { reminder_id: reminderId } } }), 'delete reminder');
 
     // Settings: one display setting.
-    await ok(as('hamlet').PATCH('/settings', { body: { twenty_four_hour_time: true, enable_sounds: false } as any }), 'change settings');
+    await ok(as('hamlet').PATCH('/settings', { body: { twenty_four_hour_time: true, enable_sounds: false } }), 'change settings');
 
     // Drafts: create, edit, delete.
-    const draftIds = ((await ok(as('hamlet').POST('/drafts', { body: { drafts: [{ type: 'stream', to: [pub.id], topic: 'd', content: 'draft', timestamp: 1700000000 }] } as any }), 'create draft')) as any).data.ids as number[];
-    await ok(as('hamlet').PATCH('/drafts/{draft_id}', { params: { path: { draft_id: draftIds[0]! } }, body: { draft: { type: '', to: [], topic: '', content: 'edited', timestamp: 1700000001 } } as any }), 'edit draft');
+    const draftIds = (await ok(as('hamlet').POST('/drafts', { body: { drafts: [{ type: 'stream', to: [pub.id], topic: 'd', content: 'draft', timestamp: 1700000000 }] } }), 'create draft')).data!.ids;
+    await ok(as('hamlet').PATCH('/drafts/{draft_id}', { params: { path: { draft_id: draftIds[0]! } }, body: { draft: { type: '', to: [], topic: '', content: 'edited', timestamp: 1700000001 } } }), 'edit draft');
     await ok(as('hamlet').DELETE('/drafts/{draft_id}', { params: { path: { draft_id: draftIds[0]! } } }), 'delete draft');
     await ok(as('hamlet').POST('/user_topics', { body: { stream_id: pub.id, topic: 'events', visibility_policy: 3 } }), 'follow topic');
     await ok(as('hamlet').PATCH('/users/me/subscriptions/muted_topics', { body: { stream_id: pub.id, topic: 'events', op: 'add' } }), 'mute topic');
@@ -205,8 +201,7 @@ describe('stored events, after a representative run of API calls', () => {
 
     // Read state: mark all read, then unread again.
     await ok(as('hamlet').POST('/mark_all_as_read', {}), 'mark all as read');
-    const directId = (direct as any).data.id as number;
-    await ok(as('hamlet').POST('/messages/flags', { body: { messages: [directId], op: 'remove', flag: 'read' } as any }), 'mark unread');
+    await ok(as('hamlet').POST('/messages/flags', { body: { messages: [directId], op: 'remove', flag: 'read' } }), 'mark unread');
   }
 
   it('every row of the event table matches the spec, and every emitted type/op occurs', async () => {
@@ -226,7 +221,7 @@ describe('stored events, after a representative run of API calls', () => {
     }
 
     // The run exercised every type/op literal of the server code.
-    const seen = new Set(checks.map((c) => `${(c.payload as any).type}/${(c.payload as any).op}`));
+    const seen = new Set(checks.map((c) => `${(c.payload as { type?: string }).type}/${(c.payload as { op?: string }).op}`));
     const emitted = [...new Set(emittedTypeOps().map(({ type, op }) => `${type}/${op}`))];
     expect(emitted.filter((k) => !seen.has(k))).toEqual([]);
     const withoutOp = [

@@ -130,8 +130,8 @@ describe.skipIf(!haveChromium)('in headless Chromium', () => {
     // The referrer asked to be told: a direct message from the notification bot.
     const narrow = encodeURIComponent(JSON.stringify([{ operator: 'is', operand: 'dm' }]));
     const history = await env.raw(`/messages?anchor=newest&num_before=10&num_after=0&apply_markdown=false&narrow=${narrow}`, { as: 'iago' });
-    const told = (history.body.messages as Array<{ sender_full_name: string; content: string }>).find((m) => m.content.includes(invitee));
-    expect(told).toMatchObject({ sender_full_name: 'Notification Bot', content: `${fullName} (\`${invitee}\`) joined Parley through your invitation.` });
+    const told = (history.body.messages as Array<{ sender_full_name: string; content: string }>).find((m) => m.content.includes(`|${me.body.user_id}**`));
+    expect(told).toMatchObject({ sender_full_name: 'Notification Bot', content: `@_**${fullName}|${me.body.user_id}** joined Parley through your invitation.` });
   });
 
   it('an e-mail change is confirmed from the link in the e-mail; the old address is told', async () => {

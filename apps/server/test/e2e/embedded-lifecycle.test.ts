@@ -146,7 +146,6 @@ afterAll(async () => {
       child.kill('SIGKILL');
     }
   }
-  await sleep(500); // watchdogs stop what those servers started
   for (const dir of tempDirs) {
     try {
       const { pid } = lockFile(dir);

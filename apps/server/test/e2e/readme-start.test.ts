@@ -4,15 +4,13 @@
 // "done" flows of the foundation and of channels / user groups, then a clean SIGTERM shutdown.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { zulipJs as zulip } from '../helpers/zulip-js.ts';
 
-const require = createRequire(import.meta.url);
-const zulip: (config: Record<string, unknown>) => Promise<any> = require('zulip-js');
 const serverDir = fileURLToPath(new URL('../..', import.meta.url));
 
 let dataDir: string;
@@ -37,7 +35,8 @@ function pythonForm(params: Record<string, unknown>): string {
   return new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, typeof v === 'string' ? v : dumps(v)])).toString();
 }
 
-async function python(method: string, endpoint: string, params: Record<string, unknown> | null, auth: { email: string; key: string }) {
+/** A request as the Python client makes it; the body is whatever the server answered (raw HTTP). */
+async function python(method: string, endpoint: string, params: Record<string, unknown> | null, auth: { email: string; key: string }): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = { Authorization: `Basic ${Buffer.from(`${auth.email}:${auth.key}`).toString('base64')}` };
   let url = `${site}/api/v1/${endpoint}`;
   let body: string | undefined;
@@ -47,7 +46,7 @@ async function python(method: string, endpoint: string, params: Record<string, u
     body = pythonForm(params);
   }
   const res = await fetch(url, { method, headers, ...(body !== undefined ? { body } : {}) });
-  return { status: res.status, body: (await res.json()) as any };
+  return { status: res.status, body: await res.json() };
 }
 
 beforeAll(async () => {
@@ -104,7 +103,7 @@ describe('a server started as the README says', () => {
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       body: 'username=ann%40example.com&password=a+good+password',
     });
-    member = { email: 'ann@example.com', key: ((await fetched.json()) as any).api_key };
+    member = { email: 'ann@example.com', key: ((await fetched.json()) as { api_key: string }).api_key };
 
     const listed = await owner.users.retrieve({ client_gravatar: true });
     expect(listed.result).toBe('success');

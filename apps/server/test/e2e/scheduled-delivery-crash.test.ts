@@ -130,7 +130,7 @@ describe('scheduled delivery across a crashed server process', () => {
     // A channel of three, made through the API.
     const channelName = `crash ${randomBytes(3).toString('hex')}`;
     const made = await client(a, 'iago').POST('/users/me/subscriptions', {
-      body: { subscriptions: [{ name: channelName }], principals: [template.users.iago.id, template.users.hamlet.id, template.users.othello.id] } as any,
+      body: { subscriptions: [{ name: channelName }], principals: [template.users.iago.id, template.users.hamlet.id, template.users.othello.id] },
     });
     expect(made.response.status).toBe(200);
     const channelId = Number((await sql.query('SELECT id FROM channel WHERE name = $1', [channelName])).rows[0].id);
@@ -146,10 +146,10 @@ describe('scheduled delivery across a crashed server process', () => {
           // A slow machine may have taken the planned second already: then the next free one.
           const at = Math.max(first + Math.floor((i * SECONDS) / MESSAGES), Math.ceil(Date.now() / 1000) + 2);
           const { data, error } = await client(i % 2 ? a : b, 'hamlet').POST('/scheduled_messages', {
-            body: { type: 'stream', to: channelId, topic: TOPIC, content: `crash message ${i}`, scheduled_delivery_timestamp: at } as any,
+            body: { type: 'stream', to: channelId, topic: TOPIC, content: `crash message ${i}`, scheduled_delivery_timestamp: at },
           });
           if (error) throw new Error(`scheduling ${i}: ${JSON.stringify(error)}`);
-          ids.push((data as any).scheduled_message_id);
+          ids.push(data!.scheduled_message_id);
           times.push(at);
         }
       }),
@@ -229,7 +229,7 @@ describe('scheduled delivery across a crashed server process', () => {
     expect(contents.sort()).toEqual(Array.from({ length: MESSAGES }, (_, i) => `crash message ${i}`).sort());
     for (const server of [survivor, c]) {
       const { data } = await client(server, 'hamlet').GET('/scheduled_messages', {});
-      expect((data as any).scheduled_messages.filter((m: any) => ids.includes(m.scheduled_message_id))).toEqual([]);
+      expect(data!.scheduled_messages.filter((m) => ids.includes(m.scheduled_message_id))).toEqual([]);
     }
   }, 240_000);
 });

@@ -32,7 +32,7 @@ export async function prepareTargets(deps: AppDeps, baseUrl: string, seeded: See
       headers: { Authorization: `Basic ${Buffer.from(`${owner.email}:${owner.apiKey}`).toString('base64')}`, 'Content-Type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams(params).toString(),
     });
-    const body = (await res.json()) as any;
+    const body: any = await res.json(); // raw HTTP: whatever the server answered
     if (body.result !== 'success') throw new Error(`fuzz setup ${method} ${path}: ${JSON.stringify(body)}`);
     return body;
   };

@@ -32,7 +32,7 @@ export async function eventsSince(env: TestServer, mark: bigint): Promise<Stored
   for (const realmId of new Set(rows.filter((r) => r.realmWide).map((r) => r.realmId))) {
     everyone.set(realmId, (await activeUsers(env, realmId)).map((u) => u.id));
   }
-  return rows.map((r) => ({ userIds: r.realmWide ? everyone.get(r.realmId)! : [...r.userIds].sort((a, b) => a - b), payload: r.payload as any }));
+  return rows.map((r) => ({ userIds: r.realmWide ? everyone.get(r.realmId)! : [...r.userIds].sort((a, b) => a - b), payload: r.payload }));
 }
 
 /** The payloads of the events stored after `mark`, oldest first (each checked against the spec). */
@@ -161,7 +161,7 @@ function closestBranchErrors(errors: ErrorObject[]): ErrorObject[] {
 function describeErrors(errors: ErrorObject[] | null | undefined): string {
   return closestBranchErrors(errors ?? [])
     .slice(0, 8)
-    .map((e) => `${e.instancePath || '(root)'} ${e.message}${e.keyword === 'additionalProperties' ? ` (${(e.params as any).additionalProperty})` : ''}`)
+    .map((e) => `${e.instancePath || '(root)'} ${e.message}${e.keyword === 'additionalProperties' ? ` (${(e.params as { additionalProperty?: string }).additionalProperty})` : ''}`)
     .join('; ');
 }
 
@@ -170,7 +170,7 @@ export function checkStoredEvent(payload: unknown, id = 1): EventCheck {
   const kind = eventKind(payload);
   const schema = eventSchemaNameFor(payload);
   const event = deliveredForm(payload, id);
-  if (schema === null) return { kind, schema, problem: `the spec has no event schema for type ${JSON.stringify((payload as any)?.type)} op ${JSON.stringify((payload as any)?.op)}` };
+  if (schema === null) return { kind, schema, problem: `the spec has no event schema for type ${JSON.stringify((payload as { type?: unknown } | null)?.type)} op ${JSON.stringify((payload as { op?: unknown } | null)?.op)}` };
   const leaf = validatorFor(schema);
   if (!leaf(event)) return { kind, schema, problem: `does not match ${schema}: ${describeErrors(leaf.errors)}` };
   const union = validatorFor('Event');

@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDeps } from '../../src/server.ts';
 import { bootstrapIfEmpty } from '../../src/bootstrap.ts';
 import { insertUser, prepareNewUser } from '../../src/actions/users.ts';
-import { inTransaction } from '../../src/data/db.ts';
+import { inTransaction } from '../../src/data/transactions.ts';
 import { findFirstRealm } from '../../src/data/realms.repo.ts';
 import { PEOPLE, TEST_PASSWORD, TEST_SECRET, type Person, type TemplateInfo } from './fixtures.ts';
 

@@ -1,6 +1,7 @@
 // User groups through the API: the system groups' ids, new groups with unique names, and read-backs.
 // Setup and read-back requests are made as iago (an administrator) unless a person is named.
 import { randomBytes } from 'node:crypto';
+import { beforeAll } from 'vitest';
 import type { components, paths } from '@parley/client';
 import type { Person } from './fixtures.ts';
 import type { TestServer } from './test-server.ts';
@@ -36,6 +37,15 @@ export async function systemGroupIds(env: TestServer): Promise<SystemGroupIds> {
   const { data, error } = await env.client('iago').GET('/user_groups', { params: { query: {} } });
   if (!data) throw new Error(`setup: listing groups failed: ${JSON.stringify(error)}`);
   return Object.fromEntries(data.user_groups.filter((g) => g.is_system_group).map((g) => [g.name, g.id])) as SystemGroupIds;
+}
+
+/** The system groups' ids, filled in by a beforeAll hook (register it after useTestServer; read it in hooks and tests). */
+export function useSystemGroupIds(env: TestServer): SystemGroupIds {
+  const ids = {} as SystemGroupIds;
+  beforeAll(async () => {
+    Object.assign(ids, await systemGroupIds(env));
+  });
+  return ids;
 }
 
 /** Creates a group as `as`: a unique name ("group …"), an empty description and no members unless `body` says otherwise. */

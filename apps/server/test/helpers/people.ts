@@ -1,6 +1,8 @@
 // The people of a test organization beyond the fixed test users: the organization's active users by
 // role, and new accounts created through the API for a test.
 import { randomBytes } from 'node:crypto';
+import { createParleyClient, type ParleyClient } from '@parley/client';
+import { apiKeyOf, basicAuth } from './auth.ts';
 import { TEST_PASSWORD, type Person } from './fixtures.ts';
 import type { TestServer } from './test-server.ts';
 
@@ -36,6 +38,26 @@ export async function createUser(env: TestServer, options: { label: string; full
   if (!data) throw new Error(`setup: create-user failed: ${JSON.stringify(error)}`);
   if (options.role !== undefined && options.role !== 400) await setRole(env, data.user_id, options.role);
   return { id: data.user_id, email };
+}
+
+/** A new account of a test (see createUser) with what a client needs to act as it. */
+export interface Account {
+  id: number;
+  email: string;
+  fullName: string;
+  /** Its API key (read from the database). */
+  key: string;
+  /** The Authorization header of HTTP Basic authentication with its key. */
+  auth: string;
+  /** A typed client authenticated as it. */
+  client: ParleyClient;
+}
+
+/** A new account (see createUser) with its API key, Authorization header and typed client. */
+export async function createAccount(env: TestServer, options: { label: string; fullName: string; role?: Role }): Promise<Account> {
+  const { id, email } = await createUser(env, options);
+  const key = await apiKeyOf(env, id);
+  return { id, email, fullName: options.fullName, key, auth: basicAuth(email, key), client: createParleyClient({ site: env.url, email, apiKey: key }) };
 }
 
 /** Gives a user a role, as desdemona (an owner). */

@@ -15,7 +15,7 @@ export async function withRealm<T>(env: TestServer, realmId: number, data: Recor
   try {
     return await body();
   } finally {
-    const restore = Object.fromEntries(Object.keys(data).map((k) => [k, (before as any)[k]]));
+    const restore = Object.fromEntries(Object.keys(data).map((k) => [k, (before as Record<string, unknown>)[k]]));
     await db.realm.update({ where: { id: realmId }, data: restore });
     await env.running.deps.listener.barrier();
   }

@@ -1,7 +1,7 @@
 // A real Parley server for one test file, on its own copy of the seeded template database.
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { createParleyClient, type ParleyClient } from '@parley/client';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps, listen, type RunningServer } from '../../src/server.ts';
@@ -13,6 +13,8 @@ export interface TestServer {
   url: string;
   running: RunningServer;
   databaseUrl: string;
+  /** The id of the test organization (every test database holds one). */
+  realmId: number;
   users: Record<Person, { id: number; email: string; apiKey: string }>;
   /** A generated client authenticated as one of the test people. */
   client(person: Person): ParleyClient;
@@ -23,9 +25,14 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(
-  options: { emitQueryEvents?: boolean; rateLimit?: { points: number; durationSeconds: number }; heartbeatMs?: number } = {},
-): Promise<TestServer> {
+export interface TestServerOptions {
+  /** Emit Prisma's query events (tests that count statements). */
+  emitQueryEvents?: boolean;
+  rateLimit?: { points: number; durationSeconds: number };
+  heartbeatMs?: number;
+}
+
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const template = inject('parleyTemplate');
   const database = `t_${randomBytes(6).toString('hex')}`;
   await copyTemplateDatabase(template.adminUrl, template.templateDatabase, database);
@@ -33,11 +40,13 @@ export async function startTestServer(
   const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: template.realmUrl, validateResponses: true, rateLimit: options.rateLimit ?? null, logLevel: process.env.PARLEY_LOG_LEVEL ?? 'error', ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) };
   const deps = await createDeps(config, databaseUrl, { poolSize: 8, emitQueryEvents: options.emitQueryEvents ?? false });
   const running = await listen(deps, '127.0.0.1', 0);
+  const realmId = (await deps.db.realm.findFirstOrThrow()).id;
   const auth = (person: Person) => basicAuth(template.users[person].email, template.users[person].apiKey);
   return {
     url: running.url,
     running,
     databaseUrl,
+    realmId,
     users: template.users,
     client: (person) => createParleyClient({ site: running.url, email: template.users[person].email, apiKey: template.users[person].apiKey }),
     anonymous: () => createParleyClient({ site: running.url }),
@@ -53,6 +62,52 @@ export async function startTestServer(
       return { status: response.status, headers: response.headers, body };
     },
     close: () => running.close(),
+  };
+}
+
+/**
+ * The test server of a file (or of a describe block, when called inside one): registers a beforeAll hook
+ * that starts it and an afterAll hook that closes it, and returns a stand-in whose members are those of
+ * the running server. Vitest runs beforeAll hooks in the order they are registered and afterAll hooks in
+ * the reverse order, so hooks registered after this call, and the tests, find the server running.
+ * Module-level code may keep the stand-in but not read it (the server starts with the first hook).
+ */
+export function useTestServer(options: TestServerOptions = {}): TestServer {
+  let current: TestServer | undefined;
+  beforeAll(async () => {
+    current = await startTestServer(options);
+  });
+  afterAll(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  const server = (): TestServer => {
+    if (!current) throw new Error('the test server is not running: read it in a hook or a test registered after useTestServer()');
+    return current;
+  };
+  return {
+    get url() {
+      return server().url;
+    },
+    get running() {
+      return server().running;
+    },
+    get databaseUrl() {
+      return server().databaseUrl;
+    },
+    get realmId() {
+      return server().realmId;
+    },
+    get users() {
+      return server().users;
+    },
+    client: (person) => server().client(person),
+    anonymous: () => server().anonymous(),
+    raw: (path, init) => server().raw(path, init),
+    async close() {
+      await current?.close();
+      current = undefined;
+    },
   };
 }
 

@@ -1,8 +1,8 @@
-// events/listener.ts refusedByPostgres: which failures of a statement on the listener connection are
+// events/notifier.ts refusedByPostgres: which failures of a statement on the listener connection are
 // the statement's own (the caller fails) and which are the connection's (the caller uses the pool).
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { ListenerUnavailable, refusedByPostgres } from '../../src/events/listener.ts';
+import { ListenerUnavailable, refusedByPostgres } from '../../src/events/notifier.ts';
 
 const answered = (code: string) => Object.assign(new pg.DatabaseError('from PostgreSQL', 0, 'error'), { code });
 const socket = (code: string) => Object.assign(new Error(`write ${code}`), { code });

@@ -6,17 +6,13 @@
 // Sent with node:http so that no fetch implementation adds or changes anything.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ParleyClient } from '@parley/client';
 import { TEST_PASSWORD, type Person } from '../helpers/fixtures.ts';
-import { expectJsonError, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { expectJsonError, useTestServer } from '../helpers/test-server.ts';
 import { basicAuth, fetchApiKey } from '../helpers/auth.ts';
 
-let env: TestServer;
-beforeAll(async () => {
-  env = await startTestServer();
-});
-afterAll(() => env.close());
+const env = useTestServer();
 
 // ---------------------------------------------------------------------------------------------
 // The Python client's encoding

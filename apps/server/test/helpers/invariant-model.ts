@@ -1,0 +1,350 @@
+// The random side of the security-invariant test (test/api/security-invariant.test.ts): a seeded PRNG,
+// the actions it draws (plain data, so that a run can be dumped, replayed and cut down), and the little
+// the generator remembers about the organization to draw plausible actions. Nothing here is an oracle:
+// what a user may read is always asked of the API, as that user (see invariant-oracle.ts).
+
+/** mulberry32: a small, fast, seedable PRNG (32-bit state); returns floats in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A 32-bit FNV-1a hash of the parts (to derive independent, stable PRNG streams from one seed). */
+export function hashSeed(...parts: (string | number)[]): number {
+  let h = 0x811c9dc5;
+  for (const ch of parts.join('\u0000')) {
+    h ^= ch.codePointAt(0)!;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}
+
+export class Rng {
+  private readonly next: () => number;
+  constructor(seed: number) {
+    this.next = mulberry32(seed);
+  }
+  float(): number {
+    return this.next();
+  }
+  /** An integer in [0, n). */
+  int(n: number): number {
+    return Math.floor(this.next() * n);
+  }
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
+  pick<T>(items: readonly T[]): T {
+    if (items.length === 0) throw new Error('pick from an empty list');
+    return items[this.int(items.length)]!;
+  }
+  /** Up to `max` distinct items (at least `min`, when there are that many), in the list's order. */
+  subset<T>(items: readonly T[], min: number, max: number): T[] {
+    const count = Math.min(items.length, min + this.int(Math.max(0, max - min) + 1));
+    const chosen = new Set<number>();
+    while (chosen.size < count) chosen.add(this.int(items.length));
+    return [...chosen].sort((a, b) => a - b).map((i) => items[i]!);
+  }
+  weighted<T extends string>(weights: Partial<Record<T, number>>): T {
+    const entries = (Object.entries(weights) as [T, number][]).filter(([, w]) => w > 0);
+    let r = this.next() * entries.reduce((s, [, w]) => s + w, 0);
+    for (const [k, w] of entries) {
+      r -= w;
+      if (r < 0) return k;
+    }
+    return entries[entries.length - 1]![0];
+  }
+}
+
+export type Role = 100 | 200 | 300 | 400 | 600;
+export const ROLES: readonly Role[] = [100, 200, 300, 400, 600];
+export const ROLE_NAME: Record<Role, string> = { 100: 'owner', 200: 'admin', 300: 'moderator', 400: 'member', 600: 'guest' };
+
+/** Channel privacy, as Zulip's four policies: web-public, public, private with shared history, private with protected history. */
+export type Privacy = 'web-public' | 'public' | 'private-shared' | 'private-protected';
+export const PRIVACIES: readonly Privacy[] = ['web-public', 'public', 'private-shared', 'private-protected'];
+
+export function privacyParams(p: Privacy): { is_private: boolean; is_web_public: boolean; history_public_to_subscribers: boolean } {
+  return {
+    is_private: p === 'private-shared' || p === 'private-protected',
+    is_web_public: p === 'web-public',
+    history_public_to_subscribers: p !== 'private-protected',
+  };
+}
+
+/** What kind of event queue a user holds (the /register parameters that decide what it receives). */
+export interface QueueSpec {
+  /** null: every event type. */
+  eventTypes: string[] | null;
+  allPublicStreams: boolean;
+  narrow: [string, string][];
+  applyMarkdown: boolean;
+  streamTyping: boolean;
+  /** Subscriber lists in the /register state (checked, not a delivery filter). */
+  includeSubscribers: boolean;
+}
+
+/** The actions of a run. Users are named by key (the test people, or users the run created); channels by name. */
+export type Action =
+  | { kind: 'create-channel'; actor: string; channel: string; privacy: Privacy; principals: string[] }
+  | { kind: 'archive'; actor: string; channel: string }
+  | { kind: 'unarchive'; actor: string; channel: string }
+  | { kind: 'privacy'; actor: string; channel: string; privacy: Privacy }
+  /** A new description: a stream update event for everyone who can see the channel. */
+  | { kind: 'describe'; actor: string; channel: string }
+  | { kind: 'subscribe'; actor: string; channel: string; principals: string[] | null }
+  | { kind: 'unsubscribe'; actor: string; channel: string; principals: string[] | null }
+  | { kind: 'send-channel'; actor: string; channel: string; byId: boolean; topic: string; link: string | null; linkTopic: boolean }
+  | { kind: 'send-direct'; actor: string; to: string[]; byEmail: boolean; link: string | null }
+  /** A direct message to the real address of a user whose address is hidden from the sender: must be refused. */
+  | { kind: 'send-hidden-address'; actor: string; to: string }
+  | { kind: 'typing-direct'; actor: string; to: string[] }
+  | { kind: 'typing-channel'; actor: string; channel: string; topic: string }
+  | { kind: 'visibility'; actor: string; value: 1 | 2 | 3 | 4 | 5 }
+  | { kind: 'role'; actor: string; target: string; role: Role }
+  | { kind: 'deactivate'; actor: string; target: string }
+  | { kind: 'reactivate'; actor: string; target: string }
+  | { kind: 'create-user'; actor: string; user: string; role: Role }
+  | { kind: 'fresh-queue'; actor: string; spec: QueueSpec };
+
+export function describeAction(a: Action): string {
+  switch (a.kind) {
+    case 'create-channel':
+      return `${a.actor} create ${a.channel} ${a.privacy} [${a.principals.join(',')}]`;
+    case 'archive':
+    case 'unarchive':
+      return `${a.actor} ${a.kind} ${a.channel}`;
+    case 'privacy':
+      return `${a.actor} privacy ${a.channel} -> ${a.privacy}`;
+    case 'describe':
+      return `${a.actor} describe ${a.channel}`;
+    case 'subscribe':
+    case 'unsubscribe':
+      return `${a.actor} ${a.kind} ${a.channel} ${a.principals ? `[${a.principals.join(',')}]` : 'self'}`;
+    case 'send-channel':
+      return `${a.actor} send ${a.byId ? 'id:' : ''}${a.channel}>${a.topic}${a.link ? ` linking #**${a.link}${a.linkTopic ? '>t1' : ''}**` : ''}`;
+    case 'send-direct':
+      return `${a.actor} dm ${a.byEmail ? 'emails' : 'ids'}:[${a.to.join(',')}]${a.link ? ` linking #**${a.link}**` : ''}`;
+    case 'send-hidden-address':
+      return `${a.actor} dm hidden real address of ${a.to}`;
+    case 'typing-direct':
+      return `${a.actor} typing dm [${a.to.join(',')}]`;
+    case 'typing-channel':
+      return `${a.actor} typing ${a.channel}>${a.topic}`;
+    case 'visibility':
+      return `${a.actor} email_address_visibility=${a.value}`;
+    case 'role':
+      return `${a.actor} role ${a.target} -> ${ROLE_NAME[a.role]}`;
+    case 'deactivate':
+    case 'reactivate':
+    case 'create-user':
+      return `${a.actor} ${a.kind} ${'target' in a ? a.target : `${a.user} (${ROLE_NAME[a.role]})`}`;
+    case 'fresh-queue':
+      return `${a.actor} fresh queue ${describeSpec(a.spec)}`;
+  }
+}
+
+export function describeSpec(s: QueueSpec): string {
+  const parts = [s.eventTypes ? `types=${s.eventTypes.join('+')}` : 'all'];
+  if (s.allPublicStreams) parts.push('all_public');
+  if (s.narrow.length) parts.push(`narrow=${s.narrow.map((t) => t.join(':')).join(',')}`);
+  if (!s.applyMarkdown) parts.push('raw');
+  if (s.streamTyping) parts.push('stream_typing');
+  return parts.join(' ');
+}
+
+/** What the generator knows of the organization (kept from the answers of its own actions). */
+export interface GenUser {
+  key: string;
+  role: Role;
+  active: boolean;
+  /** Never demoted nor deactivated (desdemona keeps the organization administrable). */
+  pinned: boolean;
+}
+export interface GenChannel {
+  name: string;
+  archived: boolean;
+  privacy: Privacy;
+}
+export interface GenWorld {
+  users: GenUser[];
+  channels: GenChannel[];
+  /** How many users the run may still create. */
+  usersToCreate: number;
+  nextChannel: number;
+  nextUser: number;
+}
+
+const EVENT_TYPE_CHOICES: readonly string[][] = [
+  ['message'],
+  ['message', 'typing'],
+  ['message', 'subscription', 'stream'],
+  ['realm_user', 'typing'],
+  ['stream', 'subscription', 'realm_user', 'message'],
+];
+
+/**
+ * A queue kind for a user of this role: the primary queue takes everything; a secondary one is an
+ * all_public_streams queue (never for guests, who may not have one), a narrow, or an event_types filter.
+ */
+export function drawQueueSpec(rng: Rng, role: Role, channelNames: readonly string[], primary: boolean): QueueSpec {
+  if (primary) return { eventTypes: null, allPublicStreams: false, narrow: [], applyMarkdown: true, streamTyping: rng.chance(0.5), includeSubscribers: rng.chance(0.5) };
+  const kind = rng.weighted({ allPublic: role === 600 ? 0 : 4, narrow: 3, types: 2 });
+  const spec: QueueSpec = { eventTypes: null, allPublicStreams: false, narrow: [], applyMarkdown: rng.chance(0.8), streamTyping: rng.chance(0.5), includeSubscribers: rng.chance(0.5) };
+  if (kind === 'allPublic') {
+    spec.allPublicStreams = true;
+    if (rng.chance(0.5)) spec.eventTypes = rng.pick(EVENT_TYPE_CHOICES);
+    if (rng.chance(0.2) && channelNames.length) spec.narrow = [['channel', rng.pick(channelNames)]];
+  } else if (kind === 'narrow') {
+    spec.narrow = rng.chance(0.5) || channelNames.length === 0 ? [['is', 'dm']] : [['channel', rng.pick(channelNames)]];
+    if (rng.chance(0.5)) spec.eventTypes = ['message'];
+  } else {
+    spec.eventTypes = rng.pick(EVENT_TYPE_CHOICES);
+  }
+  return spec;
+}
+
+export const TOPICS = ['t1', 't2'] as const;
+
+/** Draws the next action. */
+export function drawAction(rng: Rng, world: GenWorld): Action {
+  const active = world.users.filter((u) => u.active);
+  const admins = active.filter((u) => u.role <= 200);
+  const live = world.channels.filter((c) => !c.archived);
+  const archived = world.channels.filter((c) => c.archived);
+  const deactivated = world.users.filter((u) => !u.active);
+  const anyone = () => rng.pick(active).key;
+  // Admin actions are tried mostly by administrators (others are refused, which teaches little).
+  const adminActor = () => (admins.length && rng.chance(0.9) ? rng.pick(admins) : rng.pick(active)).key;
+  const others = (self: string, min: number, max: number) => rng.subset(active.filter((u) => u.key !== self).map((u) => u.key), min, max);
+  const kind = rng.weighted({
+    'send-channel': live.length ? 22 : 0,
+    'send-direct': 12,
+    'send-hidden-address': 2,
+    subscribe: live.length ? 10 : 0,
+    unsubscribe: live.length ? 9 : 0,
+    describe: world.channels.length ? 5 : 0,
+    'create-channel': world.channels.length < 14 ? 7 : 1,
+    privacy: live.length ? 7 : 0,
+    archive: live.length > 3 ? 2 : 0,
+    unarchive: archived.length ? 1.5 : 0,
+    'typing-direct': 3,
+    'typing-channel': live.length ? 2 : 0,
+    visibility: 8,
+    role: 5,
+    deactivate: deactivated.length < 2 ? 2 : 0,
+    reactivate: deactivated.length ? 3 : 0,
+    'create-user': world.usersToCreate > 0 ? 1 : 0,
+    'fresh-queue': 5,
+  });
+  // Links point at private channels more often: those are the ones a sender may not see.
+  const linkTarget = () => {
+    if (!rng.chance(0.45) || world.channels.length === 0) return null;
+    const priv = world.channels.filter((c) => c.privacy.startsWith('private'));
+    return rng.pick(priv.length && rng.chance(0.7) ? priv : world.channels).name;
+  };
+  switch (kind) {
+    case 'send-channel': {
+      const link = linkTarget();
+      return { kind, actor: anyone(), channel: rng.pick(live).name, byId: rng.chance(0.5), topic: rng.pick(TOPICS), link, linkTopic: link !== null && rng.chance(0.3) };
+    }
+    case 'send-direct': {
+      const actor = anyone();
+      return { kind, actor, to: others(actor, 1, 2), byEmail: rng.chance(0.5), link: linkTarget() };
+    }
+    case 'send-hidden-address': {
+      const actor = anyone();
+      const to = others(actor, 1, 1);
+      return to.length ? { kind, actor, to: to[0]! } : { kind: 'visibility', actor, value: 1 };
+    }
+    case 'subscribe': {
+      const actor = anyone();
+      return { kind, actor, channel: rng.pick(live).name, principals: rng.chance(0.5) ? null : others(actor, 1, 2) };
+    }
+    case 'unsubscribe': {
+      const actor = anyone();
+      return { kind, actor, channel: rng.pick(live).name, principals: rng.chance(0.6) ? null : others(actor, 1, 2) };
+    }
+    case 'create-channel': {
+      const actor = rng.chance(0.7) ? adminActor() : anyone();
+      const principals = [actor, ...others(actor, 1, 4)];
+      return { kind, actor, channel: `inv${++world.nextChannel}`, privacy: rng.pick(PRIVACIES), principals };
+    }
+    case 'privacy':
+      return { kind, actor: adminActor(), channel: rng.pick(live).name, privacy: rng.pick(PRIVACIES) };
+    case 'describe':
+      return { kind, actor: adminActor(), channel: rng.pick(world.channels).name };
+    case 'archive':
+      return { kind, actor: adminActor(), channel: rng.pick(live).name };
+    case 'unarchive':
+      return { kind, actor: adminActor(), channel: rng.pick(archived).name };
+    case 'typing-direct': {
+      const actor = anyone();
+      return { kind, actor, to: others(actor, 1, 2) };
+    }
+    case 'typing-channel':
+      return { kind, actor: anyone(), channel: rng.pick(live).name, topic: rng.pick(TOPICS) };
+    case 'visibility':
+      return { kind, actor: anyone(), value: (1 + rng.int(5)) as 1 | 2 | 3 | 4 | 5 };
+    case 'role': {
+      const targets = active.filter((u) => !u.pinned);
+      const target = rng.pick(targets.length ? targets : active);
+      return { kind, actor: adminActor(), target: target.key, role: rng.pick(ROLES.filter((r) => r !== target.role)) };
+    }
+    case 'deactivate': {
+      const targets = active.filter((u) => !u.pinned);
+      return { kind, actor: adminActor(), target: rng.pick(targets.length ? targets : active).key };
+    }
+    case 'reactivate':
+      return { kind, actor: adminActor(), target: rng.pick(deactivated).key };
+    case 'create-user':
+      world.usersToCreate--;
+      return { kind, actor: adminActor(), user: `new${++world.nextUser}`, role: rng.pick([400, 600, 300] as const) };
+    case 'fresh-queue': {
+      const actor = rng.pick(active);
+      return { kind, actor: actor.key, spec: drawQueueSpec(rng, actor.role, world.channels.map((c) => c.name), false) };
+    }
+  }
+}
+
+/**
+ * Minimised reproductions of the violations this test has found, run before the random steps of every
+ * run (not of a replay) so that each stays covered whatever the seed. Channel names start with `rep` so
+ * that they never meet the random steps' `inv<n>`.
+ */
+export const REGRESSION_PREFIX: readonly Action[] = [
+  // A message to a public channel nobody is subscribed to still reaches all_public_streams queues.
+  { kind: 'create-channel', actor: 'desdemona', channel: 'rep-empty', privacy: 'public', principals: ['desdemona'] },
+  { kind: 'unsubscribe', actor: 'desdemona', channel: 'rep-empty', principals: null },
+  { kind: 'send-channel', actor: 'desdemona', channel: 'rep-empty', byId: false, topic: 't1', link: null, linkTopic: false },
+  // A link to a private channel its sender cannot see renders as text.
+  { kind: 'create-channel', actor: 'iago', channel: 'rep-private', privacy: 'private-protected', principals: ['iago', 'hamlet'] },
+  { kind: 'send-direct', actor: 'othello', to: ['desdemona'], byEmail: false, link: 'rep-private' },
+  { kind: 'send-channel', actor: 'othello', channel: 'general', byId: true, topic: 't1', link: 'rep-private', linkTopic: true },
+  // A hidden address appears nowhere: not in sender_email, display_recipient, typing, nor as a recipient.
+  { kind: 'visibility', actor: 'cordelia', value: 4 },
+  { kind: 'send-channel', actor: 'cordelia', channel: 'general', byId: false, topic: 't2', link: null, linkTopic: false },
+  { kind: 'send-direct', actor: 'othello', to: ['cordelia', 'polonius'], byEmail: true, link: null },
+  { kind: 'typing-direct', actor: 'cordelia', to: ['othello'] },
+  { kind: 'send-hidden-address', actor: 'polonius', to: 'cordelia' },
+  // A former subscriber's /register lists no channel they can no longer see.
+  { kind: 'unsubscribe', actor: 'hamlet', channel: 'rep-private', principals: null },
+  { kind: 'fresh-queue', actor: 'hamlet', spec: { eventTypes: null, allPublicStreams: false, narrow: [], applyMarkdown: true, streamTyping: false, includeSubscribers: true } },
+  // An all_public_streams queue follows nothing its owner may no longer read once they are a guest.
+  { kind: 'fresh-queue', actor: 'shiva', spec: { eventTypes: ['message'], allPublicStreams: true, narrow: [], applyMarkdown: true, streamTyping: false, includeSubscribers: false } },
+  { kind: 'create-channel', actor: 'desdemona', channel: 'rep-public', privacy: 'public', principals: ['desdemona'] },
+  { kind: 'role', actor: 'desdemona', target: 'shiva', role: 600 },
+  { kind: 'send-channel', actor: 'desdemona', channel: 'rep-public', byId: false, topic: 't1', link: null, linkTopic: false },
+  { kind: 'role', actor: 'desdemona', target: 'shiva', role: 300 },
+  // A channel's events and messages reach nobody who has left it and can no longer see it.
+  { kind: 'describe', actor: 'iago', channel: 'rep-private' },
+  { kind: 'privacy', actor: 'iago', channel: 'rep-private', privacy: 'private-shared' },
+  { kind: 'subscribe', actor: 'iago', channel: 'rep-private', principals: ['othello'] },
+  { kind: 'send-channel', actor: 'iago', channel: 'rep-private', byId: true, topic: 't1', link: null, linkTopic: false },
+];
