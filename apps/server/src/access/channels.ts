@@ -314,11 +314,17 @@ export function checkCanSubscribe(actor: User): void {
  * web-public channels, guests for public ones; for private ones whoever is outside the channel's
  * audience without its subscribers (one statement).
  */
-export async function usersWhoSeeChannelOnlySubscribed(db: Db, realmId: number, channel: ChannelPermissionFields & { id: number }, users: Pick<User, 'id' | 'role'>[]): Promise<number[]> {
+export async function usersWhoSeeChannelOnlySubscribed(
+  /** Read only for private channels (the subscribe fast path has no Prisma transaction to give). */
+  db: () => Db,
+  realmId: number,
+  channel: ChannelPermissionFields & { id: number },
+  users: Pick<User, 'id' | 'role'>[],
+): Promise<number[]> {
   if (channel.isWebPublic) return [];
   if (!channel.inviteOnly) return users.filter((u) => isGuest(u)).map((u) => u.id).sort((a, b) => a - b);
   const ids = users.map((u) => u.id);
-  const seeing = new Set(await audienceUserIds(db, realmId, { ...channelAudience(channel, { subscribers: false }), only: ids }));
+  const seeing = new Set(await audienceUserIds(db(), realmId, { ...channelAudience(channel, { subscribers: false }), only: ids }));
   return ids.filter((id) => !seeing.has(id)).sort((a, b) => a - b);
 }
 

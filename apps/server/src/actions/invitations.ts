@@ -454,7 +454,7 @@ async function subscribeNewUser(tx: Db, realm: Realm, user: User, channelIds: nu
   const data = await channelDisplayData(tx, realm.id, added, activation.facts!);
   const events: QueuedEvent[] = [];
   for (const channel of added) {
-    if ((await usersWhoSeeChannelOnlySubscribed(tx, realm.id, channel, [user])).length) events.push({ userIds: [user.id], payload: streamCreateEvent([formatChannel(channel, data)]) });
+    if ((await usersWhoSeeChannelOnlySubscribed(() => tx, realm.id, channel, [user])).length) events.push({ userIds: [user.id], payload: streamCreateEvent([formatChannel(channel, data)]) });
   }
   events.push({
     userIds: [user.id],

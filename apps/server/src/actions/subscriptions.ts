@@ -355,7 +355,7 @@ async function addSubscriptions(
     // Users who could not see a channel before get its creation event first.
     for (const channel of touched) {
       const joined = added.filter((a) => a.channel.id === channel.id).map((a) => a.user);
-      const newcomers = await usersWhoSeeChannelOnlySubscribed(prismaOf(tx), realm.id, channel, joined);
+      const newcomers = await usersWhoSeeChannelOnlySubscribed(() => prismaOf(tx), realm.id, channel, joined);
       if (newcomers.length) events.push({ userIds: newcomers, payload: streamCreateEvent([formatChannel(channel, data)]) });
     }
     for (const user of users) {

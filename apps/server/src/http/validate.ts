@@ -19,7 +19,7 @@ import type { RequestState } from './context.ts';
 import { checkResponsesWith, type ResponseCheck } from './respond.ts';
 import type { Step } from './steps.ts';
 import { issuesOf, RequestValidationError } from './validation-errors.ts';
-import { INTEGER_RANGE_FORMATS } from './validation-spec.ts';
+import { deref, INTEGER_RANGE_FORMATS } from './validation-spec.ts';
 
 type Json = Record<string, any>;
 
@@ -169,13 +169,3 @@ function isJson(mediaType: string): boolean {
   return /^[^/;\s]+\/(?:[^;\s]*\+)?json\s*(?:;|$)/i.test(mediaType);
 }
 
-function deref(spec: Json, node: Json): Json {
-  let current = node;
-  while (current && typeof current.$ref === 'string' && current.$ref.startsWith('#/')) {
-    current = current.$ref
-      .slice(2)
-      .split('/')
-      .reduce((acc: Json, key: string) => acc?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], spec);
-  }
-  return current;
-}

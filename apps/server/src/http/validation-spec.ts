@@ -12,7 +12,8 @@ export interface ParamRules {
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
-function deref(spec: Json, node: Json): Json {
+/** Follows local `$ref`s (`#/components/…`) to the node they name. */
+export function deref(spec: Json, node: Json): Json {
   let current = node;
   while (current && typeof current.$ref === 'string' && current.$ref.startsWith('#/')) {
     current = current.$ref
