@@ -247,13 +247,18 @@ export function checkCanChangeRetention(subject: PermissionSubject): void {
 }
 
 /**
+ * The organization-level part of canAddSubscribers (Zulip's legacy `can_subscribe_other_users`): the
+ * organization's can_add_subscribers_group, which guests never hold, or an organization administrator.
+ */
+export const canAddSubscribersAnywhere = (subject: PermissionSubject, realm: Realm) => holdsAsNonGuest(subject, realm.canAddSubscribersGroupId) || isAdmin(subject.user);
+
+/**
  * May the caller subscribe other users to a channel they can read? The organization's
  * can_add_subscribers_group, organization administrators, channel administrators, or the channel's
  * can_add_subscribers_group.
  */
 export function canAddSubscribers(subject: PermissionSubject, realm: Realm, channel: ChannelPermissionFields): boolean {
-  if (holdsAsNonGuest(subject, realm.canAddSubscribersGroupId)) return true;
-  if (isAdmin(subject.user)) return true;
+  if (canAddSubscribersAnywhere(subject, realm)) return true;
   if (isGuest(subject.user)) return false;
   return holds(subject, channel.canAdministerChannelGroupId) || holds(subject, channel.canAddSubscribersGroupId);
 }

@@ -3,9 +3,9 @@
 // is named for what it decides and built on access/roles.ts and the group-setting checks, so that no
 // read model compares roles itself (issue 20).
 import type { Realm, User } from '../data/models.ts';
-import { canCreatePrivateChannels, canCreatePublicChannels, canCreateWebPublicChannels } from './channels.ts';
+import { canAddSubscribersAnywhere, canCreatePrivateChannels, canCreatePublicChannels, canCreateWebPublicChannels } from './channels.ts';
 import { holds, type PermissionSubject } from './group-settings.ts';
-import { isAdmin, isGuest } from './roles.ts';
+import { isGuest } from './roles.ts';
 
 type WithRole = Pick<User, 'role'>;
 
@@ -19,14 +19,8 @@ export const seesDefaultChannels = (user: WithRole) => !isGuest(user);
 export const canCreateSomeChannel = (subject: PermissionSubject, realm: Realm) =>
   canCreatePublicChannels(subject, realm) || canCreatePrivateChannels(subject, realm) || canCreateWebPublicChannels(subject, realm);
 
-/**
- * `can_subscribe_other_users` (Zulip's legacy flag, its can_add_subscribers_group): may subscribe
- * others to channels they can read, by the organization's setting, which guests never hold, or as an
- * administrator. The organization-level part of access/channels.ts canAddSubscribers (channels may
- * grant it to more people through their own settings).
- */
-export const canSubscribeOthersToChannels = (subject: PermissionSubject, realm: Realm) =>
-  isAdmin(subject.user) || (!isGuest(subject.user) && holds(subject, realm.canAddSubscribersGroupId));
+/** `can_subscribe_other_users` (Zulip's legacy flag): access/channels.ts canAddSubscribersAnywhere. */
+export const canSubscribeOthersToChannels = canAddSubscribersAnywhere;
 
 /**
  * `can_invite_others_to_realm`: the organization's can_invite_users_group, for humans who are not

@@ -10,7 +10,7 @@ import type { Realm, User } from '../data/models.ts';
 import { findSystemBot, lockSystemBots } from '../data/users.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { Role } from '../access/roles.ts';
-import { hostnameOf } from '../lib/user-format.ts';
+import { hostnameOf } from '../access/users.ts';
 import { insertUser } from './users.ts';
 import { checkMessage, internalDirectMessage, storeCheckedMessage } from './messages.ts';
 

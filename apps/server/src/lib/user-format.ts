@@ -4,10 +4,7 @@ import type { Schema } from '@parley/api-types';
 import type { CustomProfileFieldValue, Realm, User } from '../data/models.ts';
 import { isoWithOffset } from './timestamps.ts';
 import { roleFlagsOf } from '../access/roles.ts';
-import { addressesSeenBy, deliveryEmailVisibleTo, hostnameOf } from '../access/users.ts';
-
-// Kept for the callers that import them from here; they live in access/users.ts.
-export { deliveryEmailVisibleTo as canSeeDeliveryEmail, hostnameOf };
+import { addressesSeenBy } from '../access/users.ts';
 
 export interface FormatOptions {
   realm: Realm;
