@@ -20,7 +20,7 @@ import { bootstrapIfEmpty } from '../../apps/server/src/bootstrap.ts';
 import { insertUser, prepareNewUser } from '../../apps/server/src/actions/users.ts';
 import { doSubscribe } from '../../apps/server/src/actions/subscriptions.ts';
 import { CachedTableWriteRecord } from '../../apps/server/src/data/cached-tables.ts';
-import { createRealmInTransaction } from '../../apps/server/src/actions/realms.ts';
+import { createRealmInTransaction } from '../../apps/server/src/actions/realm.ts';
 import { inTransaction } from '../../apps/server/src/data/transactions.ts';
 import { findFirstRealm } from '../../apps/server/src/data/realms.repo.ts';
 import { findUserById } from '../../apps/server/src/data/users.repo.ts';

@@ -8,7 +8,7 @@ import type { AppDeps } from './deps.ts';
 import { inTransaction } from './data/transactions.ts';
 import { countRealms } from './data/realms.repo.ts';
 import { takeBootstrapLock } from './data/bootstrap.repo.ts';
-import { createRealmInTransaction } from './actions/realms.ts';
+import { createRealmInTransaction } from './actions/realm.ts';
 import { insertUser, prepareNewUser } from './actions/users.ts';
 import { insertChannel } from './actions/channels.ts';
 import { subscribeToDefaultChannels } from './actions/subscriptions.ts';

@@ -4,7 +4,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, validateOrganizationUrl } from './config.ts';
 import { createDeps, openDatabase } from './server.ts';
-import { doCreateRealm } from './actions/realms.ts';
+import { doCreateRealm } from './actions/realm.ts';
 import { doCreateUser, doRotateApiKey, doUpdateUser, getOrCreateApiKey } from './actions/users.ts';
 import { findRealmById, listRealms } from './data/realms.repo.ts';
 import { findUserByDeliveryEmail, listUsers } from './data/users.repo.ts';

@@ -18,9 +18,8 @@ import {
   updateUserGroupMembers,
   updateUserGroupSubgroups,
 } from './handlers/user-groups.ts';
-import { deleteQueue, getEvents, registerQueue } from './handlers/events.ts';
+import { deleteQueue, getEvents, registerQueue } from './handlers/event-queues.ts';
 import { setTypingStatus } from './handlers/typing.ts';
-import { sendMessage } from './handlers/messages.ts';
 import { addApnsToken, addFcmToken, removeApnsToken, removeFcmToken, testNotify } from './handlers/push.ts';
 import { createScheduledMessage, deleteScheduledMessage, getScheduledMessages, updateScheduledMessage } from './handlers/scheduled-messages.ts';
 import { createReminder, deleteReminder, getReminders } from './handlers/reminders.ts';
@@ -28,7 +27,7 @@ import { muteTopic, updateUserTopic } from './handlers/user-topics.ts';
 import { createDrafts, deleteDraft, editDraft, getDrafts } from './handlers/drafts.ts';
 import { createInviteLink, getInvites, resendEmailInvite, revokeEmailInvite, revokeInviteLink, sendInvites } from './handlers/invitations.ts';
 import { markAllAsRead, markStreamAsRead, markTopicAsRead, updateMessageFlags, updateMessageFlagsForNarrow } from './handlers/message-flags.ts';
-import { getMessage, getMessages, getStreamTopics } from './handlers/message-reads.ts';
+import { getMessage, getMessages, getStreamTopics, sendMessage } from './handlers/messages.ts';
 import { archiveStream, getStreamById, getStreamId, getStreams, getSubscribers, getSubscriptions, subscribe, unsubscribe, updateStream, updateSubscriptionSettings } from './handlers/channels.ts';
 import { updateDisplaySettings, updateNotificationSettings, updateSettings } from './handlers/user-settings.ts';
 

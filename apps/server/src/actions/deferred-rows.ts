@@ -1,8 +1,8 @@
 // Catching up a user's deferred user_message rows (data/deferred-rows.repo.ts): the explicit step that
 // every request reading the user's rows or flags runs once, before the read. The read models
-// (queries/messages.ts, queries/messages-state.ts, queries/register-state.ts) only read: each says
+// (queries/messages.ts, queries/message-state.ts, queries/register-state.ts) only read: each says
 // where it needs its caller to have caught up first. The callers:
-// - handlers/message-reads.ts: GET /messages, GET /messages/{message_id}, GET /users/me/{id}/topics
+// - handlers/messages.ts: GET /messages, GET /messages/{message_id}, GET /users/me/{id}/topics
 //   (a protected history only);
 // - actions/message-flags.ts: POST /messages/flags (in its transaction), /messages/flags/narrow,
 //   /mark_stream_as_read, /mark_topic_as_read, and /mark_all_as_read (in each batch's transaction);

@@ -11,7 +11,7 @@ import { loadPermissionSubject } from '../access/group-settings.ts';
 import { accessChannelById } from '../access/channels.ts';
 import { MESSAGE_FLAG_BITS, type MessageFlagName } from '../lib/message-flags.ts';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../lib/message-limits.ts';
-import { messagesInFlagRange, type FlagRange, type FlagRangeRequest } from '../queries/messages-state.ts';
+import { messagesInFlagRange, type FlagRange, type FlagRangeRequest } from '../queries/message-state.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import { catchUpDeferredRows } from './deferred-rows.ts';
 import { queuePushRemovals } from './push.ts';
@@ -104,7 +104,7 @@ export interface FlagUpdateForNarrow extends FlagRange {
 
 /**
  * POST /messages/flags/narrow: the flag change of POST /messages/flags on the range of the user's
- * messages around an anchor in a narrow (queries/messages-state.ts messagesInFlagRange).
+ * messages around an anchor in a narrow (queries/message-state.ts messagesInFlagRange).
  */
 export async function doUpdateMessageFlagsForNarrow(deps: AppDeps, realm: Realm, user: User, request: FlagRangeRequest, op: string, flag: string): Promise<FlagUpdateForNarrow> {
   await catchUpDeferredRows(deps.db, realm, user);

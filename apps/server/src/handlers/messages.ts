@@ -1,6 +1,12 @@
-// Messages: POST /messages (sending); reading is in handlers/message-reads.ts.
+// Messages: POST /messages (sending, actions/messages.ts); GET /messages, GET /messages/{message_id} and
+// GET /users/me/{stream_id}/topics (reading, read models in queries/messages.ts, which check what the
+// caller may read). Spectators (no credentials) arrive with viewer null. Each read goes in three steps:
+// the checks that need no rows of the viewer, then the viewer's deferred rows caught up (once; none when
+// the request was refused, or reads no rows of theirs), then the read.
 import type { Handler } from '../http/handler.ts';
 import { doSendMessage } from '../actions/messages.ts';
+import { catchUpDeferredRows } from '../actions/deferred-rows.ts';
+import { checkFetchRequest, checkTopicsRequest, fetchMessages, isPossibleMessageId, messageForViewer, topicsOfChannel } from '../queries/messages.ts';
 
 export const sendMessage: Handler<'send-message'> = async ({ params, realm, user, deps, client }) => {
   const { id, automaticNewVisibilityPolicy } = await doSendMessage(deps, realm, user, {
@@ -15,4 +21,36 @@ export const sendMessage: Handler<'send-message'> = async ({ params, realm, user
   });
   // Only when sending changed the sender's policy for the topic (Zulip's feature level 218).
   return automaticNewVisibilityPolicy === null ? { id } : { id, automatic_new_visibility_policy: automaticNewVisibilityPolicy as 2 | 3 };
+};
+
+export const getMessages: Handler<'get-messages'> = async ({ params, realm, viewer, deps }) => {
+  const query = checkFetchRequest({
+    anchor: params.anchor,
+    anchorDate: params.anchor_date,
+    includeAnchor: params.include_anchor,
+    numBefore: params.num_before,
+    numAfter: params.num_after,
+    narrow: params.narrow,
+    useFirstUnreadAnchor: params.use_first_unread_anchor,
+    messageIds: params.message_ids,
+    clientGravatar: params.client_gravatar,
+    applyMarkdown: params.apply_markdown,
+    allowEmptyTopicName: params.allow_empty_topic_name,
+  });
+  if (viewer) await catchUpDeferredRows(deps.db, realm, viewer);
+  return fetchMessages(deps.db, realm, viewer, query);
+};
+
+export const getMessage: Handler<'get-message'> = async ({ params, path, realm, viewer, deps }) => {
+  if (viewer && isPossibleMessageId(path.message_id)) await catchUpDeferredRows(deps.db, realm, viewer);
+  return messageForViewer(deps.db, realm, viewer, path.message_id, {
+    applyMarkdown: params.apply_markdown ?? true,
+    allowEmptyTopicName: params.allow_empty_topic_name ?? false,
+  });
+};
+
+export const getStreamTopics: Handler<'get-stream-topics'> = async ({ params, path, realm, viewer, deps }) => {
+  const query = await checkTopicsRequest(deps.db, realm, viewer, path.stream_id);
+  if (query.rowsOf) await catchUpDeferredRows(deps.db, realm, query.rowsOf);
+  return topicsOfChannel(deps.db, query, { allowEmptyTopicName: params.allow_empty_topic_name ?? false });
 };

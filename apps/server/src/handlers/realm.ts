@@ -1,5 +1,5 @@
 import type { Handler } from '../http/handler.ts';
-import { doUpdateRealm } from '../actions/realm-settings.ts';
+import { doUpdateRealm } from '../actions/realm.ts';
 import type { GroupSettingUpdate } from '../actions/group-settings.ts';
 import { groupSettingParams } from '../lib/group-settings.ts';
 

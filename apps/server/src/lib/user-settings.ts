@@ -3,7 +3,7 @@
 // setting lives in this table (as lib/group-settings.ts does for group permissions), not in one branch
 // per field. Names are typed from the spec (the operation's parameters) and columns from the stored
 // row, so the table cannot name a setting the contract lacks or a column the schema lacks; a test
-// (test/api/settings.test.ts) checks that the table, the spec, the database defaults and the notes'
+// (test/api/user-settings/user-settings.test.ts) checks that the table, the spec, the database defaults and the notes'
 // defaults agree.
 import type { RequestParams } from '@parley/api-types';
 import type { UserSettings } from '../data/models.ts';

@@ -26,7 +26,7 @@ import { userGroupsOfRealm } from './user-groups.ts';
 import { customProfileFields } from './profile-fields.ts';
 import { formerSubscriptionsOfUser, neverSubscribedChannels, presentChannels, subscriptionsOfUser } from './channels.ts';
 import { formatGroupSettingValues } from './group-settings.ts';
-import { unreadMessagesState, recentDirectConversations } from './messages-state.ts';
+import { unreadMessagesState, recentDirectConversations } from './message-state.ts';
 import { remindersOf, scheduledMessagesOf } from './scheduled-messages.ts';
 import { draftsState } from './drafts.ts';
 import { mutedTopicsOfUser, userTopicsOfUser } from '../data/user-topics.repo.ts';

@@ -1,4 +1,4 @@
-// The random side of the security-invariant test (test/api/security-invariant.test.ts): a seeded PRNG,
+// The random side of the security-invariant test (test/api/system/security-invariant.test.ts): a seeded PRNG,
 // the actions it draws (plain data, so that a run can be dumped, replayed and cut down), and the little
 // the generator remembers about the organization to draw plausible actions. Nothing here is an oracle:
 // what a user may read is always asked of the API, as that user (see invariant-oracle.ts).

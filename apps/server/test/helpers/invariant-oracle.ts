@@ -1,4 +1,4 @@
-// The oracle of the security-invariant test (test/api/security-invariant.test.ts): what a user could
+// The oracle of the security-invariant test (test/api/system/security-invariant.test.ts): what a user could
 // read at one moment, asked of the API as that user — GET /users, GET /users/{id}, GET /streams/{id},
 // GET /streams/{id}/members, GET /messages/{id}, GET /users/me/subscriptions — and helpers that compare
 // a received event with those answers (the rules themselves are in the test). A view is made right after a step (or right before one, for what the step may take

@@ -1,0 +1,61 @@
+// GET /events delivery beyond a process's in-memory tail: a queue polled on another process (or after
+// the tail moved on) reads the database, and a run of stored events it does not take never holds it in
+// place; a public channel's message reaches all_public_streams queues even with no subscriber.
+import os from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createParleyClient, type ParleyClient } from '@parley/client';
+import { loadConfig } from '../../../src/config.ts';
+import { createDeps, listen, type RunningServer } from '../../../src/server.ts';
+import { inTransaction } from '../../../src/data/transactions.ts';
+import { TEST_SECRET } from '../../helpers/fixtures.ts';
+import { useTestServer } from '../../helpers/test-server.ts';
+import { pollEvents, registerQueue, sendMessage } from '../../helpers/queues.ts';
+import { createChannel } from '../../helpers/channels.ts';
+import { realmIdOf } from '../../helpers/realm.ts';
+
+const env = useTestServer();
+let second: RunningServer;
+
+beforeAll(async () => {
+  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: 'http://parley.test', validateResponses: true, rateLimit: null, logLevel: 'error' };
+  second = await listen(await createDeps(config, env.databaseUrl, { poolSize: 4 }), '127.0.0.1', 0);
+});
+afterAll(async () => {
+  await second.close();
+});
+
+const on = (server: { url: string }, person: 'hamlet' | 'iago'): ParleyClient =>
+  createParleyClient({ site: server.url, email: env.users[person].email, apiKey: env.users[person].apiKey });
+
+describe('a queue read from the database', () => {
+  it('is not held in place by a full batch of events it does not take', async () => {
+    const hamlet = on(env, 'hamlet');
+    const queue = await registerQueue(hamlet, { event_types: ['message'] });
+    // More realm-wide events the queue does not take than one database batch holds (1,000).
+    const deps = env.running.deps;
+    const realmId = await realmIdOf(env);
+    await inTransaction(deps.db, async (tx, afterCommit) => {
+      const payloads = Array.from({ length: 1_200 }, (_, i) => ({ type: 'realm_user', op: 'update', person: { user_id: env.users.othello.id, full_name: `Othello ${i}` } }));
+      await deps.events.publish(tx, afterCommit, realmId, payloads.map((payload) => ({ realmWide: true as const, payload })));
+    });
+    const id = await sendMessage(on(env, 'iago'), { type: 'direct', to: JSON.stringify([env.users.hamlet.id]), content: 'behind a crowd' });
+    // The second process started its tail after all this: the queue's mark lies below it.
+    const viaSecond = on(second, 'hamlet');
+    await registerQueue(on(second, 'iago'), { event_types: ['heartbeat'] });
+    const events = await pollEvents(viaSecond, queue);
+    expect(events.filter((e) => e.type === 'message').map((e) => e.message.id)).toEqual([id]);
+  });
+});
+
+describe('all_public_streams', () => {
+  it("delivers a public channel's message even when nobody is subscribed to the channel", async () => {
+    const channel = await createChannel(env, 'iago');
+    const { error } = await env.client('iago').DELETE('/users/me/subscriptions', { body: { subscriptions: [channel.name] } });
+    expect(error).toBeUndefined();
+    const hamlet = on(env, 'hamlet');
+    const everything = await registerQueue(hamlet, { all_public_streams: true, event_types: ['message'] });
+    const id = await sendMessage(on(env, 'iago'), { type: 'stream', to: String(channel.id), topic: 'empty room', content: 'anyone?' });
+    const events = await pollEvents(hamlet, everything);
+    expect(events.filter((e) => e.type === 'message').map((e) => e.message.id)).toEqual([id]);
+  });
+});

@@ -1,0 +1,851 @@
+// Issue 20, "prove the invariant, not just the cases": random sequences of actions by users of every
+// role — channels created (public, private with shared or protected history, web-public), archived,
+// unarchived, described and made private or public; subscriptions of oneself and of others; channel and
+// direct messages, by id and by address, some linking channels; typing; e-mail visibility; roles;
+// deactivation and reactivation; new users; fresh queues — while every active user holds two event
+// queues of varied kinds (everything; all_public_streams; a narrow; event_types). After each step every
+// queue is drained (GET /events, dont_block, acknowledging) and:
+//
+//  SAFETY   every event a user received is about something they could read through the API right then,
+//           asked as that user (GET /messages/{id}, GET /streams/{id}, GET /users and /users/{id},
+//           GET /users/me/subscriptions), no real address hidden from them appears in it, and no
+//           message links a channel its sender could not see; /register's state obeys the same rule;
+//  LIVENESS every message sent in the step reached, exactly once, each queue Zulip's rules say receives
+//           it (subscriber at send time, direct-message participant, or all_public_streams queue of a
+//           user who may read the public channel; within the queue's event_types and narrow); and
+//           every user a subscribe answer says it subscribed got one subscription/add for the channel.
+//
+// Every run starts with REGRESSION_PREFIX (invariant-model.ts: minimised reproductions of what this test
+// found), then draws PARLEY_INVARIANT_STEPS random steps (default below) from PARLEY_INVARIANT_SEED.
+// A failure prints the seed, each violation class with examples, and the step log. To reproduce and cut
+// down: PARLEY_INVARIANT_DUMP=<file> writes the run's actions as JSON; PARLEY_INVARIANT_REPLAY=<file or
+// JSON> runs exactly those actions (no prefix); PARLEY_INVARIANT_LOG=<file> writes the full step log,
+// every violation, and request counts.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createParleyClient, type ParleyClient } from '@parley/client';
+import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
+import { PEOPLE, TEST_PASSWORD, type Person as FixturePerson } from '../../helpers/fixtures.ts';
+import { uniqueEmail } from '../../helpers/people.ts';
+import {
+  describeAction,
+  describeSpec,
+  drawAction,
+  drawQueueSpec,
+  hashSeed,
+  privacyParams,
+  Rng,
+  REGRESSION_PREFIX,
+  type Action,
+  type GenWorld,
+  type Privacy,
+  type QueueSpec,
+  type Role,
+} from '../../helpers/invariant-model.ts';
+import {
+  addressFinder,
+  ApiView,
+  asArray,
+  asNumber,
+  asString,
+  isObject,
+  kindOf,
+  linkedChannelIds,
+  streamIdsOf,
+  zulipSeesDeliveryEmail,
+  type Json,
+} from '../../helpers/invariant-oracle.ts';
+
+const SEED_TEXT = process.env.PARLEY_INVARIANT_SEED ?? '20';
+const SEED = /^\d+$/.test(SEED_TEXT) ? Number(SEED_TEXT) >>> 0 : hashSeed(SEED_TEXT);
+const STEPS = Number(process.env.PARLEY_INVARIANT_STEPS ?? 150);
+const REPLAY = process.env.PARLEY_INVARIANT_REPLAY;
+const DUMP = process.env.PARLEY_INVARIANT_DUMP;
+
+interface Member {
+  key: string;
+  id: number;
+  /** The real address (delivery_email). */
+  email: string;
+  client: ParleyClient;
+  active: boolean;
+  role: Role;
+  /** email_address_visibility as last set (read at registration, then kept from successful changes). */
+  visibility: number;
+  queues: Queue[];
+  /** Queues dropped at deactivation, checked to be gone at reactivation. */
+  orphaned: Queue[];
+  registrations: number;
+  pinned: boolean;
+}
+
+interface Queue {
+  id: string;
+  owner: Member;
+  spec: QueueSpec;
+  /** The newest event id acknowledged (starts at the registration's last_event_id). */
+  lastAck: number;
+  /** last_event_id of the registration: every event delivered must come after it. */
+  registeredAt: number;
+  /** Message ids delivered so far (exactly-once across the whole run). */
+  seenMessages: Set<number>;
+}
+
+interface Violation {
+  cls: string;
+  step: number;
+  detail: string;
+}
+
+interface SentMessage {
+  id: number;
+  sender: Member;
+  kind: 'channel' | 'direct';
+  channelId?: number;
+  channelName?: string;
+  topic?: string;
+  participants?: Member[];
+  /** The channel a link points at that the sender could not see when sending (null: none). */
+  forbiddenLink: number | null;
+}
+
+/** What the API said just before the step (for what the step may take away). */
+interface Before {
+  view: ApiView;
+  /** `${viewer}:${channelId}` → whether GET /streams/{id} succeeded as the viewer. */
+  visible: Map<string, boolean>;
+  /** send-channel: who was subscribed to the channel, and whether it was invite-only. */
+  subscribed: Map<string, boolean>;
+  inviteOnly: boolean;
+  forbiddenLink: number | null;
+}
+
+let env: TestServer;
+/** Milliseconds spent per phase (diagnostics for PARLEY_INVARIANT_LOG). */
+const timing = { before: 0, execute: 0, after: 0, drain: 0, checks: 0 };
+/** Requests made, by method and path (diagnostics for PARLEY_INVARIANT_LOG). */
+const requestCounts = new Map<string, number>();
+const countingFetch: typeof fetch = (input, init) => {
+  const url = new URL(input instanceof Request ? input.url : String(input));
+  const method = input instanceof Request ? input.method : (init?.method ?? 'GET');
+  const key = `${method} ${url.pathname.replace(/\/\d+/g, '/{id}')}`;
+  requestCounts.set(key, (requestCounts.get(key) ?? 0) + 1);
+  return fetch(input, init);
+};
+const members = new Map<string, Member>();
+const channelIds = new Map<string, number>();
+const violations: Violation[] = [];
+const log: string[] = [];
+let step = 0;
+/** Real addresses of every human of the organization (for the hidden-address scan), by user id. */
+const realAddresses = new Map<number, string>();
+let realmHost = '';
+
+function violation(cls: string, detail: string) {
+  violations.push({ cls, step, detail });
+}
+
+const onServerError = (what: string, status: number, body: unknown) => violation('server-error', `${what}: ${status} ${JSON.stringify(body)}`);
+const clientOf = (key: string): ParleyClient => {
+  const m = members.get(key);
+  if (!m) throw new Error(`unknown member ${key}`);
+  return m.client;
+};
+const newView = () => new ApiView(clientOf, onServerError);
+const activeMembers = () => [...members.values()].filter((m) => m.active);
+const errorMsg = (error: unknown) => (isObject(error) ? (asString(error['msg']) ?? JSON.stringify(error)) : String(error));
+const errorCode = (error: unknown) => (isObject(error) ? asString(error['code']) : undefined);
+
+// ---------------------------------------------------------------------------------------------------
+// Queues
+
+function specRng(m: Member): Rng {
+  return new Rng(hashSeed(SEED, 'queue', m.key, m.registrations++));
+}
+
+async function register(m: Member, spec: QueueSpec): Promise<Queue | null> {
+  const body = {
+    apply_markdown: spec.applyMarkdown,
+    client_gravatar: false,
+    all_public_streams: spec.allPublicStreams,
+    narrow: spec.narrow,
+    client_capabilities: { stream_typing_notifications: spec.streamTyping },
+    include_subscribers: spec.includeSubscribers,
+    fetch_event_types: ['message', 'user_settings', 'subscription', 'stream', 'realm_user'],
+    ...(spec.eventTypes ? { event_types: spec.eventTypes } : {}),
+  };
+  const res = await m.client.POST('/register', { body });
+  if (res.response.status >= 500) onServerError(`POST /register as ${m.key}`, res.response.status, res.error);
+  if (!res.data) {
+    // A guest cannot register all_public_streams (Zulip's rule): take the same queue without it.
+    if (spec.allPublicStreams) return register(m, { ...spec, allPublicStreams: false });
+    violation('register-failed', `${m.key} ${describeSpec(spec)}: ${errorMsg(res.error)}`);
+    return null;
+  }
+  const state = res.data as unknown as Json;
+  const settings = state['user_settings'];
+  if (isObject(settings) && typeof settings['email_address_visibility'] === 'number') m.visibility = settings['email_address_visibility'];
+  const registeredAt = asNumber(state['last_event_id']) ?? 0;
+  await checkRegisterState(m, state);
+  const q: Queue = { id: asString(state['queue_id'])!, owner: m, spec, lastAck: registeredAt, registeredAt, seenMessages: new Set() };
+  // A fresh queue holds nothing from before it existed, whatever last_event_id the client sends
+  // (-1, or an id older than the registration's): Zulip's queues start empty.
+  for (const lastEventId of [-1, Math.max(0, registeredAt - 40)]) {
+    const polled = await m.client.GET('/events', { params: { query: { queue_id: q.id, last_event_id: lastEventId, dont_block: true } } });
+    if (!polled.data) {
+      violation('fresh-queue-poll-failed', `${m.key} last_event_id=${lastEventId}: ${errorMsg(polled.error)}`);
+      continue;
+    }
+    const stale = asArray(polled.data.events).filter(isObject).filter((e) => (asNumber(e['id']) ?? 0) <= registeredAt && e['type'] !== 'heartbeat');
+    if (stale.length) {
+      const kinds = [...new Set(stale.map(kindOf))].slice(0, 6).join(', ');
+      violation('replay-before-registration', `${m.key}'s new queue (registered at event ${registeredAt}) polled with last_event_id=${lastEventId} got ${stale.length} older events (${kinds})`);
+    }
+  }
+  m.queues.push(q);
+  return q;
+}
+
+/**
+ * The state /register answers is held to the same rule as events: every channel it lists (subscribed,
+ * unsubscribed, never subscribed, streams) is one GET /streams/{id} shows the user; a subscriber list is
+ * non-empty only where GET /streams/{id}/members answers them; users carry no hidden address and their
+ * `email` is what GET /users shows.
+ */
+async function checkRegisterState(m: Member, state: Json) {
+  const view = newView();
+  const text = JSON.stringify(state);
+  const leaked = addressFinder(await hiddenAddresses(view, m))(text);
+  if (leaked.length) violation('hidden-address:register', `POST /register as ${m.key} carries ${leaked.join(', ')}, hidden from them`);
+  for (const list of ['subscriptions', 'unsubscribed', 'never_subscribed', 'streams']) {
+    for (const s of asArray(state[list]).filter(isObject)) {
+      const sid = asNumber(s['stream_id']);
+      if (sid === undefined) continue;
+      if (!(await view.stream(m.key, sid)).ok) violation(`register-invisible-channel:${list}`, `POST /register as ${m.key} lists channel ${sid} (${String(s['name'])}) in ${list}, but GET /streams/${sid} refuses them`);
+      else if (asArray(s['subscribers']).length > 0 && !(await view.members(m.key, sid)).ok) {
+        violation(`register-subscribers:${list}`, `POST /register as ${m.key} gives the subscribers of channel ${sid} (${String(s['name'])}) in ${list}, but GET /streams/${sid}/members refuses them`);
+      }
+    }
+  }
+  const seen = await view.users(m.key);
+  for (const u of asArray(state['realm_users']).filter(isObject)) {
+    const uid = asNumber(u['user_id']);
+    const shown = uid !== undefined && seen.ok ? seen.value.get(uid) : undefined;
+    if (!shown) continue;
+    if (typeof u['delivery_email'] === 'string' && u['delivery_email'] !== shown.deliveryEmail) violation('delivery-email-leak:register', `POST /register as ${m.key} gives user ${uid}'s delivery_email, which GET /users hides`);
+    if (u['email'] !== shown.email) violation('email-mismatch:register.realm_users', `POST /register as ${m.key} gives user ${uid}'s email ${String(u['email'])}, GET /users ${shown.email}`);
+  }
+}
+
+async function registerInitialQueues(m: Member) {
+  const rng = specRng(m);
+  const names = [...channelIds.keys()];
+  await register(m, drawQueueSpec(rng, m.role, names, true));
+  await register(m, drawQueueSpec(rng, m.role, names, false));
+}
+
+/** Drains a queue (dont_block), acknowledging what it got; null when the queue is gone. */
+async function drain(q: Queue): Promise<Json[] | null> {
+  const res = await q.owner.client.GET('/events', { params: { query: { queue_id: q.id, last_event_id: q.lastAck, dont_block: true } } });
+  if (res.response.status >= 500) onServerError(`GET /events as ${q.owner.key}`, res.response.status, res.error);
+  if (!res.data) {
+    if (errorCode(res.error) === 'BAD_EVENT_QUEUE_ID') return null;
+    violation('poll-failed', `${q.owner.key} queue ${describeSpec(q.spec)}: ${res.response.status} ${errorMsg(res.error)}`);
+    return [];
+  }
+  const events = asArray(res.data.events).filter(isObject).filter((e) => e['type'] !== 'heartbeat');
+  for (const e of events) q.lastAck = Math.max(q.lastAck, asNumber(e['id']) ?? q.lastAck);
+  return events;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Actions
+
+interface Outcome {
+  ok: boolean;
+  note: string;
+  message?: SentMessage;
+  /** Users newly subscribed to a channel (from the answer's `subscribed`): each is owed a subscription/add. */
+  subscribed?: { channelId: number; userIds: number[] };
+}
+
+/** The users a subscribe answer says it newly subscribed to `channel`. */
+function newlySubscribed(data: { subscribed: Record<string, string[]> } | undefined, channel: string): number[] {
+  if (!data) return [];
+  return Object.entries(data.subscribed)
+    .filter(([, names]) => names.some((n) => n.toLowerCase() === channel.toLowerCase()))
+    .map(([id]) => Number(id));
+}
+
+const idsOf = (keys: readonly string[]) => keys.map((k) => members.get(k)?.id).filter((id): id is number => id !== undefined);
+
+function answered(what: string, res: { response: Response; error?: unknown }, extra = ''): Outcome {
+  if (res.response.status >= 500) onServerError(what, res.response.status, res.error);
+  if (res.response.ok) return { ok: true, note: `ok${extra}` };
+  return { ok: false, note: `${res.response.status} ${errorMsg(res.error)}` };
+}
+
+async function before(a: Action): Promise<Before> {
+  const view = newView();
+  const out: Before = { view, visible: new Map(), subscribed: new Map(), inviteOnly: false, forbiddenLink: null };
+  const snapshot = async (viewers: Member[], channels: number[]) => {
+    await Promise.all(viewers.flatMap((v) => channels.map(async (c) => out.visible.set(`${v.key}:${c}`, (await view.stream(v.key, c)).ok))));
+  };
+  const channelActions: Action['kind'][] = ['archive', 'unarchive', 'privacy', 'describe', 'subscribe', 'unsubscribe'];
+  if (channelActions.includes(a.kind) && 'channel' in a) {
+    const id = channelIds.get(a.channel);
+    if (id !== undefined) await snapshot(activeMembers(), [id]);
+  }
+  if (a.kind === 'role') {
+    const target = members.get(a.target);
+    if (target?.active) await snapshot([target], [...channelIds.values()]);
+  }
+  if (a.kind === 'send-channel') {
+    const id = channelIds.get(a.channel);
+    if (id !== undefined) {
+      await Promise.all(activeMembers().map(async (m) => {
+        const subs = await view.subscriptions(m.key);
+        out.subscribed.set(m.key, subs.ok && subs.value.has(id));
+      }));
+      const seen = await view.stream('desdemona', id);
+      out.inviteOnly = seen.ok ? seen.value.inviteOnly : true;
+    }
+  }
+  if ((a.kind === 'send-channel' || a.kind === 'send-direct') && a.link !== null) {
+    const linked = channelIds.get(a.link);
+    if (linked !== undefined && members.get(a.actor)?.active && !(await view.stream(a.actor, linked)).ok) out.forbiddenLink = linked;
+  }
+  return out;
+}
+
+function content(a: { link: string | null; linkTopic?: boolean }): string {
+  return `step ${step} says hello${a.link ? ` see #**${a.link}${a.linkTopic ? '>t1' : ''}**` : ''}`;
+}
+
+async function execute(a: Action, pre: Before, world: GenWorld): Promise<Outcome> {
+  const actor = members.get(a.actor);
+  if (!actor || !actor.active) return { ok: false, note: 'skipped (actor unknown or deactivated)' };
+  const c = actor.client;
+  const channelId = 'channel' in a ? channelIds.get(a.channel) : undefined;
+  const needChannel = () => channelId === undefined;
+  switch (a.kind) {
+    case 'create-channel': {
+      const p = privacyParams(a.privacy);
+      const res = await c.POST('/users/me/subscriptions', {
+        body: {
+          subscriptions: [{ name: a.channel }],
+          principals: idsOf(a.principals),
+          invite_only: p.is_private,
+          history_public_to_subscribers: p.history_public_to_subscribers,
+          is_web_public: p.is_web_public,
+        },
+      });
+      const out = answered('create channel', res);
+      if (out.ok) {
+        const found = await c.GET('/get_stream_id', { params: { query: { stream: a.channel } } });
+        if (found.data) {
+          channelIds.set(a.channel, found.data.stream_id);
+          out.note += ` id=${found.data.stream_id}`;
+          world.channels.push({ name: a.channel, archived: false, privacy: a.privacy });
+          out.subscribed = { channelId: found.data.stream_id, userIds: newlySubscribed(res.data, a.channel) };
+        }
+      }
+      return out;
+    }
+    case 'archive': {
+      if (needChannel()) return { ok: false, note: 'skipped (no such channel)' };
+      const out = answered('archive', await c.DELETE('/streams/{stream_id}', { params: { path: { stream_id: channelId! } } }));
+      if (out.ok) for (const ch of world.channels) if (ch.name === a.channel) ch.archived = true;
+      return out;
+    }
+    case 'unarchive': {
+      if (needChannel()) return { ok: false, note: 'skipped (no such channel)' };
+      const out = answered('unarchive', await c.PATCH('/streams/{stream_id}', { params: { path: { stream_id: channelId! } }, body: { is_archived: false } }));
+      if (out.ok) for (const ch of world.channels) if (ch.name === a.channel) ch.archived = false;
+      return out;
+    }
+    case 'privacy': {
+      if (needChannel()) return { ok: false, note: 'skipped (no such channel)' };
+      const out = answered('privacy', await c.PATCH('/streams/{stream_id}', { params: { path: { stream_id: channelId! } }, body: privacyParams(a.privacy) }));
+      if (out.ok) for (const ch of world.channels) if (ch.name === a.channel) ch.privacy = a.privacy;
+      return out;
+    }
+    case 'describe': {
+      if (needChannel()) return { ok: false, note: 'skipped (no such channel)' };
+      return answered('describe', await c.PATCH('/streams/{stream_id}', { params: { path: { stream_id: channelId! } }, body: { description: `described at step ${step}` } }));
+    }
+    case 'subscribe': {
+      const body = { subscriptions: [{ name: a.channel }], ...(a.principals ? { principals: idsOf(a.principals) } : {}) };
+      const res = await c.POST('/users/me/subscriptions', { body });
+      const out = answered('subscribe', res);
+      const added = newlySubscribed(res.data, a.channel);
+      if (added.length && channelId !== undefined) {
+        out.subscribed = { channelId, userIds: added };
+        out.note += ` +[${added.map((id) => [...members.values()].find((m) => m.id === id)?.key ?? id).join(',')}]`;
+      }
+      return out;
+    }
+    case 'unsubscribe': {
+      const body = { subscriptions: [a.channel], ...(a.principals ? { principals: idsOf(a.principals) } : {}) };
+      return answered('unsubscribe', await c.DELETE('/users/me/subscriptions', { body }));
+    }
+    case 'send-channel': {
+      if (needChannel()) return { ok: false, note: 'skipped (no such channel)' };
+      const res = await c.POST('/messages', { body: { type: 'stream', to: a.byId ? String(channelId) : a.channel, topic: a.topic, content: content(a) } });
+      const out = answered('send to channel', res);
+      if (res.data) {
+        out.note += ` m=${res.data.id}${pre.forbiddenLink !== null ? ' (links an invisible channel)' : ''}`;
+        out.message = { id: res.data.id, sender: actor, kind: 'channel', channelId, channelName: a.channel, topic: a.topic, forbiddenLink: pre.forbiddenLink };
+      }
+      return out;
+    }
+    case 'send-direct': {
+      const recipients = a.to.map((k) => members.get(k)).filter((m): m is Member => m !== undefined);
+      let to: string;
+      if (a.byEmail) {
+        // The addresses as the sender sees them (GET /users as the sender).
+        const seen = await pre.view.users(actor.key);
+        if (!seen.ok) return { ok: false, note: `skipped (GET /users: ${seen.msg})` };
+        to = recipients.map((r) => seen.value.get(r.id)?.email ?? r.email).join(',');
+      } else to = JSON.stringify(recipients.map((r) => r.id));
+      const res = await c.POST('/messages', { body: { type: 'direct', to, content: content(a) } });
+      const out = answered('send direct', res);
+      if (res.data) {
+        out.note += ` m=${res.data.id}${pre.forbiddenLink !== null ? ' (links an invisible channel)' : ''}`;
+        out.message = { id: res.data.id, sender: actor, kind: 'direct', participants: [actor, ...recipients], forbiddenLink: pre.forbiddenLink };
+      }
+      return out;
+    }
+    case 'send-hidden-address': {
+      const target = members.get(a.to);
+      if (!target) return { ok: false, note: 'skipped (no such user)' };
+      const seen = await pre.view.users(actor.key);
+      const shown = seen.ok ? seen.value.get(target.id) : undefined;
+      const real = target.email.toLowerCase();
+      if (shown && (shown.email.toLowerCase() === real || shown.deliveryEmail?.toLowerCase() === real)) return { ok: false, note: 'skipped (address visible to the sender)' };
+      const res = await c.POST('/messages', { body: { type: 'direct', to: target.email, content: content({ link: null }) } });
+      const out = answered('send to a hidden address', res);
+      if (res.data) {
+        violation('dm-to-hidden-address-accepted', `${actor.key} sent a direct message to ${target.key}'s real address ${target.email}, hidden from them, and it was delivered (m=${res.data.id}): the address is confirmed and tied to user ${target.id}`);
+        out.message = { id: res.data.id, sender: actor, kind: 'direct', participants: target.active ? [actor, target] : [actor], forbiddenLink: null };
+      }
+      return out;
+    }
+    case 'typing-direct':
+      return answered('typing', await c.POST('/typing', { body: { op: 'start', to: idsOf(a.to) } }));
+    case 'typing-channel': {
+      if (needChannel()) return { ok: false, note: 'skipped (no such channel)' };
+      return answered('typing', await c.POST('/typing', { body: { op: 'start', type: 'channel', stream_id: channelId!, topic: a.topic } }));
+    }
+    case 'visibility': {
+      const out = answered('visibility', await c.PATCH('/settings', { body: { email_address_visibility: a.value } }));
+      if (out.ok) actor.visibility = a.value;
+      return out;
+    }
+    case 'role': {
+      const target = members.get(a.target);
+      if (!target) return { ok: false, note: 'skipped (no such user)' };
+      const out = answered('role', await c.PATCH('/users/{user_id}', { params: { path: { user_id: target.id } }, body: { role: a.role } }));
+      if (out.ok) {
+        target.role = a.role;
+        const u = world.users.find((x) => x.key === target.key);
+        if (u) u.role = a.role;
+      }
+      return out;
+    }
+    case 'deactivate': {
+      const target = members.get(a.target);
+      if (!target) return { ok: false, note: 'skipped (no such user)' };
+      const out = answered('deactivate', await c.DELETE('/users/{user_id}', { params: { path: { user_id: target.id } } }));
+      if (out.ok) {
+        target.active = false;
+        target.orphaned.push(...target.queues);
+        target.queues = [];
+        const u = world.users.find((x) => x.key === target.key);
+        if (u) u.active = false;
+      }
+      return out;
+    }
+    case 'reactivate': {
+      const target = members.get(a.target);
+      if (!target) return { ok: false, note: 'skipped (no such user)' };
+      const out = answered('reactivate', await c.POST('/users/{user_id}/reactivate', { params: { path: { user_id: target.id } } }));
+      if (out.ok) {
+        target.active = true;
+        const u = world.users.find((x) => x.key === target.key);
+        if (u) u.active = true;
+        // Deactivation ended every queue of theirs: polling one now answers BAD_EVENT_QUEUE_ID.
+        for (const q of target.orphaned) {
+          const res = await target.client.GET('/events', { params: { query: { queue_id: q.id, last_event_id: q.lastAck, dont_block: true } } });
+          if (errorCode(res.error) !== 'BAD_EVENT_QUEUE_ID') {
+            violation('queue-survived-deactivation', `${target.key}'s queue ${describeSpec(q.spec)} answered ${res.response.status} after deactivation and reactivation${res.data ? ` with ${res.data.events.length} events` : ''}`);
+          }
+        }
+        target.orphaned = [];
+        await registerInitialQueues(target);
+      }
+      return out;
+    }
+    case 'create-user': {
+      const email = uniqueEmail(a.user);
+      const res = await c.POST('/users', { body: { email, password: TEST_PASSWORD, full_name: `Invariant ${a.user}` } });
+      const out = answered('create user', res);
+      if (!res.data) return out;
+      if (a.role !== 400) {
+        const promoted = await members.get('desdemona')!.client.PATCH('/users/{user_id}', { params: { path: { user_id: res.data.user_id } }, body: { role: a.role } });
+        if (!promoted.response.ok) return { ok: true, note: `created, role change failed: ${errorMsg(promoted.error)}` };
+      }
+      const m = await addMember(a.user, res.data.user_id, email, a.role, false);
+      world.users.push({ key: m.key, role: a.role, active: true, pinned: false });
+      await registerInitialQueues(m);
+      return { ok: true, note: `ok id=${m.id}` };
+    }
+    case 'fresh-queue': {
+      const q = await register(actor, a.spec);
+      if (!q) return { ok: false, note: 'register failed' };
+      // Two queues per user: a fresh one replaces the oldest secondary one.
+      if (actor.queues.length > 2) {
+        const old = actor.queues.splice(1, 1)[0]!;
+        await c.DELETE('/events', { body: { queue_id: old.id } });
+      }
+      return { ok: true, note: `ok ${describeSpec(q.spec)}` };
+    }
+  }
+}
+
+async function addMember(key: string, id: number, email: string, role: Role, pinned: boolean): Promise<Member> {
+  const key_ = await env.anonymous().POST('/fetch_api_key', { body: { username: email, password: TEST_PASSWORD } });
+  if (!key_.data) throw new Error(`setup: fetch_api_key for ${email}: ${errorMsg(key_.error)}`);
+  const m: Member = {
+    key,
+    id,
+    email,
+    client: createParleyClient({ site: env.url, email, apiKey: key_.data.api_key, fetch: countingFetch }),
+    active: true,
+    role,
+    visibility: 1,
+    queues: [],
+    orphaned: [],
+    registrations: 0,
+    pinned,
+  };
+  members.set(key, m);
+  realAddresses.set(id, email.toLowerCase());
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Checks
+
+/** The real addresses hidden from the viewer right now (per GET /users, and GET /users/{id} for users it omits). */
+async function hiddenAddresses(view: ApiView, viewer: Member): Promise<string[]> {
+  const list = await view.users(viewer.key);
+  const hidden: string[] = [];
+  for (const [userId, real] of realAddresses) {
+    if (userId === viewer.id) continue;
+    let seen = list.ok ? list.value.get(userId) : undefined;
+    if (!seen) {
+      const one = await view.user(viewer.key, userId);
+      seen = one.ok ? one.value : undefined;
+    }
+    const visible = seen !== undefined && (seen.email.toLowerCase() === real || seen.deliveryEmail?.toLowerCase() === real);
+    if (!visible) hidden.push(real);
+  }
+  return hidden;
+}
+
+/** GET /users as each viewer follows Zulip's rules for `email` and `delivery_email` (can_access_delivery_email). */
+async function checkUserDirectory(view: ApiView, viewer: Member) {
+  const list = await view.users(viewer.key);
+  if (!list.ok) return;
+  const self = list.value.get(viewer.id);
+  const viewerRole = self?.role ?? viewer.role;
+  for (const target of members.values()) {
+    const seen = list.value.get(target.id);
+    if (!seen) continue;
+    const expectSees = zulipSeesDeliveryEmail({ id: viewer.id, role: viewerRole }, { id: target.id, isBot: false }, target.visibility);
+    const sees = seen.deliveryEmail !== null;
+    if (sees !== expectSees) {
+      violation('users-delivery-email-rule', `GET /users as ${viewer.key} (role ${viewerRole}) ${sees ? 'shows' : 'hides'} ${target.key}'s delivery_email (visibility ${target.visibility})`);
+    }
+    const expectEmail = target.visibility === 1 ? target.email.toLowerCase() : `user${target.id}@${realmHost}`;
+    if (seen.email.toLowerCase() !== expectEmail) violation('users-email-field-rule', `GET /users as ${viewer.key}: ${target.key}'s email is ${seen.email}, expected ${expectEmail} (visibility ${target.visibility})`);
+  }
+}
+
+interface StepContext {
+  after: ApiView;
+  before: Before;
+  /** Message id → channel id a link in it must not render (sender could not see it). */
+  forbiddenLinks: Map<number, number>;
+  /** `${viewer}:${messageId}` whose GET /messages/{id} answer was scanned already. */
+  scannedReads: Set<string>;
+}
+
+async function checkEmailField(ctx: StepContext, viewer: Member, cls: string, userId: unknown, email: unknown, what: string) {
+  if (typeof userId !== 'number' || typeof email !== 'string') return;
+  const seen = await ctx.after.user(viewer.key, userId);
+  if (seen.ok && seen.value.email !== email) violation(`email-mismatch:${cls}`, `${viewer.key} got ${what} email ${email} for user ${userId}, but GET /users/${userId} shows ${seen.value.email}`);
+}
+
+async function checkEvent(ctx: StepContext, q: Queue, e: Json, hidden: (text: string) => string[]) {
+  const viewer = q.owner;
+  const v = viewer.key;
+  const kind = kindOf(e);
+  const id = asNumber(e['id']) ?? 0;
+  const where = `${v} [${describeSpec(q.spec)}]`;
+  if (id <= q.registeredAt) violation('replay-before-registration', `${where} got event ${id} (${kind}) from before its registration (${q.registeredAt})`);
+
+  const leaked = hidden(JSON.stringify(e));
+  if (leaked.length) violation(`hidden-address:${kind}`, `${where} got ${kind} carrying ${leaked.join(', ')}, hidden from them: ${JSON.stringify(e).slice(0, 300)}`);
+
+  switch (e['type']) {
+    case 'message': {
+      const m = isObject(e['message']) ? e['message'] : {};
+      const mid = asNumber(m['id']) ?? -1;
+      if (q.seenMessages.has(mid)) violation('message-duplicate', `${where} got message ${mid} again`);
+      q.seenMessages.add(mid);
+      const read = await ctx.after.message(v, mid);
+      if (!read.ok) {
+        violation('message-unreadable', `${where} got message ${mid} (${String(m['type'])} ${typeof m['display_recipient'] === 'string' ? m['display_recipient'] : 'dm'}) but GET /messages/${mid} as ${v}: ${read.msg}`);
+      } else if (!ctx.scannedReads.has(`${v}:${mid}`)) {
+        // What GET /messages/{id} answers the viewer is held to the same rule as the event.
+        ctx.scannedReads.add(`${v}:${mid}`);
+        const inRead = hidden(JSON.stringify(read.value));
+        if (inRead.length) violation('hidden-address:GET /messages/{id}', `GET /messages/${mid} as ${v} carries ${inRead.join(', ')}, hidden from them`);
+      }
+      await checkEmailField(ctx, viewer, 'message.sender_email', m['sender_id'], m['sender_email'], 'sender_email');
+      for (const p of asArray(m['display_recipient']).filter(isObject)) await checkEmailField(ctx, viewer, 'message.display_recipient', p['id'], p['email'], 'display_recipient');
+      const forbidden = ctx.forbiddenLinks.get(mid);
+      if (forbidden !== undefined && q.spec.applyMarkdown && linkedChannelIds(asString(m['content']) ?? '').includes(forbidden)) {
+        violation('channel-link-leak', `${where} got message ${mid} rendering a link to channel ${forbidden} (data-stream-id), which its sender could not see: ${asString(m['content'])}`);
+      }
+      return;
+    }
+    case 'stream': {
+      for (const sid of streamIdsOf(e)) {
+        if ((await ctx.after.stream(v, sid)).ok) continue;
+        // Deletion (and archiving) goes to those who could see the channel just before the change.
+        const mayBeFormer = e['op'] === 'delete' || (e['op'] === 'update' && e['property'] === 'is_archived');
+        if (mayBeFormer && ctx.before.visible.get(`${v}:${sid}`) === true) continue;
+        violation(`stream-event-invisible:${kind}`, `${where} got ${kind} about channel ${sid}, which GET /streams/${sid} refuses them${mayBeFormer ? ' (nor could they see it before the step)' : ''}: ${JSON.stringify(e).slice(0, 200)}`);
+      }
+      return;
+    }
+    case 'subscription': {
+      const op = e['op'];
+      if (op === 'remove') return; // the user's own subscriptions, which they had
+      const subs = op === 'add' || op === 'update' ? await ctx.after.subscriptions(v) : null;
+      for (const sid of streamIdsOf(e)) {
+        if (subs?.ok && subs.value.has(sid)) continue;
+        if ((await ctx.after.stream(v, sid)).ok) continue;
+        if (op === 'peer_remove' && ctx.before.visible.get(`${v}:${sid}`) === true) continue;
+        violation(`subscription-event-invisible:${kind}`, `${where} got ${kind} about channel ${sid}, which they cannot see: ${JSON.stringify(e).slice(0, 200)}`);
+      }
+      return;
+    }
+    case 'realm_user': {
+      const person = isObject(e['person']) ? e['person'] : {};
+      const uid = person['user_id'];
+      if (typeof uid === 'number' && typeof person['delivery_email'] === 'string') {
+        const seen = await ctx.after.user(v, uid);
+        if (seen.ok && seen.value.deliveryEmail !== person['delivery_email']) {
+          violation('delivery-email-leak:realm_user', `${where} got ${kind} with delivery_email ${String(person['delivery_email'])} of user ${uid}, but GET /users/${uid} shows them ${String(seen.value.deliveryEmail)}`);
+        }
+      }
+      await checkEmailField(ctx, viewer, `${kind}.email`, uid, person['email'], 'realm_user email');
+      await checkEmailField(ctx, viewer, `${kind}.new_email`, uid, person['new_email'], 'realm_user new_email');
+      return;
+    }
+    case 'typing': {
+      const sender = isObject(e['sender']) ? e['sender'] : {};
+      await checkEmailField(ctx, viewer, 'typing.sender', sender['user_id'], sender['email'], 'typing sender');
+      for (const r of asArray(e['recipients']).filter(isObject)) await checkEmailField(ctx, viewer, 'typing.recipients', r['user_id'], r['email'], 'typing recipient');
+      const sid = asNumber(e['stream_id']);
+      if (sid !== undefined && !(await ctx.after.stream(v, sid)).ok) violation('stream-event-invisible:typing', `${where} got channel typing in channel ${sid}, which they cannot see`);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/** Whether the queue takes this message by its event_types and narrow (Zulip's narrow_predicate). */
+function queueTakes(q: Queue, msg: SentMessage): boolean {
+  if (q.spec.eventTypes && !q.spec.eventTypes.includes('message')) return false;
+  return q.spec.narrow.every(([operator, operand]) => {
+    if (operator === 'channel' || operator === 'stream') return msg.kind === 'channel' && msg.channelName!.toLowerCase() === operand.toLowerCase();
+    if (operator === 'topic') return msg.kind === 'channel' && msg.topic!.toLowerCase() === operand.toLowerCase();
+    if (operator === 'is' && (operand === 'dm' || operand === 'private')) return msg.kind === 'direct';
+    return true;
+  });
+}
+
+async function checkDelivery(ctx: StepContext, msg: SentMessage, delivered: Map<Queue, Json[]>) {
+  const count = (q: Queue) =>
+    (delivered.get(q) ?? []).filter((e) => e['type'] === 'message' && isObject(e['message']) && e['message']['id'] === msg.id).length;
+  for (const m of activeMembers()) {
+    // Direct messages: every participant. Channel messages: the subscribers at send time (a sender who
+    // is not subscribed is not owed their own message), and all_public_streams queues of users who may
+    // read a public channel.
+    const receives = msg.kind === 'direct' ? msg.participants!.some((p) => p.id === m.id) : ctx.before.subscribed.get(m.key) === true;
+    for (const q of m.queues) {
+      let expected = receives;
+      if (!expected && msg.kind === 'channel' && q.spec.allPublicStreams && !ctx.before.inviteOnly) expected = (await ctx.after.message(m.key, msg.id)).ok;
+      if (!queueTakes(q, msg)) expected = false;
+      const n = count(q);
+      if (expected && n !== 1) {
+        violation(n === 0 ? 'message-missing' : 'message-duplicate', `${m.key} [${describeSpec(q.spec)}] got message ${msg.id} (${msg.kind === 'channel' ? `channel ${msg.channelName}` : 'direct'} from ${msg.sender.key}) ${n} times, expected once`);
+      }
+    }
+  }
+  if (msg.forbiddenLink !== null) {
+    const read = await ctx.after.message(msg.sender.key, msg.id);
+    if (read.ok && linkedChannelIds(asString(read.value['content']) ?? '').includes(msg.forbiddenLink)) {
+      violation('channel-link-leak', `GET /messages/${msg.id} renders a link to channel ${msg.forbiddenLink}, which its sender ${msg.sender.key} could not see: ${asString(read.value['content'])}`);
+    }
+  }
+}
+
+/** Every newly subscribed user's queues that take subscription events got one subscription/add for the channel. */
+function checkSubscriptionNotices(added: { channelId: number; userIds: number[] }, delivered: Map<Queue, Json[]>) {
+  for (const m of activeMembers()) {
+    if (!added.userIds.includes(m.id)) continue;
+    for (const q of m.queues) {
+      if (q.spec.eventTypes && !q.spec.eventTypes.includes('subscription')) continue;
+      const n = (delivered.get(q) ?? []).filter((e) => e['type'] === 'subscription' && e['op'] === 'add' && streamIdsOf(e).includes(added.channelId)).length;
+      if (n !== 1) violation(n === 0 ? 'subscription-add-missing' : 'subscription-add-duplicate', `${m.key} [${describeSpec(q.spec)}] got ${n} subscription/add for channel ${added.channelId}, expected once`);
+    }
+  }
+}
+
+async function afterStep(a: Action, pre: Before, outcome: Outcome) {
+  const ctx: StepContext = { after: newView(), before: pre, forbiddenLinks: new Map(), scannedReads: new Set() };
+  if (outcome.message && outcome.message.forbiddenLink !== null) ctx.forbiddenLinks.set(outcome.message.id, outcome.message.forbiddenLink);
+  const delivered = new Map<Queue, Json[]>();
+  const becameGuest = a.kind === 'role' && outcome.ok && a.role === 600 ? a.target : null;
+  const d0 = performance.now();
+  await Promise.all(
+    activeMembers().map(async (m) => {
+      for (const q of [...m.queues]) {
+        const events = await drain(q);
+        if (events === null) {
+          m.queues.splice(m.queues.indexOf(q), 1);
+          // The one queue that may end without its owner being deactivated: an all_public_streams queue
+          // of a user who has just become a guest (they may no longer follow every public channel).
+          if (!(becameGuest === m.key && q.spec.allPublicStreams)) violation('queue-lost', `${m.key}'s queue ${describeSpec(q.spec)} answered BAD_EVENT_QUEUE_ID after: ${describeAction(a)}`);
+          continue;
+        }
+        delivered.set(q, events);
+      }
+    }),
+  );
+  const d1 = performance.now();
+  timing.drain += d1 - d0;
+  // The user directory changes only with these actions; otherwise only viewers who got events are asked.
+  const directoryMayChange = ['visibility', 'role', 'deactivate', 'reactivate', 'create-user'].includes(a.kind) && outcome.ok;
+  await Promise.all(
+    activeMembers().map(async (m) => {
+      const events = m.queues.flatMap((q) => (delivered.get(q) ?? []).map((e) => [q, e] as const));
+      if (events.length === 0 && !directoryMayChange) return;
+      const hidden = addressFinder(await hiddenAddresses(ctx.after, m));
+      await checkUserDirectory(ctx.after, m);
+      for (const [q, e] of events) await checkEvent(ctx, q, e, hidden);
+    }),
+  );
+  if (outcome.message) await checkDelivery(ctx, outcome.message, delivered);
+  if (outcome.subscribed) checkSubscriptionNotices(outcome.subscribed, delivered);
+  timing.checks += performance.now() - d1;
+  // Users who lost a queue (see above) get a new one, of a kind their role allows.
+  for (const m of activeMembers()) {
+    if (m.queues.length < 2) {
+      const names = [...channelIds.keys()];
+      await register(m, drawQueueSpec(specRng(m), m.role, names, m.queues.length === 0));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+function report(): string {
+  const byClass = new Map<string, Violation[]>();
+  for (const v of violations) byClass.set(v.cls, [...(byClass.get(v.cls) ?? []), v]);
+  const run = REPLAY ? `replay of ${REPLAY}` : `seed=${SEED_TEXT} (${SEED}), ${REGRESSION_PREFIX.length} prefix steps then ${STEPS} random steps`;
+  const lines = [`security invariant violated (${violations.length} violations): ${run}`, ''];
+  let lastFirst = 0;
+  for (const [cls, list] of [...byClass].sort((x, y) => x[1][0]!.step - y[1][0]!.step)) {
+    lines.push(`${cls}: ${list.length} (first at step ${list[0]!.step})`);
+    for (const v of list.slice(0, 2)) lines.push(`    #${v.step}: ${v.detail}`);
+    lastFirst = Math.max(lastFirst, list[0]!.step);
+  }
+  lines.push('', `step log (to step ${lastFirst}):`, ...log.slice(0, lastFirst + 1));
+  return lines.join('\n');
+}
+
+let world: GenWorld;
+
+beforeAll(async () => {
+  env = await startTestServer();
+  realmHost = new URL(env.running.deps.config.publicUrl).hostname;
+  // Web-public channels need spectator access in the organization; moderators and up may create them.
+  const groups = await env.client('desdemona').GET('/user_groups', {});
+  const moderators = groups.data?.user_groups.find((g) => g.name === 'role:moderators')?.id;
+  const realm = await env.client('desdemona').PATCH('/realm', {
+    body: { enable_spectator_access: true, ...(moderators !== undefined ? { can_create_web_public_channel_group: { new: moderators } } : {}) },
+  });
+  if (!realm.response.ok) throw new Error(`setup: PATCH /realm: ${errorMsg(realm.error)}`);
+  for (const key of Object.keys(PEOPLE) as FixturePerson[]) {
+    const person = env.users[key];
+    await addMember(key, person.id, person.email, PEOPLE[key].role as Role, key === 'desdemona');
+  }
+  // A second guest, so that guests also meet guests.
+  const guest2 = uniqueEmail('guest2');
+  const created = await env.client('iago').POST('/users', { body: { email: guest2, password: TEST_PASSWORD, full_name: 'Second Guest' } });
+  if (!created.data) throw new Error(`setup: ${errorMsg(created.error)}`);
+  await env.client('desdemona').PATCH('/users/{user_id}', { params: { path: { user_id: created.data.user_id } }, body: { role: 600 } });
+  await addMember('guest2', created.data.user_id, guest2, 600, false);
+  // Every other human's real address (the organization's first owner, who takes no part), for the scan.
+  const everyone = await env.client('desdemona').GET('/users', { params: { query: { client_gravatar: false } } });
+  for (const u of everyone.data?.members ?? []) if (!u.is_bot && u.delivery_email && !realAddresses.has(u.user_id)) realAddresses.set(u.user_id, u.delivery_email.toLowerCase());
+  const streams = await env.client('desdemona').GET('/streams', { params: { query: { include_all: true } } });
+  world = { users: [], channels: [], usersToCreate: 2, nextChannel: 0, nextUser: 0 };
+  for (const s of streams.data?.streams ?? []) {
+    channelIds.set(s.name, s.stream_id);
+    const privacy: Privacy = s.is_web_public ? 'web-public' : !s.invite_only ? 'public' : s.history_public_to_subscribers ? 'private-shared' : 'private-protected';
+    world.channels.push({ name: s.name, archived: s.is_archived === true, privacy });
+  }
+  for (const m of members.values()) {
+    world.users.push({ key: m.key, role: m.role, active: true, pinned: m.pinned });
+    await registerInitialQueues(m);
+  }
+}, 120_000);
+afterAll(() => env?.close());
+
+describe('security invariant (issue 20)', () => {
+  it(`every event is readable by its receiver and every message reaches its receivers (seed ${SEED_TEXT})`, { timeout: 15 * 60_000 }, async () => {
+    const rng = new Rng(hashSeed(SEED, 'actions'));
+    const replay: Action[] | null = REPLAY ? JSON.parse(REPLAY.trim().startsWith('[') ? REPLAY : readFileSync(REPLAY, 'utf8')) : null;
+    const actions: Action[] = [];
+    const prefix = replay ? [] : REGRESSION_PREFIX;
+    const total = replay ? replay.length : prefix.length + STEPS;
+    log.push(`#0 setup: ${[...members.values()].map((m) => `${m.key}(${m.role}):${m.queues.map((q) => describeSpec(q.spec)).join('|')}`).join(' ')}`);
+    for (step = 1; step <= total; step++) {
+      const a = replay ? replay[step - 1]! : step <= prefix.length ? prefix[step - 1]! : drawAction(rng, world);
+      actions.push(a);
+      const t0 = performance.now();
+      const pre = await before(a);
+      const t1 = performance.now();
+      const outcome = await execute(a, pre, world);
+      const t2 = performance.now();
+      log.push(`#${step} ${describeAction(a)} -> ${outcome.note}`);
+      await afterStep(a, pre, outcome);
+      const t3 = performance.now();
+      timing.before += t1 - t0;
+      timing.execute += t2 - t1;
+      timing.after += t3 - t2;
+    }
+    if (DUMP) writeFileSync(DUMP, JSON.stringify(actions, null, 1));
+    if (process.env.PARLEY_INVARIANT_LOG) writeFileSync(process.env.PARLEY_INVARIANT_LOG, [...log, JSON.stringify(timing), JSON.stringify(Object.fromEntries([...requestCounts].sort((x, y) => y[1] - x[1]))), '', ...violations.map((v) => `#${v.step} ${v.cls}: ${v.detail}`)].join('\n'));
+    expect(violations.length, violations.length ? report() : '').toBe(0);
+  });
+});
