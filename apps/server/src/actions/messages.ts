@@ -213,8 +213,8 @@ export async function checkMessage(
 }
 
 /**
- * Stores a checked message inside `tx` with its rows and its `message` event (one statement, see
- * storeMessage; the event is announced after commit like those of events.publish).
+ * Stores a checked message inside `tx` with its rows (storeMessage), and publishes its `message` event
+ * (events.publish: stored in the same transaction, announced after commit).
  */
 export async function storeCheckedMessage(
   tx: Db,
@@ -239,9 +239,9 @@ export async function storeCheckedMessage(
     renderedContent: checked.renderedContent,
     sendingClient: origin.client,
   };
-  // The event is stored by the statement that stores the message, which fills in its id and timestamp.
+  const row = await storeMessage(tx, message, { userIds: checked.recipientIds, flags: checked.flags, deferred: deferredRecipients(checked, sender.id, pushTargets) });
   const formatted = formatMessage(
-    { id: 0, sender_id: sender.id, channel_id: message.channelId, topic: message.topic, direct_user_ids: message.directUserIds, content: message.content, rendered_content: message.renderedContent, date_sent: new Date(0), last_edit_time: null, sending_client: message.sendingClient },
+    row,
     {
       realm,
       people: checked.people,
@@ -257,12 +257,11 @@ export async function storeCheckedMessage(
   if (origin.localId !== undefined) delivery._local_id = origin.localId;
   const shownSender = checked.people.get(sender.id);
   if (shownSender && gravatarLeftToClient(shownSender)) delivery._gravatar = true;
-  const allPublicStreams = checked.channel !== null && !checked.channel.inviteOnly;
-  const row = await storeMessage(tx, message, { userIds: checked.recipientIds, flags: checked.flags, deferred: deferredRecipients(checked, sender.id, pushTargets) }, {
-    payload: { type: 'message', message: formatted, ...delivery },
-    allPublicStreams,
-  });
-  if (checked.recipientIds.length > 0 || allPublicStreams) afterCommit(() => deps.events.announce(realm.id));
+  // Every recipient with their flags; a public channel's message also reaches all_public_streams queues
+  // (even with no recipient).
+  await deps.events.publish(tx, afterCommit, realm.id, [
+    { userIds: checked.recipientIds, flags: checked.flags, allPublicStreams: checked.channel !== null && !checked.channel.inviteOnly, payload: { type: 'message', message: formatted, ...delivery } },
+  ]);
   await queuePushesForMessage(tx, deps, realm, checked, row, pushTargets);
   // After the recipients' flags and pushes were decided, as Zulip does: they apply to later messages.
   const automaticNewVisibilityPolicy = checked.channel

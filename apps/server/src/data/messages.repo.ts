@@ -22,32 +22,21 @@ export interface NewMessage {
   sendingClient: string;
 }
 
-/** The `message` event announcing a stored message; its id and timestamp are filled in from the stored row. */
-export interface NewMessageEvent {
-  /** The event payload, whose `message.id` and `message.timestamp` are replaced by the stored row's. */
-  payload: Record<string, unknown>;
-  /** Public channels: also for queues registered with all_public_streams. */
-  allPublicStreams: boolean;
-}
-
 /** Integers as one comma-separated text parameter: 1,000 of them cost Node and pg far less than an array parameter. */
 const intList = (values: number[]) => values.join(',');
 
 /**
- * Stores the message, its recipients' user_message rows and its `message` event (for every recipient,
- * with their flags), in one statement. Recipients in `deferred` (flags 0) get no row now: the message
- * lists them, and their rows are written when they next read (writeDeferredRows); the others get
- * their row (flags aligned with userIds). It takes the organization's event-order lock first, so that
- * message ids, and the ids of the events announcing them, follow commit order (a client never sees
- * message n+1 before message n; catching up relies on it too). The recipients travel once, as text; the
- * event carries them as arrays of ids and flags (one payload for all of them). No event is stored when
- * there is no recipient.
+ * Stores the message and its recipients' user_message rows, in one statement. Recipients in
+ * `deferred` (flags 0) get no row now: the message lists them, and their rows are written when they
+ * next read (writeDeferredRows); the others get their row (flags aligned with userIds). It takes the
+ * organization's event-order lock first, so that message ids, and the ids of the events announcing
+ * them (published by the caller in the same transaction, which holds the lock to commit), follow commit
+ * order: a client never sees message n+1 before message n; catching up relies on it too.
  */
 export async function storeMessage(
   tx: Db,
   m: NewMessage,
   recipients: { userIds: number[]; flags: number[]; deferred: ReadonlySet<number> },
-  event: NewMessageEvent,
 ): Promise<MessageRow> {
   const deferredIds: number[] = [];
   const rowIds: number[] = [];
@@ -68,23 +57,10 @@ export async function storeMessage(
       FROM ordered
       RETURNING *
     ),
-    recipients AS (
-      SELECT string_to_array(${intList(recipients.userIds)}, ',')::int[] AS user_ids, string_to_array(${intList(recipients.flags)}, ',')::int[] AS flags
-    ),
     rows AS (
       INSERT INTO user_message (user_id, message_id, flags)
       SELECT r.user_id, stored.id, r.flags FROM stored,
         unnest(string_to_array(${intList(rowIds)}, ',')::int[], string_to_array(${intList(rowFlags)}, ',')::int[]) AS r(user_id, flags)
-    ),
-    announced AS (
-      INSERT INTO event (realm_id, user_ids, realm_wide, payload, type, flags, all_public_streams)
-      SELECT ${m.realmId}::int, recipients.user_ids, FALSE,
-        jsonb_set(jsonb_set(${JSON.stringify(event.payload)}::jsonb, '{message,id}', to_jsonb(stored.id)),
-          '{message,timestamp}', to_jsonb(floor(extract(epoch FROM stored.date_sent))::bigint)),
-        'message', recipients.flags, ${event.allPublicStreams}::boolean
-      FROM stored, recipients
-      -- A public channel's message is for all_public_streams queues even with no recipient.
-      WHERE cardinality(recipients.user_ids) > 0 OR ${event.allPublicStreams}::boolean
     )
     SELECT ${MESSAGE_COLUMNS} FROM stored m`;
   return row!;

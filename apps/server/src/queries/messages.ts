@@ -135,6 +135,17 @@ export async function readableMessage(db: Db, realm: Realm, viewer: User | null,
   return hasMessageAccess(subject, found) ? found : null;
 }
 
+/**
+ * Zulip's access_message(..., is_modifying_message=True), for operations that change a message or
+ * its reactions: the message as readableMessage finds it (the caller has caught up the user's
+ * deferred rows), refused with `Invalid message(s)` also when its channel is archived.
+ */
+export async function changeableMessage(db: Db, realm: Realm, user: User, messageId: number) {
+  const found = await readableMessage(db, realm, user, messageId);
+  if (!found || found.channel?.isArchived) throw invalidMessage();
+  return found;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Narrow resolution
 
