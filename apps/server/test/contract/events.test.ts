@@ -66,7 +66,7 @@ function typeLiteralsWithoutOp(): Array<{ type: string; key: string; file: strin
 // `{ type: …, key: … }` literals of the server that are not events (group-deactivation objections, message send requests).
 const NOT_EVENTS = new Set(['subgroup supergroup_ids', 'channel channel_id', 'user_group group_id', 'realm settings', 'stream stream_id', 'private user_ids', 'private to']);
 // Events that are delivered but never stored: heartbeats are made by the long-poll itself, typing is
-// ephemeral. Both are checked as delivered, against the spec, in test/api/event-queues/event-queues.test.ts (responses are
+// ephemeral. Both are checked as delivered, against the spec, in test/api/event-queues/ and test/api/typing/ (responses are
 // validated in tests).
 const NEVER_STORED = new Set(['heartbeat/undefined']);
 

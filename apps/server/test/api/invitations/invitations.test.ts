@@ -411,10 +411,10 @@ async function sentToday(): Promise<number> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// GET /invites, DELETE /invites/{id}, POST /invites/{id}/resend
+// Managing invitations: GET /invites, DELETE /invites/{id}, POST /invites/{id}/resend
 
-describe('managing invitations', () => {
-  it('GET /invites: everything pending for administrators, one\'s own for others, nothing for guests', async () => {
+describe('GET /invites', () => {
+  it('everything pending for administrators, one\'s own for others, nothing for guests', async () => {
     const mine = uniqueEmail('list-hamlet');
     const theirs = uniqueEmail('list-othello');
     await inviteOk('hamlet', { invitee_emails: mine, stream_ids: [], notify_referrer_on_join: false });
@@ -442,8 +442,10 @@ describe('managing invitations', () => {
     expect(all.some((i) => i.email === expired)).toBe(false);
     expectJsonError(await env.client('polonius').GET('/invites'), 400, 'Not allowed for guest users');
   });
+});
 
-  it('DELETE /invites/{id}: the inviter or an administrator; owners for owner invitations', async () => {
+describe('DELETE /invites/{invite_id}', () => {
+  it('the inviter or an administrator; owners for owner invitations', async () => {
     const own = uniqueEmail('rev-own');
     await inviteOk('hamlet', { invitee_emails: own, stream_ids: [] });
     const ownId = (await invitationOf(own)).id;
@@ -476,8 +478,10 @@ describe('managing invitations', () => {
     expect(data?.invite_link).toBeDefined();
     expectJsonError(await revoke('iago', linkId), 400, 'No such invitation');
   });
+});
 
-  it('POST /invites/{id}/resend: a new link (the old one stops working), same expiry, same permissions', async () => {
+describe('POST /invites/{invite_id}/resend', () => {
+  it('a new link (the old one stops working), same expiry, same permissions', async () => {
     const email = uniqueEmail('resend');
     await inviteOk('hamlet', { invitee_emails: email, stream_ids: [], invite_expires_in_minutes: 90 });
     const before = await invitationOf(email);
@@ -505,10 +509,10 @@ describe('managing invitations', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Reusable links
+// Reusable links: POST /invites/multiuse, signing up through one, DELETE /invites/multiuse/{id}
 
-describe('reusable invitation links', () => {
-  it('POST /invites/multiuse: create_multiuse_invite_group (administrators), then the rules of POST /invites', async () => {
+describe('POST /invites/multiuse', () => {
+  it('create_multiuse_invite_group (administrators), then the rules of POST /invites', async () => {
     const create = (as: Person, body: Record<string, unknown> = {}) => env.client(as).POST('/invites/multiuse', { body: body as never });
     expectJsonError(await create('hamlet'), 400, 'Insufficient permission', 'BAD_REQUEST');
     expectJsonError(await create('polonius'), 400, 'Not allowed for guest users');
@@ -528,7 +532,9 @@ describe('reusable invitation links', () => {
     // Not listed for members (not theirs).
     expect((await listInvites('hamlet')).some((i) => i.is_multiuse)).toBe(false);
   });
+});
 
+describe('reusable invitation links', () => {
   it('sign-up through a link: the address is confirmed by e-mail, then the account gets the link\'s role and channels', async () => {
     const { data } = await env.client('iago').POST('/invites/multiuse', { body: { invite_as: 300, stream_ids: [privateChannel.id] } });
     const joinPath = new URL(data!.invite_link).pathname;
@@ -563,8 +569,10 @@ describe('reusable invitation links', () => {
     // The link stays usable by others.
     expect((await page(joinPath)).status).toBe(200);
   });
+});
 
-  it('DELETE /invites/multiuse/{id}: revokes the link and the confirmations it sent', async () => {
+describe('DELETE /invites/multiuse/{invite_id}', () => {
+  it('revokes the link and the confirmations it sent', async () => {
     const { data } = await env.client('iago').POST('/invites/multiuse', { body: {} });
     const joinPath = new URL(data!.invite_link).pathname;
     const row = await db().invitation.findFirstOrThrow({ where: { isMultiuse: true }, orderBy: { id: 'desc' } });

@@ -26,7 +26,7 @@ import { deliverPush, MAX_PUSH_ATTEMPTS } from '../../../src/actions/push.ts';
 import { createApnsSenders } from '../../../src/push/apns.ts';
 import { waitFor } from '../../helpers/wait.ts';
 
-const serverDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const serverDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 const env = useTestServer();
 let realm: { name: string; url: string };
@@ -157,8 +157,8 @@ describe('DELETE /users/me/apns_device_token', () => {
   });
 });
 
-describe('POST and DELETE /users/me/android_gcm_reg_id', () => {
-  it('registers and removes FCM tokens (any text), apart from APNs tokens', async () => {
+describe('POST /users/me/android_gcm_reg_id', () => {
+  it('registers FCM tokens (any text), once, apart from APNs tokens', async () => {
     const u = await someone('fcm');
     const res = await u.client.POST('/users/me/android_gcm_reg_id', { body: { token: 'android-token:with/any_text' } });
     expect(res.data).toEqual({ result: 'success', msg: '' });
@@ -170,26 +170,35 @@ describe('POST and DELETE /users/me/android_gcm_reg_id', () => {
       ['fcm', 'c0ffee', null],
       ['apns', 'c0ffee', 'org.zulip.Zulip'],
     ]);
+    const raw = (body: Record<string, string>) => env.raw('/users/me/android_gcm_reg_id', { method: 'POST', as: 'hamlet', body: new URLSearchParams(body) });
+    expectJsonError(await raw({ token: '' }), 400, 'Empty or invalid length token', 'BAD_REQUEST');
+    expectJsonError(await raw({ token: 'x'.repeat(4097) }), 400, 'Empty or invalid length token', 'BAD_REQUEST');
+    expectJsonError(await raw({}), 400, "Missing 'token' argument", 'REQUEST_VARIABLE_MISSING');
+  });
+});
+
+describe('DELETE /users/me/android_gcm_reg_id', () => {
+  it('removes FCM tokens only, leaving an APNs token of the same text to its own endpoint', async () => {
+    const u = await someone('fcm-remove');
+    await u.client.POST('/users/me/android_gcm_reg_id', { body: { token: 'android-token:with/any_text' } });
+    await u.client.POST('/users/me/android_gcm_reg_id', { body: { token: 'c0ffee' } });
+    await addApns(u.client, 'c0ffee');
+    expect((await devicesOf(u.id)).map((d) => d.kind)).toEqual(['fcm', 'fcm', 'apns']);
     // Each endpoint removes its own kind only.
     expect((await u.client.DELETE('/users/me/apns_device_token', { body: { token: 'c0ffee' } })).response.status).toBe(200);
     expect((await devicesOf(u.id)).map((d) => d.kind)).toEqual(['fcm', 'fcm']);
     expectJsonError(await u.client.DELETE('/users/me/apns_device_token', { body: { token: 'c0ffee' } }), 400, 'Token does not exist', 'BAD_REQUEST');
     expect((await u.client.DELETE('/users/me/android_gcm_reg_id', { body: { token: 'c0ffee' } })).data).toEqual({ result: 'success', msg: '' });
     expectJsonError(await u.client.DELETE('/users/me/android_gcm_reg_id', { body: { token: 'c0ffee' } }), 400, 'Token does not exist', 'BAD_REQUEST');
-    const raw = (method: string, body: Record<string, string>) => env.raw('/users/me/android_gcm_reg_id', { method, as: 'hamlet', body: new URLSearchParams(body) });
-    expectJsonError(await raw('POST', { token: '' }), 400, 'Empty or invalid length token', 'BAD_REQUEST');
-    expectJsonError(await raw('POST', { token: 'x'.repeat(4097) }), 400, 'Empty or invalid length token', 'BAD_REQUEST');
-    expectJsonError(await raw('POST', {}), 400, "Missing 'token' argument", 'REQUEST_VARIABLE_MISSING');
-    expectJsonError(await raw('DELETE', { token: 'x'.repeat(4097) }), 400, 'Empty or invalid length token', 'BAD_REQUEST');
+    expect((await devicesOf(u.id)).map((d) => [d.kind, d.token])).toEqual([['fcm', 'android-token:with/any_text']]);
+    const raw = (body: Record<string, string>) => env.raw('/users/me/android_gcm_reg_id', { method: 'DELETE', as: 'hamlet', body: new URLSearchParams(body) });
+    expectJsonError(await raw({ token: 'x'.repeat(4097) }), 400, 'Empty or invalid length token', 'BAD_REQUEST');
   });
 });
 
-describe('without APNs configuration (the push outbox)', () => {
-  it('server settings say push notifications are not enabled', async () => {
-    const res = await env.raw('/server_settings');
-    expect(res.body.push_notifications_enabled).toBe(false);
-  });
-
+describe('POST /mobile_push/test_notification', () => {
+  // Without APNs configuration (this file's server), pushes are recorded in the push outbox; delivered
+  // through APNs: "delivery through APNs" below.
   it("records the test notification in Zulip's `test` payload for the device named, or all of them", async () => {
     const u = await someone('test');
     const one = hexToken();
@@ -235,6 +244,13 @@ describe('without APNs configuration (the push outbox)', () => {
     expect((await a.client.POST('/mobile_push/test_notification', {})).data).toEqual({ result: 'success', msg: '' });
     expect(await pushesOf(a.id)).toEqual([]);
     expect(await pushesOf(b.id)).toEqual([]);
+  });
+});
+
+describe('without APNs configuration (the push outbox)', () => {
+  it('server settings say push notifications are not enabled', async () => {
+    const res = await env.raw('/server_settings');
+    expect(res.body.push_notifications_enabled).toBe(false);
   });
 
   it('pushes a direct message to a recipient without an active client, in Zulip’s payload shape', async () => {

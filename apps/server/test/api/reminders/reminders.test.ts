@@ -27,7 +27,7 @@ async function reminded(as: Person, body: RequestParams<'create-reminder'>): Pro
 }
 const reminders = async (as: Person) => (await env.client(as).GET('/reminders')).data!.reminders;
 
-describe('POST /reminders and GET /reminders', () => {
+describe('POST /reminders', () => {
   it('sets a reminder about a readable message: listed, in /register, told to the user\'s clients, not a scheduled message', async () => {
     const messageId = await send('othello', channel.name, 'plans', 'Meet at **noon**');
     const mark = await markEvents(env);
@@ -69,6 +69,32 @@ describe('POST /reminders and GET /reminders', () => {
     const { data } = await env.client('hamlet').POST('/scheduled_messages', { body: { type: 'stream', to: channel.id, topic: 't', content: 'later', scheduled_delivery_timestamp: inSeconds(600) } });
     const scheduledId = data!.scheduled_message_id;
     expectJsonError(await env.client('hamlet').DELETE('/reminders/{reminder_id}', { params: { path: { reminder_id: scheduledId } } }), 404, 'Reminder does not exist');
+  });
+});
+
+describe('GET /reminders', () => {
+  it("lists the caller's own undelivered reminders, soonest first, failed ones too; never another user's or a scheduled message", async () => {
+    const hour = 3600;
+    const messageId = await send('othello', channel.name, 'listing', 'Remind us');
+    const latest = await reminded('cordelia', { message_id: messageId, scheduled_delivery_timestamp: inSeconds(3 * hour) });
+    const soonest = await reminded('cordelia', { message_id: messageId, scheduled_delivery_timestamp: inSeconds(hour), note: 'first' });
+    const middle = await reminded('cordelia', { message_id: messageId, scheduled_delivery_timestamp: inSeconds(2 * hour) });
+    const theirs = await reminded('othello', { message_id: messageId, scheduled_delivery_timestamp: inSeconds(hour / 2) });
+    const { data: scheduled, error } = await env.client('cordelia').POST('/scheduled_messages', {
+      body: { type: 'direct', to: [uid('othello')], content: 'a scheduled message is not a reminder', scheduled_delivery_timestamp: inSeconds(hour / 4) },
+    });
+    expect(error).toBeUndefined();
+    // A reminder that could not be sent stays listed, marked failed.
+    await db().scheduledMessage.update({ where: { id: latest }, data: { failed: true, failureMessage: 'Message could not be sent at the scheduled time.' } });
+
+    const listed = await reminders('cordelia');
+    expect(listed.map((r) => r.reminder_id)).toEqual([soonest, middle, latest]);
+    expect(listed.map((r) => r.failed)).toEqual([false, false, true]);
+    expect(listed.every((r) => r.type === 'private' && r.reminder_target_message_id === messageId && r.to.length === 1 && r.to[0] === uid('cordelia'))).toBe(true);
+    expect(listed[0]!.content).toContain('> first\n');
+    expect(listed.map((r) => r.reminder_id)).not.toContain(scheduled!.scheduled_message_id);
+    expect((await reminders('othello')).map((r) => r.reminder_id)).toEqual(expect.arrayContaining([theirs]));
+    expect((await reminders('othello')).map((r) => r.reminder_id)).not.toContain(soonest);
   });
 });
 

@@ -11,7 +11,7 @@ import { createDeps, listen, type RunningServer } from '../../../src/server.ts';
 import { deliverScheduledMessage } from '../../../src/actions/scheduled-messages.ts';
 import { waitFor } from '../../helpers/wait.ts';
 import { deliveryJobs } from '../../helpers/jobs.ts';
-import { pollEvents, registerQueue } from '../../helpers/queues.ts';
+import { pollEvents, registerQueue, sendMessage } from '../../helpers/queues.ts';
 import { unchecked } from '../../helpers/unchecked.ts';
 import type { RequestParams } from '@parley/api-types';
 
@@ -69,7 +69,39 @@ describe('POST /scheduled_messages', () => {
   });
 });
 
-describe('PATCH and DELETE /scheduled_messages/{id}', () => {
+describe('GET /scheduled_messages', () => {
+  it("lists the caller's own undelivered messages, soonest first, failed ones too; never another user's or a reminder", async () => {
+    const hour = 3600;
+    const latest = await scheduled('cordelia', { type: 'direct', to: [uid('othello')], content: 'latest', scheduled_delivery_timestamp: inSeconds(3 * hour) });
+    const soonest = await scheduled('cordelia', { type: 'stream', to: channel.id, topic: 'soon', content: '*soonest*', scheduled_delivery_timestamp: inSeconds(hour) });
+    const middle = await scheduled('cordelia', { type: 'direct', to: [uid('hamlet')], content: 'middle', scheduled_delivery_timestamp: inSeconds(2 * hour) });
+    const theirs = await scheduled('othello', { type: 'direct', to: [uid('cordelia')], content: "othello's", scheduled_delivery_timestamp: inSeconds(hour / 2) });
+    const messageId = await sendMessage(env.client('iago'), { type: 'stream', to: channel.name, topic: 'remind me', content: 'a reminder is not a scheduled message' });
+    const reminder = await env.client('cordelia').POST('/reminders', { body: { message_id: messageId, scheduled_delivery_timestamp: inSeconds(hour / 4) } });
+    expect(reminder.error).toBeUndefined();
+    // A message that failed to be sent stays listed, marked failed, until it is edited or deleted.
+    await db().scheduledMessage.update({ where: { id: latest }, data: { failed: true, failureMessage: 'Message could not be sent at the scheduled time.' } });
+
+    const listed = await list('cordelia');
+    expect(listed.map((m) => m.scheduled_message_id)).toEqual([soonest, middle, latest]);
+    expect(listed[0]).toEqual({
+      scheduled_message_id: soonest,
+      type: 'stream',
+      to: channel.id,
+      topic: 'soon',
+      content: '*soonest*',
+      rendered_content: '<p><em>soonest</em></p>',
+      scheduled_delivery_timestamp: expect.any(Number),
+      failed: false,
+    });
+    expect(listed[1]).toMatchObject({ type: 'private', to: [uid('hamlet')], content: 'middle', failed: false });
+    expect(listed[2]).toMatchObject({ type: 'private', to: [uid('othello')], content: 'latest', failed: true });
+    expect((await list('othello')).map((m) => m.scheduled_message_id)).toContain(theirs);
+    expect((await list('othello')).map((m) => m.scheduled_message_id)).not.toContain(soonest);
+  });
+});
+
+describe('PATCH /scheduled_messages/{scheduled_message_id}', () => {
   it('edits content, topic, time and type, re-checking like sending', async () => {
     const id = await scheduled('hamlet', { type: 'stream', to: channel.id, topic: 'old', content: 'old', scheduled_delivery_timestamp: inSeconds(3600) });
     const patch = (body: RequestParams<'update-scheduled-message'>) =>
@@ -88,9 +120,20 @@ describe('PATCH and DELETE /scheduled_messages/{id}', () => {
     // Someone else's: does not exist.
     const other = await env.client('othello').PATCH('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } }, body: { content: 'x' } });
     expectJsonError(other, 404, 'Scheduled message does not exist');
-    expectJsonError(await env.client('othello').DELETE('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } } }), 404, 'Scheduled message does not exist');
-    expect((await env.client('hamlet').DELETE('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } } })).data).toEqual({ result: 'success', msg: '' });
+  });
+});
+
+describe('DELETE /scheduled_messages/{scheduled_message_id}', () => {
+  it("deletes the caller's own: gone from the list; someone else's does not exist", async () => {
+    const id = await scheduled('hamlet', { type: 'stream', to: channel.id, topic: 'doomed', content: 'never sent', scheduled_delivery_timestamp: inSeconds(3600) });
+    const remove = (as: Person) => env.client(as).DELETE('/scheduled_messages/{scheduled_message_id}', { params: { path: { scheduled_message_id: id } } });
+    // Someone else's: does not exist.
+    expectJsonError(await remove('othello'), 404, 'Scheduled message does not exist');
+    const q = await registerQueue(env.client('hamlet'), { event_types: ['scheduled_messages'] });
+    expect((await remove('hamlet')).data).toEqual({ result: 'success', msg: '' });
     expect((await list('hamlet')).some((m) => m.scheduled_message_id === id)).toBe(false);
+    expect(await pollEvents(env.client('hamlet'), q)).toMatchObject([{ type: 'scheduled_messages', op: 'remove', scheduled_message_id: id }]);
+    expectJsonError(await remove('hamlet'), 404, 'Scheduled message does not exist');
   });
 });
 

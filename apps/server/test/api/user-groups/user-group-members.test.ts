@@ -396,18 +396,22 @@ describe('POST /user_groups/{user_group_id}/subgroups', () => {
   });
 });
 
-describe('membership reads', () => {
+/** Three named groups nested top ⊃ middle ⊃ bottom, with hamlet directly in top, othello in middle and cordelia in bottom. */
+async function createNesting(): Promise<{ top: number; middle: number; bottom: number }> {
+  const bottom = await createGroup(env, 'iago', { members: [uid('cordelia')] });
+  const middle = await createGroup(env, 'iago', { members: [uid('othello')], subgroups: [bottom] });
+  const top = await createGroup(env, 'iago', { members: [uid('hamlet')], subgroups: [middle] });
+  return { top, middle, bottom };
+}
+
+describe('GET /user_groups/{user_group_id}/members', () => {
   let top: number;
-  let middle: number;
-  let bottom: number;
 
   beforeAll(async () => {
-    bottom = await createGroup(env, 'iago', { members: [uid('cordelia')] });
-    middle = await createGroup(env, 'iago', { members: [uid('othello')], subgroups: [bottom] });
-    top = await createGroup(env, 'iago', { members: [uid('hamlet')], subgroups: [middle] });
+    ({ top } = await createNesting());
   });
 
-  it('GET …/members lists members recursively, or only direct ones with direct_member_only', async () => {
+  it('lists members recursively, or only direct ones with direct_member_only', async () => {
     const recursive = await env.client('hamlet').GET('/user_groups/{user_group_id}/members', { params: { path: { user_group_id: top }, query: {} } });
     expect(recursive.response.status).toBe(200);
     expect(sorted(recursive.data!.members)).toEqual(sorted([uid('hamlet'), uid('othello'), uid('cordelia')]));
@@ -430,8 +434,17 @@ describe('membership reads', () => {
     expect(await allMembers(env, outer)).toEqual([uid('hamlet')]);
     expect((await readGroup(env, groupId)).members).toEqual([uid('hamlet')]);
   });
+});
 
-  it('GET …/members/{user_id} answers recursively or directly', async () => {
+describe('GET /user_groups/{user_group_id}/members/{user_id}', () => {
+  let top: number;
+  let middle: number;
+
+  beforeAll(async () => {
+    ({ top, middle } = await createNesting());
+  });
+
+  it('answers recursively or directly', async () => {
     const ask = async (groupId: number, userId: number, direct?: boolean) => {
       const { data, error } = await env.client('othello').GET('/user_groups/{user_group_id}/members/{user_id}', {
         params: { path: { user_group_id: groupId, user_id: userId }, query: direct === undefined ? {} : { direct_member_only: direct } },
@@ -450,7 +463,7 @@ describe('membership reads', () => {
     expect(await ask(sys['role:moderators'], uid('iago'), true)).toBe(false);
   });
 
-  it('GET …/members/{user_id} rejects unknown groups and users', async () => {
+  it('rejects unknown groups and users', async () => {
     expectJsonError(
       await env.client('othello').GET('/user_groups/{user_group_id}/members/{user_id}', { params: { path: { user_group_id: 999999, user_id: uid('hamlet') }, query: {} } }),
       400,
@@ -464,8 +477,18 @@ describe('membership reads', () => {
       'BAD_REQUEST',
     );
   });
+});
 
-  it('GET …/subgroups lists subgroups recursively, or only direct ones with direct_subgroup_only', async () => {
+describe('GET /user_groups/{user_group_id}/subgroups', () => {
+  let top: number;
+  let middle: number;
+  let bottom: number;
+
+  beforeAll(async () => {
+    ({ top, middle, bottom } = await createNesting());
+  });
+
+  it('lists subgroups recursively, or only direct ones with direct_subgroup_only', async () => {
     const recursive = await env.client('hamlet').GET('/user_groups/{user_group_id}/subgroups', { params: { path: { user_group_id: top }, query: {} } });
     expect(recursive.response.status).toBe(200);
     expect(sorted(recursive.data!.subgroups)).toEqual(sorted([middle, bottom]));
@@ -474,6 +497,15 @@ describe('membership reads', () => {
     });
     expect(direct.data!.subgroups).toEqual([middle]);
     expect(await allSubgroups(env, bottom)).toEqual([]);
+  });
+});
+
+// What the three reads share.
+describe('membership reads', () => {
+  let top: number;
+
+  beforeAll(async () => {
+    ({ top } = await createNesting());
   });
 
   it('works for deactivated groups', async () => {

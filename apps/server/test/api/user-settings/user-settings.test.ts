@@ -18,7 +18,7 @@ import { expectJsonError, useTestServer } from '../../helpers/test-server.ts';
 import { zulipJs as zulip } from '../../helpers/zulip-js.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.join(here, '../../../..');
+const root = path.join(here, '../../../../..');
 const spec = JSON.parse(readFileSync(path.join(root, 'spec/dist/openapi.json'), 'utf8'));
 
 /** Zulip's settings of the legacy groups (UserProfile.display_settings_legacy + timezone, notification_settings_legacy). */
@@ -347,18 +347,6 @@ describe('PATCH /settings: the request', () => {
     expectJsonError(res, 401, 'Missing authorization header for basic auth', 'UNAUTHORIZED');
   });
 
-  it('is served under the deprecated paths /settings/display and /settings/notifications, with every parameter', async () => {
-    const account = await freshAccount('aliases');
-    await expectSuccess(await patch(account, { enable_sounds: 'false', twenty_four_hour_time: 'true' }, 'query', '/settings/display'));
-    await expectSuccess(await patch(account, { emojiset: 'twitter', enable_digest_emails: 'false' }, 'form', '/settings/notifications'));
-    const res = await patch(account, { color_scheme: '9' }, 'query', '/settings/notifications');
-    expectJsonError(res, 400, 'Invalid color_scheme: Value error, Not in the list of possible values', 'BAD_REQUEST');
-    const ignored = await patch(account, { nonsense: 'x' }, 'query', '/settings/display');
-    expect(ignored.body.ignored_parameters_unsupported).toEqual(['nonsense']);
-    const settings = await userSettingsOf(account);
-    expect([settings['enable_sounds'], settings['twenty_four_hour_time'], settings['emojiset'], settings['enable_digest_emails']]).toEqual([false, true, 'twitter', false]);
-  });
-
   it('works with the real zulip-js package (parameters in the query string)', async () => {
     const account = await freshAccount('zulip-js');
     const client = await zulip({ username: account.email, apiKey: account.key, realm: env.url });
@@ -377,6 +365,30 @@ describe('PATCH /settings: the request', () => {
     await expectSuccess(await patch(account, { enable_drafts_synchronization: 'false' }));
     expect(await db().draft.count({ where: { userId: account.id } })).toBe(0);
     expect((await eventsSince(env, mark)).map((e) => e.payload.type).sort()).toEqual(['update_display_settings', 'user_settings']);
+  });
+});
+
+// The deprecated aliases of PATCH /settings: each takes every parameter of PATCH /settings, not only
+// those of its legacy group.
+describe('PATCH /settings/display', () => {
+  it('is PATCH /settings under the deprecated path, with every parameter', async () => {
+    const account = await freshAccount('display-alias');
+    await expectSuccess(await patch(account, { enable_sounds: 'false', twenty_four_hour_time: 'true' }, 'query', '/settings/display'));
+    const ignored = await patch(account, { nonsense: 'x' }, 'query', '/settings/display');
+    expect(ignored.body.ignored_parameters_unsupported).toEqual(['nonsense']);
+    const settings = await userSettingsOf(account);
+    expect([settings['enable_sounds'], settings['twenty_four_hour_time']]).toEqual([false, true]);
+  });
+});
+
+describe('PATCH /settings/notifications', () => {
+  it('is PATCH /settings under the deprecated path, with every parameter', async () => {
+    const account = await freshAccount('notifications-alias');
+    await expectSuccess(await patch(account, { emojiset: 'twitter', enable_digest_emails: 'false' }, 'form', '/settings/notifications'));
+    const res = await patch(account, { color_scheme: '9' }, 'query', '/settings/notifications');
+    expectJsonError(res, 400, 'Invalid color_scheme: Value error, Not in the list of possible values', 'BAD_REQUEST');
+    const settings = await userSettingsOf(account);
+    expect([settings['emojiset'], settings['enable_digest_emails']]).toEqual(['twitter', false]);
   });
 });
 
