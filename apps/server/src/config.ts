@@ -25,6 +25,8 @@ export interface Config {
   heartbeatMs: number;
   /** Time budget of mark_all_as_read and friends before they answer complete: false (Zulip: about 50 s). */
   markReadBudgetMs: number;
+  /** Time budget of POST /streams/{id}/delete_topic before it answers complete: false (Zulip: 50 s). */
+  deleteTopicBudgetMs: number;
   /** pino level: trace, debug, info (default: one line per request), warn, error, fatal, silent. */
   logLevel: string;
   /** Express `trust proxy` (PARLEY_TRUST_PROXY), so rate limits see client addresses behind a load balancer. */
@@ -66,6 +68,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     queueTimeoutMs: positiveInteger('PARLEY_QUEUE_TIMEOUT_MS', env.PARLEY_QUEUE_TIMEOUT_MS ?? '5000'),
     heartbeatMs: positiveInteger('PARLEY_HEARTBEAT_MS', env.PARLEY_HEARTBEAT_MS ?? '45000'),
     markReadBudgetMs: positiveInteger('PARLEY_MARK_READ_BUDGET_MS', env.PARLEY_MARK_READ_BUDGET_MS ?? '50000'),
+    deleteTopicBudgetMs: positiveInteger('PARLEY_DELETE_TOPIC_BUDGET_MS', env.PARLEY_DELETE_TOPIC_BUDGET_MS ?? '50000'),
     pushNotificationsEnabled: parseApnsConfig(env) !== null,
     apns: parseApnsConfig(env),
     pushActiveClientSeconds: positiveInteger('PARLEY_PUSH_ACTIVE_SECONDS', env.PARLEY_PUSH_ACTIVE_SECONDS ?? '120'),

@@ -20,6 +20,7 @@ import {
 } from './handlers/user-groups.ts';
 import { deleteQueue, getEvents, registerQueue } from './handlers/event-queues.ts';
 import { setTypingStatus } from './handlers/typing.ts';
+import { addReaction, removeReaction } from './handlers/reactions.ts';
 import { addApnsToken, addFcmToken, removeApnsToken, removeFcmToken, testNotify } from './handlers/push.ts';
 import { createScheduledMessage, deleteScheduledMessage, getScheduledMessages, updateScheduledMessage } from './handlers/scheduled-messages.ts';
 import { createReminder, deleteReminder, getReminders } from './handlers/reminders.ts';
@@ -27,9 +28,10 @@ import { muteTopic, updateUserTopic } from './handlers/user-topics.ts';
 import { createDrafts, deleteDraft, editDraft, getDrafts } from './handlers/drafts.ts';
 import { createInviteLink, getInvites, resendEmailInvite, revokeEmailInvite, revokeInviteLink, sendInvites } from './handlers/invitations.ts';
 import { markAllAsRead, markStreamAsRead, markTopicAsRead, updateMessageFlags, updateMessageFlagsForNarrow } from './handlers/message-flags.ts';
-import { getMessage, getMessages, getStreamTopics, sendMessage } from './handlers/messages.ts';
-import { archiveStream, getStreamById, getStreamId, getStreams, getSubscribers, getSubscriptions, subscribe, unsubscribe, updateStream, updateSubscriptionSettings } from './handlers/channels.ts';
+import { checkMessagesMatchNarrow, getMessage, getMessageHistory, getMessages, updateMessage, getReadReceipts, getStreamTopics, renderMessage, sendMessage, setTypingStatusForMessageEdit } from './handlers/messages.ts';
+import { archiveStream, getStreamById, getStreamId, getStreams, getSubscribers, getSubscriptions, subscribe, unsubscribe, updateStream, updateSubscriptions, updateSubscriptionSettings } from './handlers/channels.ts';
 import { updateDisplaySettings, updateNotificationSettings, updateSettings } from './handlers/user-settings.ts';
+import { deleteMessage, deleteTopic } from './handlers/messages.ts';
 
 export const routes: RouteTable = {
   // authentication and server
@@ -65,6 +67,7 @@ export const routes: RouteTable = {
   'get-subscriptions': getSubscriptions,
   subscribe,
   unsubscribe,
+  'update-subscriptions': updateSubscriptions,
   'update-stream': updateStream,
   'archive-stream': archiveStream,
   // real-time events and typing
@@ -89,6 +92,9 @@ export const routes: RouteTable = {
   'mark-all-as-read': markAllAsRead,
   'mark-stream-as-read': markStreamAsRead,
   'mark-topic-as-read': markTopicAsRead,
+  // reactions
+  'add-reaction': addReaction,
+  'remove-reaction': removeReaction,
   // mobile push devices, drafts
   'add-apns-token': addApnsToken,
   'remove-apns-token': removeApnsToken,
@@ -108,7 +114,15 @@ export const routes: RouteTable = {
   'revoke-invite-link': revokeInviteLink,
   'get-messages': getMessages,
   'get-message': getMessage,
+  'update-message': updateMessage,
+  'get-message-history': getMessageHistory,
   'get-stream-topics': getStreamTopics,
+  'delete-message': deleteMessage,
+  'delete-topic': deleteTopic,
+  'get-read-receipts': getReadReceipts,
+  'render-message': renderMessage,
+  'check-messages-match-narrow': checkMessagesMatchNarrow,
+  'set-typing-status-for-message-edit': setTypingStatusForMessageEdit,
   'update-user-topic': updateUserTopic,
   'update-subscription-settings': updateSubscriptionSettings,
   'mute-topic': muteTopic,

@@ -327,7 +327,7 @@ async function channelForSending(deps: Reads, realm: Realm, sender: User, subjec
 }
 
 /** The channel's topics policy (or the organization's, when the channel inherits it). */
-function checkTopicsPolicy(realm: Realm, channel: Channel, topic: string): void {
+export function checkTopicsPolicy(realm: Realm, channel: Channel, topic: string): void {
   const policy = channel.topicsPolicy === 'inherit' ? realm.topicsPolicy : channel.topicsPolicy;
   if (policy === 'disable_empty_topic' && topic === '') {
     throw new JsonableError(`Sending messages to the ${EMPTY_TOPIC_DISPLAY_NAME} is not allowed in this channel.`, {
@@ -367,8 +367,11 @@ async function directParticipants(deps: Reads, realm: Realm, sender: User, addre
   return [...participants.values()].sort((a, b) => a.id - b.id);
 }
 
-/** Renders the content; channel links only to channels the sender may read (access/channels.ts channelsLinkableBy). */
-async function render(deps: Reads, realm: Realm, subject: PermissionSubject, content: string) {
+/**
+ * Renders the content; channel links only to channels the sender may read (access/channels.ts
+ * channelsLinkableBy). Also POST /messages/render's (actions/render-message.ts).
+ */
+export async function render(deps: Reads, realm: Realm, subject: PermissionSubject, content: string) {
   const refs = extractReferences(content);
   const targets = refs.userNames.length + refs.userIds.length + refs.groupNames.length + refs.channelNames.length > 0
     ? await mentionTargets(deps.db, realm.id, subject.user.id, refs)
@@ -411,4 +414,69 @@ async function recipientFlags(
     if (direct) bits |= MESSAGE_FLAG_BITS.is_private;
     return bits;
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Editing (actions/message-edits.ts) and the server's own channel messages
+
+/** New content of an edit, rendered as its sender sends, with the mentions it makes. */
+export interface EditedContent {
+  content: string;
+  renderedContent: string;
+  /** Users mentioned by name or through a mentioned group. */
+  mentioned: number[];
+  streamWildcard: boolean;
+  /** Users a topic wildcard mention reaches (the topic's participants and the sender). */
+  topicWildcardUsers: number[];
+}
+
+/**
+ * The content of an edit: empty content becomes `(deleted)`, as in Zulip; rendered and checked for
+ * mention permissions as at sending (`recipientCount`: the channel's subscribers, for wildcard limits).
+ */
+export async function checkEditedContent(
+  db: Db,
+  realm: Realm,
+  sender: User,
+  place: { channel: Channel | null; topic: string; recipientCount: number },
+  rawContent: string,
+): Promise<EditedContent> {
+  const content = rawContent.trimEnd() === '' ? '(deleted)' : normalizeContent(rawContent);
+  const subject = await loadPermissionSubject(db, sender);
+  const rendered = await render({ db }, realm, subject, content);
+  if (place.channel && rendered.streamWildcardMentioned) checkCanUseChannelWildcard(subject, realm, place.recipientCount);
+  let topicWildcardUsers: number[] = [];
+  if (place.channel && rendered.topicWildcardMentioned) {
+    topicWildcardUsers = [...new Set([...(await topicParticipantIds(db, place.channel.id, place.topic)), sender.id])];
+    checkCanUseTopicWildcard(subject, realm, topicWildcardUsers.length);
+  }
+  for (const id of rendered.mentionedGroupIds) checkCanMentionGroup(subject, rendered.groups.find((g) => g.id === id)!);
+  const mentioned = [...new Set([...rendered.mentionedUserIds, ...(await activeMembersOfGroups(db, rendered.mentionedGroupIds))])];
+  return { content, renderedContent: rendered.html, mentioned, streamWildcard: rendered.streamWildcardMentioned, topicWildcardUsers };
+}
+
+/**
+ * A message the server sends to a channel in its own name (the notification bot's notices of moves and
+ * resolved topics): no permission to post is needed (Zulip's internal sends), mentions are rendered
+ * as the bot's; `readFor` start read.
+ */
+export async function checkInternalChannelMessage(db: Db, realm: Realm, bot: User, channel: Channel, topic: string, content: string, readFor: number[]): Promise<CheckedMessage> {
+  const subject = await loadPermissionSubject(db, bot);
+  const addressed: Addressed = { channel, topic, recipientIds: await channelRecipientIds(db, channel.id), directUserIds: [] };
+  const rendered = await render({ db }, realm, subject, normalizeContent(content));
+  const request = { ...internalDirectMessage(bot.id, content, false) };
+  const read = new Set(readFor);
+  const flags = (await recipientFlags({ db }, realm, bot, subject, addressed, rendered, request)).map((bits, i) => (read.has(addressed.recipientIds[i]!) ? bits | MESSAGE_FLAG_BITS.read : bits));
+  const people = await messagePeople(db, realm.id, [bot.id]);
+  return {
+    channel,
+    topic,
+    recipientIds: addressed.recipientIds,
+    flags,
+    directUserIds: [],
+    personalMentionIds: [],
+    content: normalizeContent(content),
+    renderedContent: rendered.html,
+    people: new Map(people.map((p) => [p.id, p])),
+  };
 }

@@ -16,13 +16,19 @@ import { formatGroupSettingValues } from '../queries/group-settings.ts';
 import { releaseGroupSettingValue, resolveGroupSettingUpdate, type GroupSettingUpdate, type GroupSettingValue } from './group-settings.ts';
 import type { Db, PrismaClient } from '../data/db.ts';
 import { createSystemGroups } from '../data/system-groups.repo.ts';
+import { JsonableError } from '../errors.ts';
 
-type RealmFlag = 'enableSpectatorAccess' | 'emailChangesDisabled' | 'nameChangesDisabled' | 'inviteRequired';
+type RealmFlag = 'enableSpectatorAccess' | 'emailChangesDisabled' | 'nameChangesDisabled' | 'inviteRequired' | 'allowMessageEditing' | 'enableReadReceipts';
+type TimeLimit = 'messageContentEditLimitSeconds' | 'moveMessagesWithinStreamLimitSeconds' | 'moveMessagesBetweenStreamsLimitSeconds' | 'messageContentDeleteLimitSeconds';
+export type EditHistoryPolicy = 'all' | 'moves' | 'none';
 
 export interface RealmUpdate {
   name?: string;
   description?: string;
   flags: Partial<Record<RealmFlag, boolean>>;
+  /** Message time limits as sent: a positive integer of seconds or "unlimited" (checked by the action, after the role checks, as Zulip does). */
+  timeLimits?: Partial<Record<TimeLimit, number | string>>;
+  editHistoryPolicy?: EditHistoryPolicy;
   settings: { [K in GroupSettingName<'realm'>]?: GroupSettingUpdate };
 }
 
@@ -31,7 +37,35 @@ const FLAG_NAMES = {
   emailChangesDisabled: 'email_changes_disabled',
   nameChangesDisabled: 'name_changes_disabled',
   inviteRequired: 'invite_required',
+  allowMessageEditing: 'allow_message_editing',
+  enableReadReceipts: 'enable_read_receipts',
 } as const satisfies Record<RealmFlag, string>;
+
+const TIME_LIMIT_NAMES = {
+  messageContentEditLimitSeconds: 'message_content_edit_limit_seconds',
+  moveMessagesWithinStreamLimitSeconds: 'move_messages_within_stream_limit_seconds',
+  moveMessagesBetweenStreamsLimitSeconds: 'move_messages_between_streams_limit_seconds',
+  messageContentDeleteLimitSeconds: 'message_content_delete_limit_seconds',
+} as const satisfies Record<TimeLimit, string>;
+
+/** The policy's number, which Zulip's PATCH /realm echoes (its events and /register use the name). */
+const EDIT_HISTORY_POLICY_CODES = { all: 1, moves: 2, none: 3 } as const satisfies Record<EditHistoryPolicy, number>;
+
+/** Settings Zulip announces as `update_dict` rather than `update` (a matter of their history). */
+const DICT_EVENT_SETTINGS: ReadonlySet<string> = new Set(['allow_message_editing', 'message_content_edit_limit_seconds']);
+
+/** The event announcing a changed plain setting, in the form Zulip sends for it. */
+const settingEvent = (name: string, value: unknown): Record<string, unknown> =>
+  DICT_EVENT_SETTINGS.has(name) ? { type: 'realm', op: 'update_dict', property: 'default', data: { [name]: value } } : { type: 'realm', op: 'update', property: name, value };
+
+/** Zulip's parse_message_time_limit_setting: "unlimited" is null; anything but a positive integer is refused. */
+function parseTimeLimit(name: string, value: number | string): number | null {
+  if (value === 'unlimited') return null;
+  if (typeof value === 'string' || !Number.isInteger(value) || value <= 0) {
+    throw new JsonableError(`Bad value for '${name}': ${value}`, { code: 'REQUEST_VARIABLE_INVALID', data: { var_name: name, bad_value: value } });
+  }
+  return value;
+}
 
 /** Settings only organization owners may change (as in Zulip). */
 const OWNER_ONLY_FLAGS: readonly RealmFlag[] = ['inviteRequired'];
@@ -49,6 +83,9 @@ export async function doUpdateRealm(deps: AppDeps, realm: Realm, actor: User, up
     const ownerOnly =
       OWNER_ONLY_FLAGS.some((flag) => update.flags[flag] !== undefined) || OWNER_ONLY_SETTINGS.some((name) => update.settings[name] !== undefined);
     if (ownerOnly) requireOwner(caller);
+    const timeLimits = (Object.entries(update.timeLimits ?? {}) as [TimeLimit, number | string | undefined][])
+      .filter((entry): entry is [TimeLimit, number | string] => entry[1] !== undefined)
+      .map(([field, raw]) => [field, parseTimeLimit(TIME_LIMIT_NAMES[field], raw)] as const);
 
     const current = (await findRealmById(tx, realm.id))!;
     const data: Record<string, unknown> = {};
@@ -69,7 +106,20 @@ export async function doUpdateRealm(deps: AppDeps, realm: Realm, actor: User, up
       if (value === undefined || value === current[field]) continue;
       data[field] = value;
       changed[name] = value;
-      events.push({ type: 'realm', op: 'update', property: name, value });
+      events.push(settingEvent(name, value));
+    }
+    for (const [field, value] of timeLimits) {
+      if (value === current[field]) continue;
+      const name = TIME_LIMIT_NAMES[field];
+      data[field] = value;
+      changed[name] = value;
+      events.push(settingEvent(name, value));
+    }
+    const policy = update.editHistoryPolicy;
+    if (policy !== undefined && policy !== current.messageEditHistoryVisibilityPolicy) {
+      data.messageEditHistoryVisibilityPolicy = policy;
+      changed.message_edit_history_visibility_policy = EDIT_HISTORY_POLICY_CODES[policy];
+      events.push({ type: 'realm', op: 'update', property: 'message_edit_history_visibility_policy', value: policy });
     }
     const released: number[] = [];
     const groupData: { [K in GroupSettingName<'realm'>]?: GroupSettingValue } = {};
@@ -113,5 +163,10 @@ export async function createRealmInTransaction(tx: Db, input: { name: string; ur
       canSetTopicsPolicyGroupId: g['role:moderators'],
       directMessagePermissionGroupId: g['role:everyone'],
       createMultiuseInviteGroupId: g['role:administrators'],
+      canMoveMessagesBetweenTopicsGroupId: g['role:everyone'],
+      canMoveMessagesBetweenChannelsGroupId: g['role:members'],
+      canResolveTopicsGroupId: g['role:everyone'],
+      canDeleteAnyMessageGroupId: g['role:administrators'],
+      canDeleteOwnMessageGroupId: g['role:everyone'],
     });
 }

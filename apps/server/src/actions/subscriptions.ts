@@ -181,11 +181,17 @@ export type SubscribeResult = SuccessData<'subscribe'>;
 export async function doSubscribe(deps: AppDeps, realm: Realm, actor: User, request: SubscribeRequest, writes: CachedTableWrites): Promise<SubscribeResult> {
   // Zulip's require_non_guest_user (bots may subscribe), before anything else is looked at.
   checkCanSubscribe(actor);
-  // Two requests creating the same channel at once: the loser's transaction hits the unique index on
-  // lower(name); running it again finds the channel and subscribes to it.
+  return retryingChannelCreationRace(() => subscribeOnce(deps, realm, actor, request, writes));
+}
+
+/**
+ * Two requests creating the same channel at once: the loser's transaction hits the unique index on
+ * lower(name); running it again finds the channel and subscribes to it.
+ */
+async function retryingChannelCreationRace<T>(run: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await subscribeOnce(deps, realm, actor, request, writes);
+      return await run();
     } catch (error) {
       if (attempt >= 3 || !isUniqueViolation(error)) throw error;
     }
@@ -387,48 +393,62 @@ export async function subscribeToDefaultChannels(tx: Db, realm: Realm, user: Use
 // ---------------------------------------------------------------------------------------------
 // DELETE /users/me/subscriptions
 
-export async function doUnsubscribe(
+export interface UnsubscribeRequest {
+  names: string[];
+  principals?: number[] | string[];
+}
+
+export async function doUnsubscribe(deps: AppDeps, realm: Realm, actor: User, request: UnsubscribeRequest): Promise<{ removed: string[]; not_removed: string[] }> {
+  // An unknown channel is STREAM_DOES_NOT_EXIST with its name in `stream`.
+  return inTransaction(deps.db, (tx, afterCommit) => unsubscribeIn(deps, realm, actor, request, tx, afterCommit, (missing) => new ChannelDoesNotExistError(missing[0]!)));
+}
+
+/**
+ * DELETE /users/me/subscriptions inside the caller's transaction; `unknownChannels` is the error for the
+ * names that match no channel (checked after permissions, as Zulip does, so an unauthorized request
+ * learns nothing about names).
+ */
+async function unsubscribeIn(
   deps: AppDeps,
   realm: Realm,
   actor: User,
-  request: { names: string[]; principals?: number[] | string[] },
+  request: UnsubscribeRequest,
+  tx: Db,
+  afterCommit: (fn: () => void | Promise<void>) => void,
+  unknownChannels: (names: string[]) => Error,
 ): Promise<{ removed: string[]; not_removed: string[] }> {
-  return inTransaction(deps.db, async (tx, afterCommit) => {
-    const subject = lazySubject(() => tx, actor);
-    const principals = request.principals ?? [];
-    const users = principals.length ? await resolvePrincipals(tx, realm, actor, principals) : [actor];
+  const subject = lazySubject(() => tx, actor);
+  const principals = request.principals ?? [];
+  const users = principals.length ? await resolvePrincipals(tx, realm, actor, principals) : [actor];
 
-    const names = checkNames(request.names);
-    const { channels, missing, callerRows } = await lockNamedChannels(tx, realm, actor, names);
-    const callerSubscribed = new Set([...callerRows.values()].filter((r) => r.active).map((r) => r.channelId));
-    // Removing only oneself needs no permission (nor the caller's groups).
-    checkCanUnsubscribe(users.every((u) => u.id === actor.id) ? { user: actor, groups: new Set() } : await subject(), users, channels, callerSubscribed);
-    // The seed: an unknown channel is STREAM_DOES_NOT_EXIST with its name in `stream` (checked after
-    // permissions, as Zulip does, so an unauthorized request learns nothing about names).
-    if (missing.length) throw new ChannelDoesNotExistError(missing[0]!);
+  const names = checkNames(request.names);
+  const { channels, missing, callerRows } = await lockNamedChannels(tx, realm, actor, names);
+  const callerSubscribed = new Set([...callerRows.values()].filter((r) => r.active).map((r) => r.channelId));
+  // Removing only oneself needs no permission (nor the caller's groups).
+  checkCanUnsubscribe(users.every((u) => u.id === actor.id) ? { user: actor, groups: new Set() } : await subject(), users, channels, callerSubscribed);
+  if (missing.length) throw unknownChannels(missing);
 
-    // Only what this statement changed counts as removed (a concurrent removal already did the rest).
-    const changed = new Set(
-      (await deactivateSubscriptions(tx, users.flatMap((u) => channels.map((c) => ({ userId: u.id, channelId: c.id }))))).map((r) => pairKey(r.userId, r.channelId)),
-    );
-    const removed: Array<{ user: User; channel: Channel }> = [];
-    const result = { removed: [] as string[], not_removed: [] as string[] };
-    for (const user of users) {
-      for (const channel of channels) {
-        if (changed.has(pairKey(user.id, channel.id))) {
-          removed.push({ user, channel });
-          result.removed.push(channel.name);
-        } else {
-          result.not_removed.push(channel.name);
-        }
+  // Only what this statement changed counts as removed (a concurrent removal already did the rest).
+  const changed = new Set(
+    (await deactivateSubscriptions(tx, users.flatMap((u) => channels.map((c) => ({ userId: u.id, channelId: c.id }))))).map((r) => pairKey(r.userId, r.channelId)),
+  );
+  const removed: Array<{ user: User; channel: Channel }> = [];
+  const result = { removed: [] as string[], not_removed: [] as string[] };
+  for (const user of users) {
+    for (const channel of channels) {
+      if (changed.has(pairKey(user.id, channel.id))) {
+        removed.push({ user, channel });
+        result.removed.push(channel.name);
+      } else {
+        result.not_removed.push(channel.name);
       }
     }
-    if (removed.length === 0) return result;
+  }
+  if (removed.length === 0) return result;
 
-    const events = await removalEvents(tx, users, channels, removed);
-    await deps.events.publish(tx, afterCommit, realm.id, events);
-    return result;
-  });
+  const events = await removalEvents(tx, users, channels, removed);
+  await deps.events.publish(tx, afterCommit, realm.id, events);
+  return result;
 }
 
 async function removalEvents(tx: Db, users: User[], channels: Channel[], removed: Array<{ user: User; channel: Channel }>): Promise<QueuedEvent[]> {
@@ -448,4 +468,50 @@ async function removalEvents(tx: Db, users: User[], channels: Channel[], removed
     events.push({ audience: { ...channelAudience(channel), except: altered }, payload: { type: 'subscription', op: 'peer_remove', stream_ids: [channel.id], user_ids: altered } });
   }
   return events;
+}
+
+// ---------------------------------------------------------------------------------------------
+// PATCH /users/me/subscriptions
+
+export interface UpdateSubscriptionsRequest {
+  add: SubscribeRequest['channels'];
+  delete: string[];
+}
+
+/** What PATCH /users/me/subscriptions answers: the answers of subscribing and unsubscribing, merged. */
+export type UpdateSubscriptionsResult = SuccessData<'update-subscriptions'>;
+
+/**
+ * Zulip's update_subscriptions_backend: POST /users/me/subscriptions for the caller with its defaults,
+ * then DELETE /users/me/subscriptions for the caller, in one transaction (an error in either undoes
+ * both).
+ */
+export async function doUpdateSubscriptions(deps: AppDeps, realm: Realm, actor: User, request: UpdateSubscriptionsRequest): Promise<UpdateSubscriptionsResult> {
+  if (request.add.length === 0 && request.delete.length === 0) throw new JsonableError('Nothing to do. Specify at least one of "add" or "delete".');
+  // The subscribing part refuses guests, even when it has nothing to do (Zulip's require_non_guest_user).
+  checkCanSubscribe(actor);
+  const subscribe: SubscribeRequest = {
+    channels: request.add,
+    authorizationErrorsFatal: true,
+    inviteOnly: false,
+    isWebPublic: false,
+    isDefault: false,
+    messageRetentionDays: 'realm_default',
+    groupSettings: {},
+    sendNewSubscriptionMessages: true,
+  };
+  return retryingChannelCreationRace(() =>
+    inTransaction(deps.db, async (tx, afterCommit) => {
+      const subscribed = await subscribeIn(deps, realm, actor, subscribe, prismaTx(tx), afterCommit);
+      // Unlike DELETE /users/me/subscriptions, unknown names are listed in one BAD_REQUEST error (Zulip's list_to_streams).
+      const unsubscribed = await unsubscribeIn(deps, realm, actor, { names: request.delete }, tx, afterCommit, (names) => new JsonableError(`Channel(s) (${names.join(', ')}) do not exist`));
+      return {
+        subscribed: subscribed.subscribed,
+        already_subscribed: subscribed.already_subscribed,
+        new_subscription_messages_sent: subscribed.new_subscription_messages_sent ?? false,
+        removed: unsubscribed.removed,
+        not_removed: unsubscribed.not_removed,
+      };
+    }),
+  );
 }

@@ -52,7 +52,7 @@ interface InTransaction {
 }
 
 /** Writes the policy, and when it changed, stores the user's `muted_topics` and `user_topic` events. */
-async function writePolicy(t: InTransaction, userId: number, channel: Channel, topic: string, policy: number): Promise<boolean> {
+export async function writePolicy(t: InTransaction, userId: number, channel: Pick<Channel, 'id'>, topic: string, policy: number): Promise<boolean> {
   const at = new Date(Math.floor(Date.now() / 1000) * 1000);
   const changed = await setUserTopicPolicy(t.tx, { userId, channelId: channel.id, topic, policy, at });
   if (!changed) return false;
@@ -140,4 +140,34 @@ export async function applyAutomaticTopicPolicies(
     await writePolicy(t, userId, q.channel, q.topic, VisibilityPolicy.FOLLOWED);
   }
   return senderPolicy;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Automatic policies when a user takes part in a topic without sending (reactions)
+
+/**
+ * Zulip's visibility_policy_for_participation and should_change_visibility_policy: the policy the
+ * user's settings give a channel topic they took part in (by reacting), or null when it would not make
+ * the topic more visible. Following wins over unmuting (which applies only in a muted channel); a
+ * followed topic stays followed.
+ */
+export function automaticPolicyForParticipant(state: Pick<SenderTopicState, 'followPolicy' | 'unmutePolicy' | 'current' | 'channelMuted'>): number | null {
+  let policy: number | null = null;
+  if (state.followPolicy === AUTOMATICALLY.ON_PARTICIPATION) policy = VisibilityPolicy.FOLLOWED;
+  else if (state.channelMuted && state.unmutePolicy === AUTOMATICALLY.ON_PARTICIPATION) policy = VisibilityPolicy.UNMUTED;
+  if (policy === null || policy === state.current || state.current === VisibilityPolicy.FOLLOWED) return null;
+  return policy;
+}
+
+/**
+ * In the caller's transaction: the policy automaticPolicyForParticipant gives the user for the topic,
+ * written with its events when it changes anything. Bots get none (as when sending).
+ */
+export async function applyParticipationTopicPolicy(
+  t: InTransaction,
+  q: { user: Pick<User, 'id' | 'isBot'>; channelId: number; topic: string; state: Pick<SenderTopicState, 'followPolicy' | 'unmutePolicy' | 'current' | 'channelMuted'> },
+): Promise<void> {
+  if (q.user.isBot) return;
+  const policy = automaticPolicyForParticipant(q.state);
+  if (policy !== null) await writePolicy(t, q.user.id, { id: q.channelId }, q.topic, policy);
 }

@@ -138,8 +138,8 @@ function compileCondition(c: MessageCondition, base: Base): Prisma.Sql {
     case 'id':
       return Prisma.sql`${base.id} = ${c.id}::int`;
     case 'has':
-      // Zulip's Message.content_has_link / _attachment / _image, on the Markdown source. Parley stores
-      // no reactions yet.
+      // Zulip's Message.content_has_link / _attachment / _image, on the Markdown source; has:reaction,
+      // any reaction of anyone.
       switch (c.what) {
         case 'link':
           return Prisma.sql`(strpos(m.content, 'http://') > 0 OR strpos(m.content, 'https://') > 0 OR strpos(m.content, '/user_uploads') > 0 OR strpos(m.content, 'bitcoin:') > 0)`;
@@ -148,7 +148,7 @@ function compileCondition(c: MessageCondition, base: Base): Prisma.Sql {
         case 'image':
           return Prisma.sql`m.content ~* '[/\\-]user[\\-_]uploads[/\\.-]\\S+\\.(bmp|gif|jpg|jpeg|png|webp)'`;
         case 'reaction':
-          return Prisma.sql`FALSE`;
+          return Prisma.sql`EXISTS (SELECT 1 FROM reaction r WHERE r.message_id = ${base.id})`;
       }
       break;
     case 'search': {
@@ -340,17 +340,21 @@ export async function channelsForMessageRead(
       AND (lower(c.name) IN (SELECT lower(n) FROM unnest(${request.names}::text[]) AS n) OR c.id = ANY(${request.ids}::int[]) OR ${restricted})`;
 }
 
-/** One message of the organization with the viewer's flags (null without a row) and its channel. */
+/**
+ * One message of the organization with the viewer's flags (null without a row) and its channel. With
+ * `lock`, the message row is locked (FOR NO KEY UPDATE, until the caller's transaction ends) as it is read.
+ */
 export async function messageWithViewerRow(
   db: Db,
   realmId: number,
   messageId: number,
   userId: number | null,
+  lock = false,
 ): Promise<{ message: MessageRow; flags: number | null; channel: FetchChannel | null } | null> {
   const rows = await db.$queryRaw<Array<MessageRow & { flags: number | null; channel: FetchChannel | null }>>`
     SELECT ${MESSAGE_COLUMNS}, ${userId === null ? Prisma.sql`NULL::int` : Prisma.sql`(SELECT um.flags::int FROM user_message um WHERE um.user_id = ${userId}::int AND um.message_id = m.id)`} AS flags,
       (SELECT row_to_json(x) FROM (SELECT ${FETCH_CHANNEL_COLUMNS}, ${subscribedSql(userId)} AS subscribed FROM channel c WHERE c.id = m.channel_id) x) AS channel
-    FROM message m WHERE m.id = ${messageId}::int AND m.realm_id = ${realmId}::int`;
+    FROM message m WHERE m.id = ${messageId}::int AND m.realm_id = ${realmId}::int ${lock ? Prisma.sql`FOR NO KEY UPDATE OF m` : Prisma.empty}`;
   const row = rows[0];
   if (!row) return null;
   const { flags, channel, ...message } = row;

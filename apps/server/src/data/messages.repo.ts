@@ -8,7 +8,7 @@ import type { MessagePerson, MessageRow } from '../lib/message-format.ts';
 // Pure functions: which address of a user is shown to, and may be used by, whom.
 import { addressNames, publicEmailOf, userIdOfHiddenAddress, type AddressOwner } from '../access/users.ts';
 
-export const MESSAGE_COLUMNS = Prisma.sql`m.id, m.sender_id, m.channel_id, m.topic, m.direct_user_ids, m.content, m.rendered_content, m.date_sent, m.last_edit_time, m.sending_client`;
+export const MESSAGE_COLUMNS = Prisma.sql`m.id, m.sender_id, m.channel_id, m.topic, m.direct_user_ids, m.content, m.rendered_content, m.date_sent, m.last_edit_time, m.sending_client, m.edit_history, m.last_moved_time`;
 
 export interface NewMessage {
   realmId: number;

@@ -15,6 +15,11 @@ export type RealmGroupSettings = {
   canSetTopicsPolicyGroupId?: number;
   directMessagePermissionGroupId?: number;
   createMultiuseInviteGroupId?: number;
+  canMoveMessagesBetweenTopicsGroupId?: number;
+  canMoveMessagesBetweenChannelsGroupId?: number;
+  canResolveTopicsGroupId?: number;
+  canDeleteAnyMessageGroupId?: number;
+  canDeleteOwnMessageGroupId?: number;
 };
 
 export const setRealmGroupSettings = (db: Db, realmId: number, data: RealmGroupSettings) =>

@@ -16,7 +16,7 @@ import type { Logger } from '../http/logging.ts';
 import { EPHEMERAL_CHANNEL, EVENTS_CHANNEL } from './bus.ts';
 import type { DatabaseListener } from './listener.ts';
 import { eventEndsQueue } from '../access/event-queues.ts';
-import { presentEvent, type DeliverableEvent } from './present.ts';
+import { presentEvents, type DeliverableEvent } from './present.ts';
 
 export interface DeliveryOptions {
   /** A parked poll answers a heartbeat after this long plus up to `heartbeatJitterMs`. */
@@ -181,8 +181,7 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
     for (; i < tail.buffer.length && out.length < options.batchLimit; i++) {
       const event = tail.buffer[i]!;
       if (eventEndsQueue(event, queue)) return { events: out, ended: true };
-      const presented = presentEvent(event, queue);
-      if (presented) out.push(presented);
+      out.push(...presentEvents(event, queue));
     }
     return { events: out, ended: false };
   }
@@ -302,8 +301,7 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
             }
             seen.add(r.id);
             cursor = r.id;
-            const presented = presentEvent(fromRow(r, 0), queue);
-            if (presented) answer.events.push(presented);
+            answer.events.push(...presentEvents(fromRow(r, 0), queue));
           }
         } while (full && !answer.ended && answer.events.length === 0 && !closed);
         if (!answer.ended && !full) {

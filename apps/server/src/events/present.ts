@@ -54,7 +54,29 @@ export function presentEvent(event: DeliverableEvent, queue: Queue): Record<stri
   const out: Record<string, unknown> = { id: event.id };
   for (const [k, v] of Object.entries(event.payload)) if (!k.startsWith('_') && !SERVER_ONLY_FIELDS.has(k)) out[k] = v;
   if (event.type === 'user_topic' && out['topic_name'] === '' && queue.clientCapabilities['empty_topic_name'] !== true) out['topic_name'] = EMPTY_TOPIC_DISPLAY_NAME;
+  if (event.type === 'update_message') {
+    // Each recipient's own flags on the edited message travel beside the one payload.
+    out['flags'] = flagNames(recipientIndex >= 0 && event.flags ? (event.flags[recipientIndex] ?? 0) : 0);
+    if (queue.clientCapabilities['empty_topic_name'] !== true) {
+      for (const key of ['orig_subject', 'subject']) if (out[key] === '') out[key] = EMPTY_TOPIC_DISPLAY_NAME;
+    }
+  }
+  if (event.type === 'delete_message' && out['topic'] === '' && queue.clientCapabilities['empty_topic_name'] !== true) out['topic'] = EMPTY_TOPIC_DISPLAY_NAME;
   return out;
+}
+
+/**
+ * The events this queue receives for a stored (or ephemeral) event: presentEvent's, except that a
+ * `delete_message` event becomes one event per message, with `message_id` instead of `message_ids`,
+ * for clients without the `bulk_message_deletion` capability (Zulip's form before feature level 13).
+ * Those events share the stored event's id.
+ */
+export function presentEvents(event: DeliverableEvent, queue: Queue): Record<string, unknown>[] {
+  const out = presentEvent(event, queue);
+  if (!out) return [];
+  if (event.type !== 'delete_message' || queue.clientCapabilities['bulk_message_deletion'] === true || !Array.isArray(out['message_ids'])) return [out];
+  const { message_ids: ids, ...rest } = out;
+  return (ids as number[]).map((id) => ({ ...rest, message_id: id }));
 }
 
 function presentMessageEvent(event: DeliverableEvent, queue: Queue, recipientIndex: number): Record<string, unknown> | null {

@@ -3,7 +3,7 @@
 import type { Handler } from '../http/handler.ts';
 import { channelById, channelIdByName, channelSubscriberIds, listChannelsForUser, subscriptionsOfUser } from '../queries/channels.ts';
 import { doArchiveChannel, doUpdateChannel } from '../actions/channels.ts';
-import { doSubscribe, doUnsubscribe } from '../actions/subscriptions.ts';
+import { doSubscribe, doUnsubscribe, doUpdateSubscriptions } from '../actions/subscriptions.ts';
 import { doUpdateSubscriptionSettings } from '../actions/subscription-settings.ts';
 import type { GroupSettingUpdate, GroupSettingValue } from '../actions/group-settings.ts';
 import { groupSettingParams } from '../lib/group-settings.ts';
@@ -91,3 +91,6 @@ export const updateSubscriptionSettings: Handler<'update-subscription-settings'>
   await doUpdateSubscriptionSettings(deps, realm, user, params.subscription_data);
   return {};
 };
+
+export const updateSubscriptions: Handler<'update-subscriptions'> = async ({ params, realm, user, deps }) =>
+  doUpdateSubscriptions(deps, realm, user, { add: params.add ?? [], delete: params.delete ?? [] });

@@ -5,8 +5,15 @@
 // the request was refused, or reads no rows of theirs), then the read.
 import type { Handler } from '../http/handler.ts';
 import { doSendMessage } from '../actions/messages.ts';
+import { doDeleteMessage, doDeleteTopic } from '../actions/message-deletion.ts';
 import { catchUpDeferredRows } from '../actions/deferred-rows.ts';
 import { checkFetchRequest, checkTopicsRequest, fetchMessages, isPossibleMessageId, messageForViewer, topicsOfChannel } from '../queries/messages.ts';
+import { readReceipts } from '../queries/read-receipts.ts';
+import { doRenderMessage } from '../actions/render-message.ts';
+import { checkMatchesNarrowRequest, narrowMatches } from '../queries/narrow-matches.ts';
+import { doSetMessageEditTyping } from '../actions/message-typing.ts';
+import { doUpdateMessage } from '../actions/message-edits.ts';
+import { checkEditHistoryAvailable, messageHistory } from '../queries/message-history.ts';
 
 export const sendMessage: Handler<'send-message'> = async ({ params, realm, user, deps, client }) => {
   const { id, automaticNewVisibilityPolicy } = await doSendMessage(deps, realm, user, {
@@ -54,3 +61,44 @@ export const getStreamTopics: Handler<'get-stream-topics'> = async ({ params, pa
   if (query.rowsOf) await catchUpDeferredRows(deps.db, realm, query.rowsOf);
   return topicsOfChannel(deps.db, query, { allowEmptyTopicName: params.allow_empty_topic_name ?? false });
 };
+
+export const getReadReceipts: Handler<'get-read-receipts'> = async ({ path, realm, user, deps }) => {
+  if (isPossibleMessageId(path.message_id)) await catchUpDeferredRows(deps.db, realm, user);
+  return readReceipts(deps.db, realm, user, path.message_id);
+};
+
+export const renderMessage: Handler<'render-message'> = async ({ params, realm, user, deps }) => doRenderMessage(deps.db, realm, user, params.content);
+
+export const checkMessagesMatchNarrow: Handler<'check-messages-match-narrow'> = async ({ params, realm, user, deps }) => {
+  const terms = checkMatchesNarrowRequest(params.narrow);
+  await catchUpDeferredRows(deps.db, realm, user);
+  return narrowMatches(deps.db, realm, user, params.msg_ids, terms);
+};
+
+export const setTypingStatusForMessageEdit: Handler<'set-typing-status-for-message-edit'> = async ({ params, path, realm, user, deps, cachedTableWrites }) =>
+  doSetMessageEditTyping(deps, realm, user, path.message_id, params.op, cachedTableWrites);
+
+export const updateMessage: Handler<'update-message'> = async ({ params, path, realm, user, deps }) =>
+  doUpdateMessage(deps, realm, user, {
+    messageId: path.message_id,
+    topic: params.topic,
+    propagateMode: params.propagate_mode ?? 'change_one',
+    notifyOldThread: params.send_notification_to_old_thread ?? false,
+    notifyNewThread: params.send_notification_to_new_thread ?? true,
+    content: params.content,
+    prevContentSha256: params.prev_content_sha256,
+    streamId: params.stream_id,
+  });
+
+export const getMessageHistory: Handler<'get-message-history'> = async ({ params, path, realm, user, deps }) => {
+  checkEditHistoryAvailable(realm);
+  if (isPossibleMessageId(path.message_id)) await catchUpDeferredRows(deps.db, realm, user);
+  return messageHistory(deps.db, realm, user, path.message_id, { allowEmptyTopicName: params.allow_empty_topic_name ?? false });
+};
+
+export const deleteMessage: Handler<'delete-message'> = async ({ path, realm, user, deps }) => {
+  await doDeleteMessage(deps, realm, user, path.message_id);
+  return {};
+};
+
+export const deleteTopic: Handler<'delete-topic'> = async ({ params, path, realm, user, deps }) => doDeleteTopic(deps, realm, user, path.stream_id, params.topic_name);

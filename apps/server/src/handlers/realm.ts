@@ -12,6 +12,15 @@ export const updateRealm: Handler<'update-realm'> = async ({ params, realm, user
       emailChangesDisabled: params.email_changes_disabled,
       nameChangesDisabled: params.name_changes_disabled,
       inviteRequired: params.invite_required,
+      allowMessageEditing: params.allow_message_editing,
+      enableReadReceipts: params.enable_read_receipts,
     },
+    timeLimits: {
+      messageContentEditLimitSeconds: params.message_content_edit_limit_seconds,
+      moveMessagesWithinStreamLimitSeconds: params.move_messages_within_stream_limit_seconds,
+      moveMessagesBetweenStreamsLimitSeconds: params.move_messages_between_streams_limit_seconds,
+      messageContentDeleteLimitSeconds: params.message_content_delete_limit_seconds,
+    },
+    ...(params.message_edit_history_visibility_policy !== undefined ? { editHistoryPolicy: params.message_edit_history_visibility_policy } : {}),
     settings: groupSettingParams<'realm', GroupSettingUpdate>('realm', params),
   });

@@ -46,3 +46,11 @@ const NAMES = loadNames();
 export function emojiCodeForName(name: string): string | undefined {
   return NAMES.get(name);
 }
+
+/** Every Unicode emoji code that has a name (the codes of NAMES): what a reaction's emoji_code may be. */
+const CODES: ReadonlySet<string> = new Set(NAMES.values());
+
+/** Whether `code` (Zulip's form, e.g. `1f44d`) is a Unicode emoji with a name (Zulip's codepoint_to_name). */
+export function isUnicodeEmojiCode(code: string): boolean {
+  return CODES.has(code);
+}

@@ -63,7 +63,7 @@ const CHANNEL_SETTINGS = define('channel', [
   { name: 'can_add_subscribers_group', column: 'canAddSubscribersGroupId', defaultValue: 'role:nobody', disallowedSystemGroups: NO_INTERNET },
   { name: 'can_administer_channel_group', column: 'canAdministerChannelGroupId', defaultValue: 'creator', disallowedSystemGroups: NO_INTERNET },
   { name: 'can_delete_any_message_group', column: 'canDeleteAnyMessageGroupId', defaultValue: 'role:nobody', disallowedSystemGroups: NO_INTERNET },
-  { name: 'can_delete_own_message_group', column: 'canDeleteOwnMessageGroupId', defaultValue: 'role:everyone', disallowedSystemGroups: NO_INTERNET },
+  { name: 'can_delete_own_message_group', column: 'canDeleteOwnMessageGroupId', defaultValue: 'role:nobody', disallowedSystemGroups: NO_INTERNET },
   { name: 'can_move_messages_out_of_channel_group', column: 'canMoveMessagesOutOfChannelGroupId', defaultValue: 'role:nobody', disallowedSystemGroups: NO_INTERNET },
   { name: 'can_move_messages_within_channel_group', column: 'canMoveMessagesWithinChannelGroupId', defaultValue: 'role:nobody', disallowedSystemGroups: NO_INTERNET },
   { name: 'can_remove_subscribers_group', column: 'canRemoveSubscribersGroupId', defaultValue: 'role:administrators', disallowedSystemGroups: NO_INTERNET },
@@ -82,6 +82,12 @@ const REALM_SETTINGS = define('realm', [
   { name: 'can_manage_all_groups', column: 'canManageAllGroupsId', defaultValue: 'role:administrators', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
   { name: 'can_mention_many_users_group', column: 'canMentionManyUsersGroupId', defaultValue: 'role:administrators', disallowedSystemGroups: ['role:internet'] },
   { name: 'can_access_all_users_group', column: 'canAccessAllUsersGroupId', defaultValue: 'role:everyone', disallowedSystemGroups: ['role:internet'], requireSystemGroup: true, allowedSystemGroups: ['role:everyone', 'role:members'] },
+  // Editing, moving and deleting messages (Zulip's REALM_PERMISSION_GROUP_SETTINGS).
+  { name: 'can_move_messages_between_topics_group', column: 'canMoveMessagesBetweenTopicsGroupId', defaultValue: 'role:everyone', disallowedSystemGroups: ['role:internet'] },
+  { name: 'can_move_messages_between_channels_group', column: 'canMoveMessagesBetweenChannelsGroupId', defaultValue: 'role:members', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
+  { name: 'can_resolve_topics_group', column: 'canResolveTopicsGroupId', defaultValue: 'role:everyone', disallowedSystemGroups: ['role:internet'] },
+  { name: 'can_delete_any_message_group', column: 'canDeleteAnyMessageGroupId', defaultValue: 'role:administrators', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
+  { name: 'can_delete_own_message_group', column: 'canDeleteOwnMessageGroupId', defaultValue: 'role:everyone', disallowedSystemGroups: ['role:internet'] },
 ]);
 
 const BY_OWNER: { [O in SettingOwner]: readonly OwnedGroupSettingDefinition<O>[] } = {

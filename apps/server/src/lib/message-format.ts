@@ -5,6 +5,8 @@ import type { Realm } from '../data/models.ts';
 import { gravatarUrl } from './user-format.ts';
 import { EmailVisibility, publicEmailOf } from '../access/users.ts';
 import { EMPTY_TOPIC_DISPLAY_NAME } from './message-limits.ts';
+import type { EditHistoryEntry } from '../data/message-edits.repo.ts';
+import type { MessageReaction } from './reactions.ts';
 
 /** A stored message, as the data layer reads it. */
 export interface MessageRow {
@@ -18,6 +20,10 @@ export interface MessageRow {
   date_sent: Date;
   last_edit_time: Date | null;
   sending_client: string;
+  /** Edits and moves, newest first (data/message-edits.repo.ts EditHistoryEntry); null when none. */
+  edit_history?: unknown[] | null;
+  /** When it last changed topic (resolving aside) or channel. */
+  last_moved_time?: Date | null;
 }
 
 /**
@@ -55,6 +61,8 @@ export interface MessageFormatContext {
   clientGravatar: boolean;
   /** Clients that understand the empty topic get ""; others get realm_empty_topic_display_name. */
   allowEmptyTopicName: boolean;
+  /** The messages' reactions (data/reactions.repo.ts reactionsOfMessages); a message missing here has none. */
+  reactions?: ReadonlyMap<number, MessageReaction[]>;
 }
 
 export type FormattedMessage = Record<string, unknown>;
@@ -93,7 +101,7 @@ export function formatMessage(row: MessageRow, ctx: MessageFormatContext, viewer
     subject: channel ? (row.topic === '' && !ctx.allowEmptyTopicName ? EMPTY_TOPIC_DISPLAY_NAME : row.topic) : '',
     topic_links: [],
     is_me_message: isMeMessage(row.content),
-    reactions: [],
+    reactions: ctx.reactions?.get(row.id) ?? [],
     submessages: [],
     recipient_id: recipientIdOf(row, viewerId),
     type: channel ? 'stream' : 'private',
@@ -112,10 +120,38 @@ export function formatMessage(row: MessageRow, ctx: MessageFormatContext, viewer
     out['display_recipient'] = people;
   }
   if (row.last_edit_time) out['last_edit_timestamp'] = Math.floor(row.last_edit_time.getTime() / 1000);
+  if (row.last_moved_time) out['last_moved_timestamp'] = Math.floor(row.last_moved_time.getTime() / 1000);
+  if (row.edit_history) {
+    const shown = visibleEditHistory(ctx.realm, row.edit_history as EditHistoryEntry[], ctx.allowEmptyTopicName);
+    if (shown && shown.length) out['edit_history'] = shown;
+  }
   return out;
 }
 
 function avatarUrlOf(person: MessagePerson, clientGravatar: boolean): string | null {
   if (clientGravatar && gravatarLeftToClient(person)) return null;
   return gravatarUrl(person.delivery_email, person.avatar_version);
+}
+
+/**
+ * The entries of a stored history a viewer is shown under the organization's policy (`all`, or `moves`:
+ * content changes left out), newest first, with the empty topic named for clients that do not handle it.
+ */
+export function visibleEditHistory(realm: Pick<Realm, 'messageEditHistoryVisibilityPolicy'>, history: EditHistoryEntry[], allowEmptyTopicName: boolean): EditHistoryEntry[] | null {
+  const policy = realm.messageEditHistoryVisibilityPolicy;
+  if (policy === 'none') return null;
+  const shown = (topic: string) => (topic === '' && !allowEmptyTopicName ? EMPTY_TOPIC_DISPLAY_NAME : topic);
+  const out: EditHistoryEntry[] = [];
+  for (const entry of history) {
+    const e: EditHistoryEntry = { ...entry };
+    if (policy === 'moves') {
+      delete e.prev_content;
+      delete e.prev_rendered_content;
+      if (e.prev_topic === undefined && e.prev_stream === undefined) continue;
+    }
+    if (e.prev_topic !== undefined) e.prev_topic = shown(e.prev_topic);
+    if (e.topic !== undefined) e.topic = shown(e.topic);
+    out.push(e);
+  }
+  return out;
 }

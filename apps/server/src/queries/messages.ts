@@ -25,6 +25,7 @@ import {
   type PageSelection,
 } from '../data/message-fetch.repo.ts';
 import { directRecipientsByEmails, directRecipientsByIds, messagePeople } from '../data/messages.repo.ts';
+import { reactionsOfMessages } from '../data/reactions.repo.ts';
 import { hasContentAccess, loadChannelViewer, type PermissionSubject } from '../access/channels.ts';
 import {
   canReadChannelHistory,
@@ -127,9 +128,9 @@ export const isPossibleMessageId = (messageId: number) => messageId >= 1 && mess
  * it does not exist. The caller has caught up the viewer's deferred rows when the id is possible
  * (isPossibleMessageId): access to a protected history, and the flags, come from the viewer's row.
  */
-export async function readableMessage(db: Db, realm: Realm, viewer: User | null, messageId: number) {
+export async function readableMessage(db: Db, realm: Realm, viewer: User | null, messageId: number, options: { lock?: boolean } = {}) {
   if (!isPossibleMessageId(messageId)) return null;
-  const found = await messageWithViewerRow(db, realm.id, messageId, viewer?.id ?? null);
+  const found = await messageWithViewerRow(db, realm.id, messageId, viewer?.id ?? null, options.lock ?? false);
   if (!found) return null;
   const subject = viewer ? await subjectFor(db, viewer, found.channel !== null && channelAccessDependsOnGroups(viewer, found.channel)) : null;
   return hasMessageAccess(subject, found) ? found : null;
@@ -138,10 +139,12 @@ export async function readableMessage(db: Db, realm: Realm, viewer: User | null,
 /**
  * Zulip's access_message(..., is_modifying_message=True), for operations that change a message or
  * its reactions: the message as readableMessage finds it (the caller has caught up the user's
- * deferred rows), refused with `Invalid message(s)` also when its channel is archived.
+ * deferred rows), refused with `Invalid message(s)` also when its channel is archived. With `lock`
+ * (in a transaction; Zulip's lock_message), the message row is locked as it is read, so that the
+ * access decided holds until the transaction ends.
  */
-export async function changeableMessage(db: Db, realm: Realm, user: User, messageId: number) {
-  const found = await readableMessage(db, realm, user, messageId);
+export async function changeableMessage(db: Db, realm: Realm, user: User, messageId: number, options: { lock?: boolean } = {}) {
+  const found = await readableMessage(db, realm, user, messageId, options);
   if (!found || found.channel?.isArchived) throw invalidMessage();
   return found;
 }
@@ -422,10 +425,13 @@ async function formatPage(db: Db, realm: Realm, viewer: User | null, rows: PageR
 }
 
 async function formatContext(db: Db, realm: Realm, rows: Array<MessageRow & { channel_name: string | null }>, options: FormatOptions): Promise<MessageFormatContext> {
-  const people = await messagePeople(db, realm.id, rows.flatMap((r) => [r.sender_id, ...r.direct_user_ids]));
+  const [people, reactions] = await Promise.all([
+    messagePeople(db, realm.id, rows.flatMap((r) => [r.sender_id, ...r.direct_user_ids])),
+    reactionsOfMessages(db, rows.map((r) => r.id)),
+  ]);
   const channelNames = new Map<number, string>();
   for (const r of rows) if (r.channel_id !== null && r.channel_name !== null) channelNames.set(r.channel_id, r.channel_name);
-  return { realm, people: new Map<number, MessagePerson>(people.map((p) => [p.id, p])), channelNames, ...options };
+  return { realm, people: new Map<number, MessagePerson>(people.map((p) => [p.id, p])), channelNames, reactions, ...options };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ function typeLiteralsWithoutOp(): Array<{ type: string; key: string; file: strin
 }
 
 // `{ type: …, key: … }` literals of the server that are not events (group-deactivation objections, message send requests).
-const NOT_EVENTS = new Set(['subgroup supergroup_ids', 'channel channel_id', 'user_group group_id', 'realm settings', 'stream stream_id', 'private user_ids', 'private to']);
+const NOT_EVENTS = new Set(['subgroup supergroup_ids', 'channel channel_id', 'user_group group_id', 'realm settings', 'stream stream_id', 'private user_ids', 'private to', 'direct user_ids']);
 // Events that are delivered but never stored: heartbeats are made by the long-poll itself, typing is
 // ephemeral. Both are checked as delivered, against the spec, in test/api/event-queues/ and test/api/typing/ (responses are
 // validated in tests).
@@ -176,6 +176,15 @@ describe('stored events, after a representative run of API calls', () => {
     // Messages: a channel message and a direct message.
     await ok(as('iago').POST('/messages', { body: { type: 'stream', to: pubName, topic: 'events', content: 'hello @**all**' } }), 'send to channel');
     const direct = await ok(as('iago').POST('/messages', { body: { type: 'direct', to: JSON.stringify([env.users.hamlet.id]), content: 'hello' } }), 'send direct');
+    // Reactions: one added and removed (reaction add, remove).
+    const reacted = { params: { path: { message_id: direct.data!.id } } };
+    await ok(as('hamlet').POST('/messages/{message_id}/reactions', { ...reacted, body: { emoji_name: 'octopus' } }), 'add reaction');
+    await ok(as('hamlet').DELETE('/messages/{message_id}/reactions', { ...reacted, body: { emoji_name: 'octopus' } }), 'remove reaction');
+    // Deletion: one message, and a topic (delete_message).
+    const doomed = await ok(as('iago').POST('/messages', { body: { type: 'stream', to: pubName, topic: 'doomed', content: 'short-lived' } }), 'send to delete');
+    await ok(as('iago').DELETE('/messages/{message_id}', { params: { path: { message_id: doomed.data!.id } } }), 'delete message');
+    await ok(as('iago').POST('/messages', { body: { type: 'stream', to: pubName, topic: 'doomed topic', content: 'short-lived too' } }), 'send to a topic to delete');
+    await ok(as('iago').POST('/streams/{stream_id}/delete_topic', { params: { path: { stream_id: pub.id } }, body: { topic_name: 'doomed topic' } }), 'delete topic');
     // Scheduled messages: schedule, edit, delete, and one delivered (its removal event).
     const inAnHour = Math.floor(Date.now() / 1000) + 3600;
     const scheduledId = (await ok(as('iago').POST('/scheduled_messages', { body: { type: 'stream', to: pub.id, topic: 't', content: 'later', scheduled_delivery_timestamp: inAnHour } }), 'schedule')).data!.scheduled_message_id;

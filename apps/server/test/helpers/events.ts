@@ -124,7 +124,7 @@ export function deliveredForm(payload: any, id: number): any {
   // Delivery-only fields (events/present.ts): never sent to clients.
   for (const field of Object.keys(copy)) if (field.startsWith('_')) delete copy[field];
   // A message event's recipient flags are stored per recipient beside the payload.
-  if (copy.type === 'message' && copy.flags === undefined) copy.flags = [];
+  if ((copy.type === 'message' || copy.type === 'update_message') && copy.flags === undefined) copy.flags = [];
   return copy;
 }
 

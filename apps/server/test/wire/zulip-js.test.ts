@@ -330,6 +330,31 @@ describe('read state with zulip-js', () => {
   });
 });
 
+describe('reactions with zulip-js', () => {
+  it('reactions.add (multipart POST) and reactions.remove (DELETE, parameters in the query string), with the reaction events', async () => {
+    const iago = await clientFor('iago');
+    const cordelia = await clientFor('cordelia');
+    const sent = await iago.messages.send({ to: JSON.stringify([env.users.cordelia.id]), type: 'private', content: 'react to me' });
+    expectSuccess(sent);
+    const queue = await iago.queues.register({ event_types: ['reaction'] });
+    expectSuccess(queue);
+    expectSuccess(await cordelia.reactions.add({ message_id: sent.id, emoji_name: 'octopus' }));
+    expect(lastRequest('POST', `/messages/${sent.id}/reactions`).contentType).toMatch(/^multipart\/form-data;\s*boundary=/);
+    const refused = await cordelia.reactions.add({ message_id: sent.id, emoji_name: 'octopus', emoji_code: '1f419', reaction_type: 'unicode_emoji' });
+    expect(refused).toMatchObject({ result: 'error', msg: 'Reaction already exists.', code: 'REACTION_ALREADY_EXISTS' });
+    expectSuccess(await cordelia.reactions.remove({ message_id: sent.id, emoji_code: '1f419', reaction_type: 'unicode_emoji' }));
+    const removal = lastRequest('DELETE', `/messages/${sent.id}/reactions`);
+    expect(removal.url).toContain('emoji_code=1f419');
+    expect(removal.body.length).toBe(0);
+    const answer = await iago.events.retrieve({ queue_id: queue.queue_id, last_event_id: queue.last_event_id, dont_block: 'true' });
+    expectSuccess(answer);
+    expect(answer.events.map((e: any) => [e.type, e.op, e.user_id, e.message_id, e.emoji_name, e.emoji_code])).toEqual([
+      ['reaction', 'add', env.users.cordelia.id, sent.id, 'octopus', '1f419'],
+      ['reaction', 'remove', env.users.cordelia.id, sent.id, 'octopus', '1f419'],
+    ]);
+  });
+});
+
 describe('history, drafts, scheduled messages and settings with zulip-js', () => {
   it('fetches history narrowed to a topic', async () => {
     const hamlet = await clientFor('hamlet');

@@ -69,7 +69,14 @@ export interface paths {
          *     are ignored, and a request without parameters succeeds. Organization administrators only (`Must be an
          *     organization administrator`, code `UNAUTHORIZED_PRINCIPAL`); `invite_required`, `can_create_groups`,
          *     `can_invite_users_group` and `can_manage_all_groups` need an organization owner (`Must be an
-         *     organization owner`).
+         *     organization owner`). The message editing, moving and deletion settings and `enable_read_receipts`
+         *     are for administrators.
+         *
+         *     Time limits (`message_content_edit_limit_seconds`, `move_messages_within_stream_limit_seconds`,
+         *     `move_messages_between_streams_limit_seconds`, `message_content_delete_limit_seconds`) take a
+         *     positive JSON integer of seconds or the JSON string `"unlimited"` (stored and reported as null);
+         *     anything else gives `Bad value for '<setting>': <value>` with code `REQUEST_VARIABLE_INVALID` and
+         *     the fields `var_name` and `bad_value`.
          *
          *     Permission settings take a `{"new": …, "old": …}` update with the same checks as elsewhere (a
          *     mismatching `old` gives `'old' value does not match the expected value.`; some settings accept only
@@ -758,7 +765,21 @@ export interface paths {
         delete: operations["unsubscribe"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update subscriptions
+         * @description Subscribes the caller to the channels in `add` and unsubscribes them from the channels in
+         *     `delete`, in one transaction: the subscriptions are done first, then the unsubscriptions, and any
+         *     error undoes both. At least one of the two lists must be non-empty.
+         *
+         *     `add` works as `POST /users/me/subscriptions` for the caller with its defaults (a channel that does
+         *     not exist is created when the caller may create channels; an inaccessible private channel fails the
+         *     request with `Unable to access channel (<name>).`); `delete` works as `DELETE
+         *     /users/me/subscriptions` for the caller, except that a name that matches no channel gives
+         *     `Channel(s) (<names>) do not exist`. As for `POST /users/me/subscriptions`, guests cannot use this
+         *     endpoint, even only to leave channels. The answer merges both answers. Subscription and
+         *     channel-creation events are sent as by the two operations.
+         */
+        patch: operations["update-subscriptions"];
         trace?: never;
     };
     "/users/me/subscriptions/properties": {
@@ -929,6 +950,234 @@ export interface paths {
         get: operations["get-message"];
         put?: never;
         post?: never;
+        /**
+         * Delete a message
+         * @description Deletes a message for everyone: it disappears from reads, searches, unread counts and topic lists,
+         *     its pending push notifications are withdrawn and reminders set on it are cancelled. Users who may
+         *     see the message get a `delete_message` event.
+         *
+         *     Who may delete, checked in this order:
+         *     - A member of the organization's `can_delete_any_message_group` (administrators by default), or,
+         *       for a channel message, of the channel's `can_delete_any_message_group` (nobody by default), may
+         *       delete any message they can access, at any age.
+         *     - Otherwise only the sender, or the owner of the bot that sent it, may delete it, and only if they
+         *       are in the organization's `can_delete_own_message_group` (everyone by default) or, for a channel
+         *       message, in the channel's `can_delete_own_message_group` (nobody by default).
+         *     - Their own messages are then deletable only within `realm_message_content_delete_limit_seconds`
+         *       of sending (10 minutes by default; null means no limit).
+         *
+         *     A message the requester cannot access, or one in an archived channel, gives `Invalid message(s)`.
+         */
+        delete: operations["delete-message"];
+        options?: never;
+        head?: never;
+        /**
+         * Edit or move a message
+         * @description Changes a message's content, or moves it (and, with `propagate_mode`, other messages of its topic)
+         *     to another topic or channel; resolving a topic is a move that adds the `✔ ` prefix to its name,
+         *     unresolving one removes it. Content and topic may change in one request; content and channel may
+         *     not. Every change is recorded in the message's `edit_history` and announced as an
+         *     `update_message` event to those who may see the message after the change.
+         *
+         *     Rules, as in Zulip:
+         *     - Only the sender may change the content, when the organization allows message editing
+         *       (`realm_allow_message_editing`) and within `realm_message_content_edit_limit_seconds` of sending
+         *       (plus a 20-second grace; administrators are not exempt). An empty body becomes `(deleted)`.
+         *     - Moving within a channel needs the organization's `can_move_messages_between_topics_group`, or
+         *       the channel's `can_move_messages_within_channel_group` (channel administrators always may);
+         *       resolving and unresolving needs `can_resolve_topics_group` (the organization's or the
+         *       channel's) and has no time limit. Moving to another channel needs the organization's
+         *       `can_move_messages_between_channels_group` or the channel's
+         *       `can_move_messages_out_of_channel_group` (administrators and channel administrators always may),
+         *       and permission to post in the destination. Moves are limited to
+         *       `realm_move_messages_within_stream_limit_seconds` and
+         *       `realm_move_messages_between_streams_limit_seconds` after sending, except for moderators and
+         *       administrators; with `change_all`, every message of the topic counts (code
+         *       `MOVE_MESSAGES_TIME_LIMIT_EXCEEDED` says how many recent ones could move).
+         *     - `prev_content_sha256`, when given, must be the SHA-256 of the content the client edited (code
+         *       `EXPECTATION_MISMATCH` otherwise), so that a stale edit never silently overwrites a newer one.
+         *     - Moving to a channel some recipients cannot read takes the messages away from them (their rows,
+         *       unread counts; a `delete_message` event). When a whole topic moves, the users' visibility
+         *       policies for it (followed, muted) move with it.
+         *     - The notification bot announces moves in the old and the new topic
+         *       (`send_notification_to_old_thread`, `send_notification_to_new_thread`) and resolving in the
+         *       topic itself.
+         */
+        patch: operations["update-message"];
+        trace?: never;
+    };
+    "/messages/{message_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a message's edit history
+         * @description The message as it was originally sent and after each edit or move, oldest first. The first entry
+         *     is the original (its `user_id` is the sender); each later one is the message after that change,
+         *     by whom and when, with what it was before (`prev_content`, `prev_rendered_content`,
+         *     `content_html_diff` for a content edit, `prev_topic` for a topic change, `prev_stream` and
+         *     `stream` for a move to another channel). The organization's
+         *     `realm_message_edit_history_visibility_policy` applies: `none` refuses the request, `moves` leaves
+         *     content edits out of the snapshots' differences. The requester must be able to read the message.
+         */
+        get: operations["get-message-history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages/{message_id}/read_receipts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a message's read receipts
+         * @description Lists the users who have read a message (feature level 137), in no particular order. The requester
+         *     must be able to read the message (`Invalid message(s)` otherwise), and the organization must have
+         *     read receipts enabled (`enable_read_receipts`); messages of archived channels are included.
+         *
+         *     The list holds the users whose copy of the message is marked read, bots included, and the
+         *     requester when they read it. It leaves out the sender, deactivated users and users who turned off
+         *     `send_read_receipts`. In Zulip it also leaves out users who muted the requester or whom the
+         *     requester muted; this server has no user muting yet.
+         */
+        get: operations["get-read-receipts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages/{message_id}/typing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set typing status for editing a message
+         * @description Tells the people of a message's conversation that the user started or stopped editing the
+         *     message's content (feature level 351 added this as `POST /message_edit_typing`; feature level 361
+         *     moved it here). The server keeps no state: it relays a `typing_edit_message` event.
+         *
+         *     The user must be allowed to edit the message's content right now, checked as `PATCH
+         *     /messages/{message_id}` checks a content edit but without its grace period after the time limit:
+         *     the organization allows message editing, the user sent the message, and the organization's
+         *     `realm_message_content_edit_limit_seconds` (when set) has not run out. The user's own
+         *     `send_stream_typing_notifications` or `send_private_typing_notifications` setting must be on for
+         *     the kind of message.
+         *
+         *     The event goes to the recipients who have `receives_typing_notifications` on, the user included:
+         *     for a channel message, the channel's active subscribers (none when it has more than 100) who can
+         *     read the message; for a direct message, the conversation's active participants.
+         */
+        post: operations["set-typing-status-for-message-edit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages/{message_id}/reactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add an emoji reaction
+         * @description Reacts to a message with an emoji. The emoji is named by `emoji_name`; `emoji_code` and
+         *     `reaction_type` say exactly which one, and when either is left out it is looked up from the name
+         *     (an organization's custom emoji first, then `zulip`, then the Unicode emoji names).
+         *
+         *     If someone already reacted to the message with the same emoji (same `emoji_code` and
+         *     `reaction_type`), the request counts as a vote for that reaction: it takes that reaction's
+         *     `emoji_name`, and the emoji is not checked again. Otherwise the name, code and type must agree.
+         *     Parley has no custom emoji yet, so a `realm_emoji` reaction is always refused.
+         *
+         *     The requester must be able to change the message: read access to it, and not in an archived
+         *     channel. Anyone who can read a public channel may react to its messages without being subscribed
+         *     (they get a `historical` copy of the message). Everyone who can see the message receives a
+         *     `reaction` event with `op` `add`.
+         */
+        post: operations["add-reaction"];
+        /**
+         * Remove an emoji reaction
+         * @description Takes back the requester's own reaction to a message. The reaction is found by `emoji_code` and
+         *     `reaction_type`; without a code, the code is looked up from `emoji_name` (so one of the two must be
+         *     given). The emoji is not checked otherwise: a reaction whose emoji no longer exists can still be
+         *     removed. The same message access as for adding applies. Everyone who can see the message receives a
+         *     `reaction` event with `op` `remove`.
+         */
+        delete: operations["remove-reaction"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages/render": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Render a message
+         * @description Renders Markdown to the HTML a message with this content would have if the requester sent it now:
+         *     mentions of users and groups, and links to channels the requester may read (other channel names
+         *     stay text). Nothing is stored and nobody is notified. The content is rendered as given: it is not
+         *     trimmed, and neither empty content nor long content is refused.
+         */
+        post: operations["render-message"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages/matches_narrow": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Check whether messages match a narrow
+         * @description Tells which of the given messages match a narrow, for clients that cannot evaluate some terms
+         *     themselves (full-text search above all). Only messages the requester received (those in their own
+         *     message history, as `GET /messages` without a channel term reads it) are considered; other IDs,
+         *     unknown ones included, are left out of the answer without an error. The narrow is read exactly as
+         *     `GET /messages` reads it, with the same errors (code `BAD_NARROW` for an unknown operator, channel
+         *     or user).
+         *
+         *     Each matching message comes with `match_content` and `match_subject`: with a `search` term, its
+         *     rendered content and its HTML-escaped topic with the matching words wrapped in
+         *     `<span class="highlight">`; without one, the same text unhighlighted.
+         */
+        get: operations["check-messages-match-narrow"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -954,6 +1203,37 @@ export interface paths {
         get: operations["get-stream-topics"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/streams/{stream_id}/delete_topic": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete a topic
+         * @description Deletes every message of a topic of a channel that the requester can access (in a channel with
+         *     protected history, only those they received), as `DELETE /messages/{message_id}` deletes one:
+         *     with `delete_message` events, withdrawn push notifications and cancelled reminders. Organization
+         *     administrators only; no group setting grants it.
+         *
+         *     The topic name is matched without regard to letter case. The messages are deleted newest first, in
+         *     batches of 100, each batch in its own transaction. When the request's time budget runs out before
+         *     the topic is empty, it answers `complete: false` and the client should call again; when it answers
+         *     `complete: true`, the users' visibility policies (followed, muted…) for the topic are cleared as
+         *     well (in a channel with protected history, only for users left with no message of the topic they
+         *     can read). A topic without messages answers `complete: true`. Before feature level 211 a partial
+         *     run answered `result` `partially_completed`.
+         */
+        post: operations["delete-topic"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4943,6 +5223,246 @@ export interface components {
             local_message_id?: string;
         };
         /**
+         * @description Sent when a message is edited or moved (`PATCH /messages/{message_id}`), to every user who may see
+         *     the message(s) after the change, each with their own `flags` on the edited message. A content edit
+         *     carries the old and new content; a move carries the old and new topic (`orig_subject`, `subject`)
+         *     and, for a move to another channel, `new_stream_id`; `message_ids` lists every message that changed
+         *     (the edited one and those moved with it). Channel messages also carry the channel they were in
+         *     before the change (`stream_id`, `stream_name`). Clients that do not handle the empty topic name see
+         *     it as `realm_empty_topic_display_name` in `orig_subject` and `subject`. Users who lose access to
+         *     moved messages receive `delete_message` instead.
+         * @example {
+         *       "id": 5,
+         *       "type": "update_message",
+         *       "user_id": 10,
+         *       "edit_timestamp": 1767226000,
+         *       "message_id": 42,
+         *       "message_ids": [
+         *         42
+         *       ],
+         *       "flags": [
+         *         "read"
+         *       ],
+         *       "rendering_only": false,
+         *       "stream_id": 7,
+         *       "stream_name": "Denmark",
+         *       "orig_content": "Helo, world!",
+         *       "orig_rendered_content": "<p>Helo, world!</p>",
+         *       "content": "Hello, world!",
+         *       "rendered_content": "<p>Hello, world!</p>",
+         *       "is_me_message": false
+         *     }
+         */
+        EventUpdateMessage: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `update_message`.
+             * @example update_message
+             * @constant
+             */
+            type: "update_message";
+            /**
+             * @description Who made the change (null for changes made by the server itself, such as link previews).
+             * @example 10
+             */
+            user_id: number | null;
+            /**
+             * @description When the change was made, in UNIX seconds.
+             * @example 1767226000
+             */
+            edit_timestamp: number;
+            /**
+             * @description The message the change was requested on.
+             * @example 42
+             */
+            message_id: number;
+            /**
+             * @description Every message that changed, ascending (feature level 393).
+             * @example [
+             *       42,
+             *       43
+             *     ]
+             */
+            message_ids: number[];
+            /**
+             * @description The recipient's flags on `message_id`.
+             * @example [
+             *       "read"
+             *     ]
+             */
+            flags: components["schemas"]["MessageFlag"][];
+            /**
+             * @description True when only the rendering changed (no user edit); then only the content fields are present.
+             * @example false
+             */
+            rendering_only: boolean;
+            /**
+             * @description Channel messages; the channel the message was in before the change.
+             * @example 7
+             */
+            stream_id?: number;
+            /**
+             * @description Channel messages; that channel's name.
+             * @example Denmark
+             */
+            stream_name?: string;
+            /**
+             * @description A move to another channel; the channel the messages are in now.
+             * @example 8
+             */
+            new_stream_id?: number;
+            /**
+             * @description A move; the topic before it.
+             * @example greetings
+             */
+            orig_subject?: string;
+            /**
+             * @description A topic change; the topic after it.
+             * @example castle
+             */
+            subject?: string;
+            /**
+             * @description A topic change; the links found in the new topic (none until the organization has linkifiers).
+             * @example []
+             */
+            topic_links?: {
+                /**
+                 * @description The linked text.
+                 * @example #123
+                 */
+                text: string;
+                /**
+                 * @description Where it links.
+                 * @example https://github.com/zulip/zulip/issues/123
+                 */
+                url: string;
+            }[];
+            /**
+             * @description A move; which messages of the topic moved.
+             * @example change_all
+             * @enum {string}
+             */
+            propagate_mode?: "change_one" | "change_later" | "change_all";
+            /**
+             * @description A content edit; the Markdown before it.
+             * @example Helo, world!
+             */
+            orig_content?: string;
+            /**
+             * @description A content edit; the HTML before it.
+             * @example <p>Helo, world!</p>
+             */
+            orig_rendered_content?: string;
+            /**
+             * @description A content edit; the new Markdown.
+             * @example Hello, world!
+             */
+            content?: string;
+            /**
+             * @description A content edit; the new HTML.
+             * @example <p>Hello, world!</p>
+             */
+            rendered_content?: string;
+            /**
+             * @description A content edit; whether the new content is a `/me` message.
+             * @example false
+             */
+            is_me_message?: boolean;
+        };
+        /**
+         * @description Sent when messages are deleted (`DELETE /messages/{message_id}`, `POST
+         *     /streams/{stream_id}/delete_topic`), or moved to a channel the user cannot read, to the users who
+         *     could see them: for direct messages, the participants; for a channel with protected history, its
+         *     subscribers who received them; for a private channel with shared history, its subscribers; for a
+         *     public channel, its subscribers and the other non-guest users who received them. The user who
+         *     deleted them always gets it. A user who could see only some of the messages is told only of those.
+         *
+         *     Two forms, by the client's `bulk_message_deletion` capability (`client_capabilities` of `POST
+         *     /register`):
+         *     - with it, one event per conversation listing the deleted messages in `message_ids`;
+         *     - without it (the form before feature level 13), one event per deleted message, with its id in
+         *       `message_id` and no `message_ids`.
+         *
+         *     Channel messages carry the channel (`stream_id`) and the topic (`topic`; deletions name it in
+         *     lower case, as Zulip does; clients that do not handle the empty topic name see it as
+         *     `realm_empty_topic_display_name`); direct messages carry neither.
+         * @example {
+         *       "id": 5,
+         *       "type": "delete_message",
+         *       "message_type": "stream",
+         *       "message_ids": [
+         *         42,
+         *         43
+         *       ],
+         *       "stream_id": 7,
+         *       "topic": "castle"
+         *     }
+         */
+        EventDeleteMessage: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `delete_message`.
+             * @example delete_message
+             * @constant
+             */
+            type: "delete_message";
+            /**
+             * @description Whether the messages were channel messages (`stream`) or direct messages (`private`).
+             * @example stream
+             * @enum {string}
+             */
+            message_type: "stream" | "private";
+            /**
+             * @description With the `bulk_message_deletion` capability, the deleted messages, ascending.
+             * @example [
+             *       42,
+             *       43
+             *     ]
+             */
+            message_ids?: number[];
+            /**
+             * @description Without the `bulk_message_deletion` capability, the one deleted message of this event.
+             * @example 42
+             */
+            message_id?: number;
+            /**
+             * @description Channel messages only; the channel they were in.
+             * @example 7
+             */
+            stream_id?: number;
+            /**
+             * @description Channel messages only; the topic they were in.
+             * @example castle
+             */
+            topic?: string;
+        } & (({
+            message_id?: never;
+        } | {
+            message_ids?: never;
+        }) & ({
+            /**
+             * @description Channel messages.
+             * @constant
+             */
+            message_type: "stream";
+        } | {
+            /**
+             * @description Direct messages.
+             * @constant
+             */
+            message_type: "private";
+            stream_id?: never;
+            topic?: never;
+        }));
+        /**
          * @description Sent to every client of a user when the user sets a flag on some of their messages (for example,
          *     marks them as read). With `all` true the flag was set on every message of the user and `messages`
          *     is empty.
@@ -5116,6 +5636,93 @@ export interface components {
         /** @description An `update_message_flags` event, by `op`. */
         EventUpdateMessageFlags: components["schemas"]["EventUpdateMessageFlagsAdd"] | components["schemas"]["EventUpdateMessageFlagsRemove"];
         /**
+         * @description Someone added (`op` `add`) or removed (`op` `remove`) an emoji reaction to a message. Sent to the
+         *     users who can see the message: its recipients (including those who got a `historical` copy of it),
+         *     and the subscribers of its channel when the channel's history is readable by them.
+         * @example {
+         *       "id": 3,
+         *       "type": "reaction",
+         *       "op": "add",
+         *       "user_id": 10,
+         *       "user": {
+         *         "user_id": 10,
+         *         "email": "hamlet@parley.local",
+         *         "full_name": "King Hamlet"
+         *       },
+         *       "message_id": 42,
+         *       "emoji_name": "octopus",
+         *       "emoji_code": "1f419",
+         *       "reaction_type": "unicode_emoji"
+         *     }
+         */
+        EventReaction: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 3
+             */
+            id: number;
+            /**
+             * @description Always `reaction`.
+             * @example reaction
+             * @constant
+             */
+            type: "reaction";
+            /**
+             * @description Whether the reaction was added or removed.
+             * @example add
+             * @enum {string}
+             */
+            op: "add" | "remove";
+            /**
+             * @description Who reacted.
+             * @example 10
+             */
+            user_id: number;
+            /**
+             * @deprecated
+             * @description Who reacted, as an object (Zulip dropped it at feature level 328 and restored it in events at
+             *     339, for older clients; newer ones read `user_id`).
+             */
+            user: {
+                /**
+                 * @description The user's ID.
+                 * @example 10
+                 */
+                user_id: number;
+                /**
+                 * @description The user's e-mail address as every user sees it.
+                 * @example hamlet@parley.local
+                 */
+                email: string;
+                /**
+                 * @description The user's full name.
+                 * @example King Hamlet
+                 */
+                full_name: string;
+            };
+            /**
+             * @description The message reacted to.
+             * @example 42
+             */
+            message_id: number;
+            /**
+             * @description The emoji's name.
+             * @example octopus
+             */
+            emoji_name: string;
+            /**
+             * @description The emoji's identifier within `reaction_type` (see the `reactions` of a message).
+             * @example 1f419
+             */
+            emoji_code: string;
+            /**
+             * @description The namespace of `emoji_code`.
+             * @example unicode_emoji
+             * @enum {string}
+             */
+            reaction_type: "unicode_emoji" | "realm_emoji" | "zulip_extra_emoji";
+        };
+        /**
          * @description Sent to the participants of a direct-message conversation (the sender included) who receive typing
          *     notifications, when someone starts or stops composing a direct message.
          * @example {
@@ -5254,6 +5861,94 @@ export interface components {
         };
         /** @description A `typing` event, by `message_type`. */
         EventTyping: components["schemas"]["EventTypingDirect"] | components["schemas"]["EventTypingStream"];
+        /**
+         * @description Sent when someone starts or stops editing the content of one of their messages (feature level 351),
+         *     to the people of the message's conversation who receive typing notifications, the editor included:
+         *     the channel's subscribers who can read the message (none for channels with more than 100
+         *     subscribers), or the conversation's participants.
+         * @example {
+         *       "id": 1,
+         *       "type": "typing_edit_message",
+         *       "op": "start",
+         *       "sender_id": 10,
+         *       "message_id": 42,
+         *       "recipient": {
+         *         "type": "channel",
+         *         "channel_id": 7,
+         *         "topic": "castle"
+         *       }
+         *     }
+         */
+        EventTypingEditMessage: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 1
+             */
+            id: number;
+            /**
+             * @description Always `typing_edit_message`.
+             * @example typing_edit_message
+             * @constant
+             */
+            type: "typing_edit_message";
+            /**
+             * @description Whether editing started or stopped.
+             * @example start
+             * @enum {string}
+             */
+            op: "start" | "stop";
+            /**
+             * @description The user who is editing (the message's sender).
+             * @example 10
+             */
+            sender_id: number;
+            /**
+             * @description The message being edited.
+             * @example 42
+             */
+            message_id: number;
+            /**
+             * @description The conversation of the message.
+             * @example {
+             *       "type": "channel",
+             *       "channel_id": 7,
+             *       "topic": "castle"
+             *     }
+             */
+            recipient: {
+                /**
+                 * @description Always `channel`.
+                 * @example channel
+                 * @constant
+                 */
+                type: "channel";
+                /**
+                 * @description The message's channel.
+                 * @example 7
+                 */
+                channel_id: number;
+                /**
+                 * @description The message's topic.
+                 * @example castle
+                 */
+                topic: string;
+            } | {
+                /**
+                 * @description Always `direct`.
+                 * @example direct
+                 * @constant
+                 */
+                type: "direct";
+                /**
+                 * @description The participants who receive the event (those with typing notifications on), the editor included.
+                 * @example [
+                 *       9,
+                 *       10
+                 *     ]
+                 */
+                user_ids: number[];
+            };
+        };
         /**
          * @description Sent to users who can see the organization's invitations (administrators and the inviters) when
          *     the set of pending invitations changes; clients refetch the list. It carries no other data.
@@ -5528,7 +6223,7 @@ export interface components {
          *     no `discriminator` object because its branches are themselves unions, which code generators do not
          *     accept as discriminator targets.
          */
-        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventReminders"] | components["schemas"]["EventMessage"] | components["schemas"]["EventUpdateMessageFlags"] | components["schemas"]["EventTyping"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventUserTopic"] | components["schemas"]["EventMutedTopics"] | components["schemas"]["EventUserSettingsUpdate"] | components["schemas"]["EventUpdateDisplaySettings"] | components["schemas"]["EventUpdateGlobalNotifications"] | components["schemas"]["EventHeartbeat"];
+        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventReminders"] | components["schemas"]["EventMessage"] | components["schemas"]["EventUpdateMessage"] | components["schemas"]["EventDeleteMessage"] | components["schemas"]["EventUpdateMessageFlags"] | components["schemas"]["EventReaction"] | components["schemas"]["EventTyping"] | components["schemas"]["EventTypingEditMessage"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventUserTopic"] | components["schemas"]["EventMutedTopics"] | components["schemas"]["EventUserSettingsUpdate"] | components["schemas"]["EventUpdateDisplaySettings"] | components["schemas"]["EventUpdateGlobalNotifications"] | components["schemas"]["EventHeartbeat"];
     };
     responses: {
         /** @description Too many requests; retry after the given number of seconds. */
@@ -6373,6 +7068,42 @@ export interface operations {
                      * @example true
                      */
                     invite_required?: boolean;
+                    /**
+                     * @description Whether senders may edit the content of their messages (moving topics and channels is governed by the group settings below).
+                     * @example true
+                     */
+                    allow_message_editing?: boolean;
+                    /**
+                     * @description How long after sending a message its sender may edit its content. A positive number of seconds, or `"unlimited"` for no limit.
+                     * @example 600
+                     */
+                    message_content_edit_limit_seconds?: number | string;
+                    /**
+                     * @description How long after sending a message users who are not moderators may move it to another topic. A positive number of seconds, or `"unlimited"` for no limit.
+                     * @example 600
+                     */
+                    move_messages_within_stream_limit_seconds?: number | string;
+                    /**
+                     * @description How long after sending a message users who are not moderators may move it to another channel. A positive number of seconds, or `"unlimited"` for no limit.
+                     * @example 600
+                     */
+                    move_messages_between_streams_limit_seconds?: number | string;
+                    /**
+                     * @description How long after sending a message its sender may delete it. A positive number of seconds, or `"unlimited"` for no limit.
+                     * @example 600
+                     */
+                    message_content_delete_limit_seconds?: number | string;
+                    /**
+                     * @description Which edit history users may see: `all`, only `moves` (topic and channel changes), or `none`. A plain string, not JSON-encoded; another value gives `Invalid message_edit_history_visibility_policy`.
+                     * @example moves
+                     * @enum {string}
+                     */
+                    message_edit_history_visibility_policy?: "all" | "moves" | "none";
+                    /**
+                     * @description Whether users may see who has read a message.
+                     * @example true
+                     */
+                    enable_read_receipts?: boolean;
                     /** @description Who may see every user of the organization; users outside it (guests) see only users they share channels or conversations with. Must be the `role:everyone` or `role:members` system group. */
                     can_access_all_users_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may subscribe other users to channels. */
@@ -6385,12 +7116,22 @@ export interface operations {
                     can_create_public_channel_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may create web-public channels. */
                     can_create_web_public_channel_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may delete any message, without time limit. Cannot be `role:everyone`. */
+                    can_delete_any_message_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may delete the messages they sent (within `message_content_delete_limit_seconds`). */
+                    can_delete_own_message_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may invite people to the organization (owners only may change this). */
                     can_invite_users_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may manage every user group (owners only may change this). */
                     can_manage_all_groups?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may use wildcard mentions in large channels. */
                     can_mention_many_users_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may move messages to another channel. Cannot be `role:everyone`. */
+                    can_move_messages_between_channels_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may move messages to another topic (rename topics). */
+                    can_move_messages_between_topics_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may mark topics as resolved or unresolved. */
+                    can_resolve_topics_group?: components["schemas"]["GroupSettingUpdate"];
                 };
             };
         };
@@ -6443,6 +7184,42 @@ export interface operations {
                          * @example true
                          */
                         invite_required?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example false
+                         */
+                        allow_message_editing?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value in seconds, null for no limit.
+                         * @example 600
+                         */
+                        message_content_edit_limit_seconds?: number | null;
+                        /**
+                         * @description Present when the setting changed; its new value in seconds, null for no limit.
+                         * @example 600
+                         */
+                        move_messages_within_stream_limit_seconds?: number | null;
+                        /**
+                         * @description Present when the setting changed; its new value in seconds, null for no limit.
+                         * @example 600
+                         */
+                        move_messages_between_streams_limit_seconds?: number | null;
+                        /**
+                         * @description Present when the setting changed; its new value in seconds, null for no limit.
+                         * @example 600
+                         */
+                        message_content_delete_limit_seconds?: number | null;
+                        /**
+                         * @description Present when the setting changed; the new policy as Zulip echoes it, by number (1 `all`, 2 `moves`, 3 `none`).
+                         * @example 2
+                         * @enum {integer}
+                         */
+                        message_edit_history_visibility_policy?: 1 | 2 | 3;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example true
+                         */
+                        enable_read_receipts?: boolean;
                         /** @description Present when the setting changed; its new value. */
                         can_access_all_users_group?: components["schemas"]["GroupSettingValue"];
                         /** @description Present when the setting changed; its new value. */
@@ -6456,11 +7233,21 @@ export interface operations {
                         /** @description Present when the setting changed; its new value. */
                         can_create_web_public_channel_group?: components["schemas"]["GroupSettingValue"];
                         /** @description Present when the setting changed; its new value. */
+                        can_delete_any_message_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
+                        can_delete_own_message_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
                         can_invite_users_group?: components["schemas"]["GroupSettingValue"];
                         /** @description Present when the setting changed; its new value. */
                         can_manage_all_groups?: components["schemas"]["GroupSettingValue"];
                         /** @description Present when the setting changed; its new value. */
                         can_mention_many_users_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
+                        can_move_messages_between_channels_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
+                        can_move_messages_between_topics_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
+                        can_resolve_topics_group?: components["schemas"]["GroupSettingValue"];
                     };
                 };
             };
@@ -8436,6 +9223,122 @@ export interface operations {
             503: components["responses"]["Overloaded"];
         };
     };
+    "update-subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The channels to subscribe to, by name; missing ones are created.
+                     * @default []
+                     * @example [
+                     *       {
+                     *         "name": "Verona"
+                     *       }
+                     *     ]
+                     */
+                    add?: {
+                        /**
+                         * @description The channel's name (trimmed).
+                         * @example Verona
+                         */
+                        name: string;
+                        /**
+                         * @description Description for the channel if it gets created, in Markdown (newlines become spaces).
+                         * @example Italian city
+                         */
+                        description?: string;
+                        /**
+                         * @description The caller's color for the channel, as a hex code such as `#76ce90`.
+                         * @example #76ce90
+                         */
+                        color?: string;
+                    }[];
+                    /**
+                     * @description Names of the channels to leave (trimmed).
+                     * @default []
+                     * @example [
+                     *       "Denmark"
+                     *     ]
+                     */
+                    delete?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The answers of the subscription and of the unsubscription, merged. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "subscribed": {
+                     *         "10": [
+                     *           "Verona"
+                     *         ]
+                     *       },
+                     *       "already_subscribed": {},
+                     *       "new_subscription_messages_sent": false,
+                     *       "removed": [
+                     *         "Denmark"
+                     *       ],
+                     *       "not_removed": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The caller's user ID (as a string) with the names of the channels they were subscribed to, when there are any.
+                         * @example {
+                         *       "10": [
+                         *         "Verona"
+                         *       ]
+                         *     }
+                         */
+                        subscribed: {
+                            [key: string]: string[];
+                        };
+                        /**
+                         * @description The caller's user ID (as a string) with the names of the channels in `add` they were already subscribed to, when there are any.
+                         * @example {}
+                         */
+                        already_subscribed: {
+                            [key: string]: string[];
+                        };
+                        /**
+                         * @description Whether notification-bot messages were sent about the subscriptions (never, since nobody else subscribes the caller here).
+                         * @example false
+                         */
+                        new_subscription_messages_sent: boolean;
+                        /** @description Names of the channels the caller left. */
+                        removed: string[];
+                        /** @description Names of the channels in `delete` the caller was not subscribed to. */
+                        not_removed: string[];
+                    };
+                };
+            };
+            /** @description Nothing to do, an inaccessible or unknown channel, or insufficient permission. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
     "update-subscription-settings": {
         parameters: {
             query?: never;
@@ -8838,7 +9741,7 @@ export interface operations {
                     /**
                      * @description `channel` or `stream` for a channel message (feature level 248 added `channel`),
                      *     `direct` or its older name `private` for a direct message (feature level 174 added
-                     *     `direct`).
+                     *     `direct`). Case-sensitive; any other value gives `Invalid type`.
                      * @example channel
                      * @enum {string}
                      */
@@ -9032,6 +9935,579 @@ export interface operations {
             503: components["responses"]["Overloaded"];
         };
     };
+    "delete-message": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The target message. */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description The message cannot be deleted by the requester; nothing was deleted. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-message": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The target message. */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The new topic (`subject` is accepted as an older name). Surrounding whitespace is
+                     *     removed; `general chat` means the empty topic. The same topic as now (exactly) counts as
+                     *     no topic change.
+                     * @example castle
+                     */
+                    topic?: string;
+                    /**
+                     * @description Which messages of the topic move with this one: `change_one` (only this one, the
+                     *     default), `change_later` (this one and the later ones) or `change_all` (the whole
+                     *     topic). Only meaningful with `topic` or `stream_id`.
+                     * @default change_one
+                     * @example change_all
+                     * @enum {string}
+                     */
+                    propagate_mode?: "change_one" | "change_later" | "change_all";
+                    /**
+                     * @description Whether the notification bot tells the old topic where its messages went.
+                     * @default false
+                     * @example true
+                     */
+                    send_notification_to_old_thread?: boolean;
+                    /**
+                     * @description Whether the notification bot tells the new topic where its messages came from.
+                     * @default true
+                     * @example true
+                     */
+                    send_notification_to_new_thread?: boolean;
+                    /**
+                     * @description The new body, in Zulip's Markdown (re-rendered; mentions are recomputed).
+                     * @example Hello, **world**!
+                     */
+                    content?: string;
+                    /**
+                     * @description The hexadecimal SHA-256 of the message's Markdown content as the client last saw it
+                     *     (feature level 379). The edit is refused if the content changed since.
+                     * @example 315f5bdb76d078c43b8ac0064e4a0164612b1fce77c869345bfc94c75894edd3
+                     */
+                    prev_content_sha256?: string;
+                    /**
+                     * @description The channel to move the message(s) to.
+                     * @example 8
+                     */
+                    stream_id?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The message was changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "detached_uploads": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description Files the edit removed from the message that no message refers to any more
+                         *     (feature level 285). Parley stores no uploads yet, so this is always empty.
+                         * @example []
+                         */
+                        detached_uploads: Record<string, never>[];
+                    };
+                };
+            };
+            /** @description The change is refused; nothing was changed. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-message-history": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whether the client handles the empty topic name (feature level 334). When false (the default),
+                 *     the empty topic is shown as the organization's `realm_empty_topic_display_name`.
+                 */
+                allow_empty_topic_name?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The target message. */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The history. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "message_history": [
+                     *         {
+                     *           "topic": "castle",
+                     *           "content": "Helo, world!",
+                     *           "rendered_content": "<p>Helo, world!</p>",
+                     *           "timestamp": 1767225600,
+                     *           "user_id": 10
+                     *         },
+                     *         {
+                     *           "topic": "castle",
+                     *           "content": "Hello, world!",
+                     *           "rendered_content": "<p>Hello, world!</p>",
+                     *           "prev_content": "Helo, world!",
+                     *           "prev_rendered_content": "<p>Helo, world!</p>",
+                     *           "content_html_diff": "<p>Hel<span class=\"highlight_text_inserted\">l</span>o, world!</p>",
+                     *           "timestamp": 1767226000,
+                     *           "user_id": 10
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /** @description The message's versions, oldest first. */
+                        message_history: {
+                            /**
+                             * @description The topic after this change (empty for direct messages).
+                             * @example castle
+                             */
+                            topic: string;
+                            /**
+                             * @description The Markdown content after this change.
+                             * @example Hello, **world**!
+                             */
+                            content: string;
+                            /**
+                             * @description `content` rendered to HTML.
+                             * @example <p>Hello, <strong>world</strong>!</p>
+                             */
+                            rendered_content: string;
+                            /**
+                             * @description When the message was sent (first entry) or changed, in UNIX seconds.
+                             * @example 1767226000
+                             */
+                            timestamp: number;
+                            /**
+                             * @description The sender (first entry) or who made the change.
+                             * @example 10
+                             */
+                            user_id: number | null;
+                            /**
+                             * @description The topic before this change, when it changed.
+                             * @example greetings
+                             */
+                            prev_topic?: string;
+                            /**
+                             * @description The Markdown content before this change, when it changed.
+                             * @example Helo, world!
+                             */
+                            prev_content?: string;
+                            /**
+                             * @description `prev_content` rendered to HTML.
+                             * @example <p>Helo, world!</p>
+                             */
+                            prev_rendered_content?: string;
+                            /**
+                             * @description The rendered content before and after, marked up as a difference:
+                             *     removed text in `<span class="highlight_text_deleted">`, added text in
+                             *     `<span class="highlight_text_inserted">`.
+                             * @example <p>Hel<span class="highlight_text_inserted">l</span>o, world!</p>
+                             */
+                            content_html_diff?: string;
+                            /**
+                             * @description The channel before this move, when the message changed channel.
+                             * @example 7
+                             */
+                            prev_stream?: number;
+                            /**
+                             * @description The channel after this move, when the message changed channel.
+                             * @example 8
+                             */
+                            stream?: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description The history is not available to the requester. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-read-receipts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The target message. */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Who has read the message. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "user_ids": [
+                     *         9,
+                     *         12
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The IDs of the users who have read the message, in no particular order.
+                         * @example [
+                         *       9,
+                         *       12
+                         *     ]
+                         */
+                        user_ids: number[];
+                    };
+                };
+            };
+            /** @description The message cannot be read, or read receipts are disabled. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "set-typing-status-for-message-edit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The target message. */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description Whether editing started or stopped.
+                     * @example start
+                     * @enum {string}
+                     */
+                    op: "start" | "stop";
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Invalid parameters, a message the user may not edit, or typing notifications turned off. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "add-reaction": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The target message. */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The emoji's name, without colons (`octopus`, `+1`). For a vote on an existing
+                     *     reaction, that reaction's name is used whatever is sent.
+                     * @example octopus
+                     */
+                    emoji_name: string;
+                    /**
+                     * @description Which emoji, within `reaction_type`: lower-case hexadecimal Unicode code points joined
+                     *     by `-` (`1f419`), a custom emoji's ID, or `zulip`. Looked up from `emoji_name` when
+                     *     left out.
+                     * @example 1f419
+                     */
+                    emoji_code?: string;
+                    /**
+                     * @description The namespace of `emoji_code`: `unicode_emoji`, `realm_emoji` (the organization's custom
+                     *     emoji) or `zulip_extra_emoji`. Looked up from `emoji_name` when left out (feature level
+                     *     2); any other value is refused with `Invalid emoji type.`.
+                     * @example unicode_emoji
+                     */
+                    reaction_type?: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description The message cannot be reacted to, the emoji is unknown or inconsistent, or the reaction exists. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "remove-reaction": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The target message. */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The emoji's name; used only to look up the code when `emoji_code` is left out.
+                     * @example octopus
+                     */
+                    emoji_name?: string;
+                    /**
+                     * @description Which emoji, within `reaction_type` (see adding a reaction).
+                     * @example 1f419
+                     */
+                    emoji_code?: string;
+                    /**
+                     * @description The namespace of `emoji_code`. Not looked up from the name: without it the reaction is
+                     *     taken to be a Unicode one.
+                     * @default unicode_emoji
+                     * @example unicode_emoji
+                     */
+                    reaction_type?: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description The message cannot be changed, no emoji was named, or the requester has no such reaction. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "render-message": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The Markdown to render; may be empty.
+                     * @example **foo**
+                     */
+                    content: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The rendered HTML. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "rendered": "<p><strong>foo</strong></p>"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The content as HTML.
+                         * @example <p><strong>foo</strong></p>
+                         */
+                        rendered: string;
+                    };
+                };
+            };
+            /** @description Invalid parameters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "check-messages-match-narrow": {
+        parameters: {
+            query: {
+                /** @description The IDs of the messages to check. */
+                msg_ids: number[];
+                /** @description The narrow to check the messages against, as in `GET /messages`. */
+                narrow: components["schemas"]["Narrow"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The matching messages. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "messages": {
+                     *         "31": {
+                     *           "match_content": "<p><span class=\"highlight\">castle</span> tour</p>",
+                     *           "match_subject": "Denmark"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description One entry per matching message, keyed by its ID as a string.
+                         * @example {
+                         *       "31": {
+                         *         "match_content": "<p><span class=\"highlight\">castle</span> tour</p>",
+                         *         "match_subject": "Denmark"
+                         *       }
+                         *     }
+                         */
+                        messages: {
+                            [key: string]: {
+                                /**
+                                 * @description The rendered content, with search matches highlighted.
+                                 * @example <p><span class="highlight">castle</span> tour</p>
+                                 */
+                                match_content: string;
+                                /**
+                                 * @description The HTML-escaped topic, with search matches highlighted.
+                                 * @example Denmark
+                                 */
+                                match_subject: string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Invalid parameters or an invalid narrow. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
     "get-stream-topics": {
         parameters: {
             query?: {
@@ -9090,6 +10566,66 @@ export interface operations {
                 };
             };
             /** @description The channel does not exist or the requester cannot read it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "delete-topic": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The channel. */
+                stream_id: components["parameters"]["StreamId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The topic to delete, taken as sent. `general chat` (the organization's
+                     *     `realm_empty_topic_display_name`) stands for the empty topic.
+                     * @example castle
+                     */
+                    topic_name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Messages were deleted, completely or partly. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "complete": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description True when the topic has no message the requester can access any more; false when
+                         *     the request stopped partway (its time budget ran out) and should be repeated.
+                         * @example true
+                         */
+                        complete: boolean;
+                    };
+                };
+            };
+            /** @description The requester is not an administrator, or the channel is unknown or inaccessible. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10803,6 +12339,58 @@ export interface operations {
                          * @example general chat
                          */
                         realm_empty_topic_display_name?: string;
+                        /**
+                         * @description With `realm` state: whether senders may edit the content of their messages.
+                         * @example true
+                         */
+                        realm_allow_message_editing?: boolean;
+                        /**
+                         * @description With `realm` state: how long after sending its sender may edit the content of a message, in seconds; null for no limit.
+                         * @example 600
+                         */
+                        realm_message_content_edit_limit_seconds?: number | null;
+                        /**
+                         * @description With `realm` state: how long after sending users other than moderators may move a message to another topic, in seconds; null for no limit.
+                         * @example 600
+                         */
+                        realm_move_messages_within_stream_limit_seconds?: number | null;
+                        /**
+                         * @description With `realm` state: how long after sending users other than moderators may move a message to another channel, in seconds; null for no limit.
+                         * @example 600
+                         */
+                        realm_move_messages_between_streams_limit_seconds?: number | null;
+                        /**
+                         * @description With `realm` state: how long after sending its sender may delete a message, in seconds; null for no limit.
+                         * @example 600
+                         */
+                        realm_message_content_delete_limit_seconds?: number | null;
+                        /**
+                         * @description With `realm` state: which edit history users may see (`all`, only `moves`, or `none`; feature level 358).
+                         * @example all
+                         * @enum {string}
+                         */
+                        realm_message_edit_history_visibility_policy?: "all" | "moves" | "none";
+                        /**
+                         * @deprecated
+                         * @description With `realm` state: false when `realm_message_edit_history_visibility_policy` is `none`, true otherwise. Kept for clients older than feature level 358.
+                         * @example true
+                         */
+                        realm_allow_edit_history?: boolean;
+                        /**
+                         * @description With `realm` state: whether users may see who has read a message.
+                         * @example true
+                         */
+                        realm_enable_read_receipts?: boolean;
+                        /** @description With `realm` state: who may move messages to another topic. */
+                        realm_can_move_messages_between_topics_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description With `realm` state: who may move messages to another channel. */
+                        realm_can_move_messages_between_channels_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description With `realm` state: who may mark topics as resolved or unresolved. */
+                        realm_can_resolve_topics_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description With `realm` state: who may delete any message. */
+                        realm_can_delete_any_message_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description With `realm` state: who may delete the messages they sent. */
+                        realm_can_delete_own_message_group?: components["schemas"]["GroupSettingValue"];
                         /**
                          * @description With `realm` state: the longest channel name accepted, in Unicode code points.
                          * @example 60

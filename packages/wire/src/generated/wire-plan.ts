@@ -35,6 +35,32 @@ export const wirePlan = {
       }
     }
   },
+  "add-reaction": {
+    "operationId": "add-reaction",
+    "method": "post",
+    "path": "/messages/{message_id}/reactions",
+    "pathParams": [
+      "message_id"
+    ],
+    "auth": "required",
+    "params": {
+      "emoji_name": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "emoji_code": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "reaction_type": {
+        "json": false,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
   "archive-stream": {
     "operationId": "archive-stream",
     "method": "delete",
@@ -44,6 +70,25 @@ export const wirePlan = {
     ],
     "auth": "required",
     "params": {}
+  },
+  "check-messages-match-narrow": {
+    "operationId": "check-messages-match-narrow",
+    "method": "get",
+    "path": "/messages/matches_narrow",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "msg_ids": {
+        "json": true,
+        "in": "query",
+        "required": true
+      },
+      "narrow": {
+        "json": true,
+        "in": "query",
+        "required": true
+      }
+    }
   },
   "create-custom-profile-field": {
     "operationId": "create-custom-profile-field",
@@ -332,6 +377,16 @@ export const wirePlan = {
     "auth": "required",
     "params": {}
   },
+  "delete-message": {
+    "operationId": "delete-message",
+    "method": "delete",
+    "path": "/messages/{message_id}",
+    "pathParams": [
+      "message_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
   "delete-queue": {
     "operationId": "delete-queue",
     "method": "delete",
@@ -365,6 +420,22 @@ export const wirePlan = {
     ],
     "auth": "required",
     "params": {}
+  },
+  "delete-topic": {
+    "operationId": "delete-topic",
+    "method": "post",
+    "path": "/streams/{stream_id}/delete_topic",
+    "pathParams": [
+      "stream_id"
+    ],
+    "auth": "required",
+    "params": {
+      "topic_name": {
+        "json": false,
+        "in": "body",
+        "required": true
+      }
+    }
   },
   "edit-draft": {
     "operationId": "edit-draft",
@@ -487,6 +558,22 @@ export const wirePlan = {
       }
     }
   },
+  "get-message-history": {
+    "operationId": "get-message-history",
+    "method": "get",
+    "path": "/messages/{message_id}/history",
+    "pathParams": [
+      "message_id"
+    ],
+    "auth": "required",
+    "params": {
+      "allow_empty_topic_name": {
+        "json": true,
+        "in": "query",
+        "required": false
+      }
+    }
+  },
   "get-messages": {
     "operationId": "get-messages",
     "method": "get",
@@ -556,6 +643,16 @@ export const wirePlan = {
     "method": "get",
     "path": "/users/me",
     "pathParams": [],
+    "auth": "required",
+    "params": {}
+  },
+  "get-read-receipts": {
+    "operationId": "get-read-receipts",
+    "method": "get",
+    "path": "/messages/{message_id}/read_receipts",
+    "pathParams": [
+      "message_id"
+    ],
     "auth": "required",
     "params": {}
   },
@@ -964,6 +1061,46 @@ export const wirePlan = {
       }
     }
   },
+  "remove-reaction": {
+    "operationId": "remove-reaction",
+    "method": "delete",
+    "path": "/messages/{message_id}/reactions",
+    "pathParams": [
+      "message_id"
+    ],
+    "auth": "required",
+    "params": {
+      "emoji_name": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "emoji_code": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "reaction_type": {
+        "json": false,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "render-message": {
+    "operationId": "render-message",
+    "method": "post",
+    "path": "/messages/render",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "content": {
+        "json": false,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
   "resend-email-invite": {
     "operationId": "resend-email-invite",
     "method": "post",
@@ -1118,6 +1255,22 @@ export const wirePlan = {
         "json": false,
         "in": "body",
         "required": false
+      }
+    }
+  },
+  "set-typing-status-for-message-edit": {
+    "operationId": "set-typing-status-for-message-edit",
+    "method": "post",
+    "path": "/messages/{message_id}/typing",
+    "pathParams": [
+      "message_id"
+    ],
+    "auth": "required",
+    "params": {
+      "op": {
+        "json": false,
+        "in": "body",
+        "required": true
       }
     }
   },
@@ -1617,6 +1770,52 @@ export const wirePlan = {
       }
     }
   },
+  "update-message": {
+    "operationId": "update-message",
+    "method": "patch",
+    "path": "/messages/{message_id}",
+    "pathParams": [
+      "message_id"
+    ],
+    "auth": "required",
+    "params": {
+      "topic": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "propagate_mode": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "send_notification_to_old_thread": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "send_notification_to_new_thread": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "content": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "prev_content_sha256": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "stream_id": {
+        "json": true,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
   "update-message-flags": {
     "operationId": "update-message-flags",
     "method": "post",
@@ -2066,6 +2265,41 @@ export const wirePlan = {
         "in": "body",
         "required": false
       },
+      "allow_message_editing": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "message_content_edit_limit_seconds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "move_messages_within_stream_limit_seconds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "move_messages_between_streams_limit_seconds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "message_content_delete_limit_seconds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "message_edit_history_visibility_policy": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "enable_read_receipts": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
       "can_access_all_users_group": {
         "json": true,
         "in": "body",
@@ -2096,6 +2330,16 @@ export const wirePlan = {
         "in": "body",
         "required": false
       },
+      "can_delete_any_message_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "can_delete_own_message_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
       "can_invite_users_group": {
         "json": true,
         "in": "body",
@@ -2107,6 +2351,21 @@ export const wirePlan = {
         "required": false
       },
       "can_mention_many_users_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "can_move_messages_between_channels_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "can_move_messages_between_topics_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "can_resolve_topics_group": {
         "json": true,
         "in": "body",
         "required": false
@@ -2615,6 +2874,25 @@ export const wirePlan = {
         "json": true,
         "in": "body",
         "required": true
+      }
+    }
+  },
+  "update-subscriptions": {
+    "operationId": "update-subscriptions",
+    "method": "patch",
+    "path": "/users/me/subscriptions",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "add": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "delete": {
+        "json": true,
+        "in": "body",
+        "required": false
       }
     }
   },

@@ -62,7 +62,7 @@ describe('the channel object', () => {
       can_add_subscribers_group: sys['role:nobody'],
       can_administer_channel_group: { direct_members: [uid('hamlet')], direct_subgroups: [] },
       can_delete_any_message_group: sys['role:nobody'],
-      can_delete_own_message_group: sys['role:everyone'],
+      can_delete_own_message_group: sys['role:nobody'],
       can_move_messages_out_of_channel_group: sys['role:nobody'],
       can_move_messages_within_channel_group: sys['role:nobody'],
       can_remove_subscribers_group: sys['role:administrators'],

@@ -118,6 +118,13 @@ describe('POST /messages to a channel', () => {
     expectJsonError(await send('hamlet', { type: 'private', to: JSON.stringify([uid('othello'), env.users.iago.email]), content: 'x' }), 400, 'Recipient lists may contain emails or user IDs, but not both.');
   });
 
+  it('answers Invalid type for an unknown type (case-sensitive), and a missing one as missing', async () => {
+    for (const type of ['bogus', 'Stream', 'DIRECT', '']) {
+      expectJsonError(await send('hamlet', { type, to: channel.name, topic: 't', content: 'x' }), 400, 'Invalid type', 'BAD_REQUEST');
+    }
+    expectJsonError(await send('hamlet', { to: channel.name, topic: 't', content: 'x' }), 400, "Missing 'type' argument", 'REQUEST_VARIABLE_MISSING');
+  });
+
   it('escapes HTML in content', async () => {
     const q = await register('othello', { apply_markdown: true });
     await send('hamlet', { type: 'stream', to: channel.name, topic: 'xss', content: '<script>alert(1)</script>' });
