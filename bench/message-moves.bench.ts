@@ -14,9 +14,9 @@
 //   BENCH_PG_LOG_MS=<ms>     PostgreSQL logs every statement of Parley's sessions that takes at least <ms>
 //                            (log_min_duration_statement); the bench prints the slowest statements of
 //                            the measured moves, summed per statement
-//   BENCH_EXPLAIN_MS=<ms>    auto_explain (ANALYZE, BUFFERS, nested statements) for Parley's statements of
-//                            at least <ms>, into PostgreSQL's log (postgres.log in the work directory;
-//                            use with BENCH_KEEP=1)
+//   BENCH_EXPLAIN_MS=<ms>    auto_explain (ANALYZE, BUFFERS, triggers, nested statements) for Parley's statements of
+//                            at least <ms>, into PostgreSQL's log, copied to postgres.log in the work
+//                            directory at the end (use with BENCH_KEEP=1)
 //   BENCH_CPU_PROF=<dir>     run Parley with --cpu-prof into <dir> (summarise with
 //                            `npx tsx bench/lib/profile-summary.ts <dir>/*.cpuprofile`)
 //   BENCH_KEEP=1             keep the work directory (Parley's and PostgreSQL's logs)
@@ -53,7 +53,7 @@
 //     (after the administrator's deferred-row catch-up, a statement of its own);
 //   - CPU time of the Parley process and of PostgreSQL (all processes of the cluster) from /proc;
 //   - that every message of the topic arrived (counted with SQL afterwards).
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -266,9 +266,10 @@ function slowStatements(logFile: string, offset: number): Array<{ statement: str
   const text = readFileSync(logFile, 'utf8').slice(offset);
   const byStatement = new Map<string, { totalMs: number; count: number; maxMs: number }>();
   // "LOG:  duration: 12.345 ms  execute s1: SELECT …" up to the next line that starts a new log entry.
-  const entry = /duration: ([\d.]+) ms {2}(?:statement|execute [^:]*|bind [^:]*|parse [^:]*): ([\s\S]*?)(?=\n\S|$)/g;
+  // Planning of an unnamed extended-protocol statement happens at bind: a slow bind is a slow plan.
+  const entry = /duration: ([\d.]+) ms {2}(statement|execute|bind|parse)[^:]*: ([\s\S]*?)(?=\n\S|$)/g;
   for (let m = entry.exec(text); m; m = entry.exec(text)) {
-    const statement = m[2]!.replace(/\s+/g, ' ').trim().slice(0, 160);
+    const statement = `${m[2] === 'execute' || m[2] === 'statement' ? '' : `(${m[2]}) `}${m[3]!.replace(/\s+/g, ' ').trim()}`.slice(0, 160);
     const s = byStatement.get(statement) ?? { totalMs: 0, count: 0, maxMs: 0 };
     const ms = Number(m[1]);
     s.totalMs += ms;
@@ -312,7 +313,7 @@ async function main() {
     if (PG_LOG_MS !== null) await sql.query(`ALTER DATABASE parley_bench SET log_min_duration_statement = ${Math.round(PG_LOG_MS)}`);
     if (EXPLAIN_MS !== null) {
       await sql.query(`ALTER DATABASE parley_bench SET session_preload_libraries = 'auto_explain'`);
-      for (const [name, value] of [['log_min_duration', String(Math.round(EXPLAIN_MS))], ['log_analyze', 'on'], ['log_buffers', 'on'], ['log_nested_statements', 'on'], ['log_timing', 'on']]) {
+      for (const [name, value] of [['log_min_duration', String(Math.round(EXPLAIN_MS))], ['log_analyze', 'on'], ['log_buffers', 'on'], ['log_nested_statements', 'on'], ['log_timing', 'on'], ['log_triggers', 'on']]) {
         await sql.query(`ALTER DATABASE parley_bench SET auto_explain.${name} = '${value}'`);
       }
     }
@@ -426,7 +427,11 @@ async function main() {
       console.log(`\nPostgreSQL statements of at least ${PG_LOG_MS} ms during the ${moves} measured moves (all sizes), by total time:\n`);
       console.log(markdownTable(['total ms', 'per move ms', 'count', 'max ms', 'statement (start)'], statements.map((s) => [fmt(s.totalMs), fmt(s.totalMs / moves), String(s.count), fmt(s.maxMs), s.statement.replace(/\|/g, '\\|')])));
     }
-    if (EXPLAIN_MS !== null) log(`auto_explain plans: ${pgLog}${process.env.BENCH_KEEP ? '' : ' (removed at the end; set BENCH_KEEP=1)'}`);
+    if (EXPLAIN_MS !== null) {
+      // The ephemeral cluster's directory goes with it: its log is copied into the work directory.
+      copyFileSync(pgLog, path.join(dir, 'postgres.log'));
+      log(`auto_explain plans: ${path.join(dir, 'postgres.log')}${process.env.BENCH_KEEP ? '' : ' (removed at the end; set BENCH_KEEP=1)'}`);
+    }
     log(`total ${seconds(performance.now() - t0)}`);
   } finally {
     agent.destroy();

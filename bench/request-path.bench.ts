@@ -19,9 +19,9 @@
 //                            compiled command (apps/server/scripts/start.mjs) needs a build in both.
 //   BENCH_ROWS               comma-separated subset of me,typing,send (all)
 //   BENCH_RUNS               measured runs per side and row (7); BENCH_DURATION seconds each (4);
-//                            BENCH_WARMUP seconds of warm-up per side and row (3). Many short runs
-//                            rather than a few long ones: bursts of other work on the machine then
-//                            fall on both sides alike.
+//                            BENCH_WARMUP seconds of warm-up per side and row (3; the send row, at
+//                            ~20-100 req/s, BENCH_SEND_WARMUP: 10). Many short runs rather than a few
+//                            long ones: bursts of other work on the machine then fall on both sides alike.
 //   BENCH_SEND_CONNECTIONS   connections of the send row (4)
 //   BENCH_IDLE_SIDE          pause (default): the server not under load is stopped with SIGSTOP for the
 //                            run and continued (SIGCONT) before its own; run: it is left running
@@ -39,15 +39,22 @@
 //           turn), BENCH_SEND_CONNECTIONS connections, req/s; stored events are truncated before
 //           every run (as perf.bench.ts does)
 //
-// For each row: a warm-up run of BEFORE then AFTER, then BENCH_RUNS alternating runs (BEFORE, AFTER,
-// BEFORE, AFTER, ...), each followed by a wait until the server is idle again. Only the server under
-// load runs: the other is paused (SIGSTOP of its process group) and continued before its own run, when
-// it first handles what it heard meanwhile (the loaded one's NOTIFYs, which PostgreSQL keeps queued for
-// its listener connection) until it is idle. Left running, an idle server used 1% of a core during
-// GET /users/me and 7-8% during typing and sending (it hears every NOTIFY on the shared database). The
-// table compares the medians: AFTER ÷ BEFORE, and "within 5%" when that ratio is ≥ 0.95. Also printed:
-// every run's rate, CPU time per answered request of the loaded server and of PostgreSQL (steadier than
-// rates on a busy machine), and the CPU the other server used during the measured runs.
+// For each row: a warm-up run of BEFORE then AFTER, then BENCH_RUNS pairs of runs, one of each side,
+// alternating which goes first (BEFORE AFTER, AFTER BEFORE, BEFORE AFTER, ...: a machine that gets
+// busier or quieter during the row, or a server still warming up, then favours neither side), each run
+// followed by a wait until the server is idle again. Only the server under load runs: the other is
+// paused (SIGSTOP of its process group) and continued before its own run, when it first handles what
+// it heard meanwhile (the loaded one's NOTIFYs, which PostgreSQL keeps queued for its listener
+// connection) until it is idle. Left running, an idle server used 1% of a core during GET /users/me and
+// 7-8% during typing and sending (it hears every NOTIFY on the shared database). The table compares the
+// medians: AFTER ÷ BEFORE, and "within 5%" when that ratio is ≥ 0.95. Also printed: the median of the
+// pairs' ratios, every run's rate, CPU time per answered request of the loaded server and of
+// PostgreSQL (steadier than rates on a busy machine), and the CPU the other server used during the
+// measured runs.
+//
+// With BENCH_ALLOW_SCHEMA_DIFF=1, BEFORE runs on AFTER's schema (the database is migrated by this
+// checkout): that works while AFTER's migrations only add (columns with defaults, tables, indexes), but
+// triggers and functions they replace then apply to BEFORE as well.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -65,6 +72,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 const DURATION = Number(process.env.BENCH_DURATION ?? 4);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
+const SEND_WARMUP = Number(process.env.BENCH_SEND_WARMUP ?? 10);
 const SEND_CONNECTIONS = Number(process.env.BENCH_SEND_CONNECTIONS ?? 4);
 /** The server not under load is paused with SIGSTOP (default), or left running (BENCH_IDLE_SIDE=run). */
 const PAUSE_IDLE = (process.env.BENCH_IDLE_SIDE ?? 'pause') !== 'run';
@@ -133,6 +141,8 @@ interface Row {
 
 interface RequestKind {
   label: string;
+  /** Seconds of the warm-up run of each side. */
+  warmupS: number;
   options(side: Side, durationS: number): LoadOptions;
   /** Run before every run, warm-ups included. */
   reset(): Promise<void>;
@@ -179,13 +189,20 @@ const show = (r: Measured) =>
   (r.failed ? `, ${r.failed} FAILED (${r.firstFailure ?? 'no body captured'})` : '');
 
 async function compare(before: Side, after: Side, kind: RequestKind): Promise<Row> {
-  log(`${kind.label}: warming up (${WARMUP} s each)`);
-  log(`${kind.label}: warm-up before: ${show(await measure(before, after, kind, WARMUP))}`);
-  log(`${kind.label}: warm-up after:  ${show(await measure(after, before, kind, WARMUP))}`);
+  log(`${kind.label}: warming up (${kind.warmupS} s each)`);
+  log(`${kind.label}: warm-up before: ${show(await measure(before, after, kind, kind.warmupS))}`);
+  log(`${kind.label}: warm-up after:  ${show(await measure(after, before, kind, kind.warmupS))}`);
   const row: Row = { label: kind.label, before: [], after: [] };
   for (let run = 1; run <= RUNS; run++) {
-    const b = await measure(before, after, kind, DURATION);
-    const a = await measure(after, before, kind, DURATION);
+    let b: Measured;
+    let a: Measured;
+    if (run % 2 === 1) {
+      b = await measure(before, after, kind, DURATION);
+      a = await measure(after, before, kind, DURATION);
+    } else {
+      a = await measure(after, before, kind, DURATION);
+      b = await measure(before, after, kind, DURATION);
+    }
     row.before.push(b);
     row.after.push(a);
     log(`${kind.label}: run ${run}: before ${show(b)}`);
@@ -278,16 +295,19 @@ async function main() {
     const kinds: Record<string, RequestKind> = {
       me: {
         label: 'GET /users/me, 16 connections, req/s',
+        warmupS: WARMUP,
         options: (side, durationS) => ({ url: `${side.server.url}/api/v1/users/me`, method: 'GET', headers: member, connections: 16, durationS }),
         reset: none,
       },
       typing: {
         label: 'POST /typing (direct, 1 recipient), 16 connections, req/s',
+        warmupS: WARMUP,
         options: (side, durationS) => ({ url: `${side.server.url}/api/v1/typing`, method: 'POST', headers: { ...member, 'content-type': FORM }, body: typingBody, connections: 16, durationS, captureFailures: true }),
         reset: none,
       },
       send: {
         label: `POST /messages (channel of 10 subscribers), ${SEND_CONNECTIONS} connections, req/s`,
+        warmupS: SEND_WARMUP,
         options: (side, durationS) => ({
           url: `${side.server.url}/api/v1/messages`,
           method: 'POST',
@@ -355,11 +375,11 @@ async function main() {
     console.log('');
     console.log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? ''}); Parley: \`${PARLEY_SERVER_CMD}\``);
     console.log(`before: ${beforeDir} (${beforeId}); after: ${ROOT} (${afterId})`);
-    console.log(`${RUNS} alternating runs of ${DURATION} s per side after ${WARMUP} s warm-up; medians; ratio = after ÷ before; within 5% = ratio ≥ ${WITHIN}`);
+    console.log(`${RUNS} pairs of ${DURATION} s runs per row (before first in odd pairs, after first in even ones) after a warm-up of ${WARMUP} s (send: ${SEND_WARMUP} s) per side; medians; ratio = after ÷ before; within 5% = ratio ≥ ${WITHIN}`);
     console.log(`load average (1 min) at the end: ${os.loadavg()[0]!.toFixed(1)} (other work on the machine slows both sides)\n`);
     console.log(markdownTable(['request', 'before', 'after', 'ratio', 'within 5%', 'paired ratios, median (range)', 'CPU per request, after ÷ before'], table));
     console.log('\nratio: of the medians; paired ratios: AFTER run i ÷ BEFORE run i; CPU per request: the server\'s + PostgreSQL\'s, medians (lower is better)');
-    console.log('\nEvery run, req/s, in order:\n');
+    console.log('\nEvery run, req/s, pair by pair:\n');
     console.log(markdownTable(['request', 'before', 'after'], runsTable));
     console.log('\nCPU time per answered request, ms (medians; PostgreSQL = all processes of the cluster):\n');
     console.log(markdownTable(['request', 'before', 'its PostgreSQL', 'after', 'its PostgreSQL', 'total ratio'], cpuTable));

@@ -11,13 +11,14 @@ import type { Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import { findChannelById } from '../data/channels.repo.ts';
 import { subscribedChannelIds } from '../data/subscriptions.repo.ts';
-import { channelRecipientIds } from '../data/messages.repo.ts';
+import { channelRecipientIds, messagePeople } from '../data/messages.repo.ts';
 import {
   channelMessageCandidates,
   deleteRowsLeavingChannel,
   directMessageCandidates,
   lastMessageOfTopic,
   lockMessage,
+  mentionedUserIds,
   rewriteMentionFlags,
   settleRowsInProtectedChannel,
   topicHasOtherMessages,
@@ -52,6 +53,7 @@ import { catchUpDeferredRows } from './deferred-rows.ts';
 import { deleteMessages } from './message-deletion.ts';
 import { checkEditedContent, checkInternalChannelMessage, checkTopicsPolicy, normalizeTopic, storeCheckedMessage, truncateTopic } from './messages.ts';
 import { notificationBot } from './system-bots.ts';
+import { pushTargetsForMessage, queuePushesForMessage } from './push.ts';
 import { writePolicy } from './user-topics.ts';
 
 export type PropagateMode = 'change_one' | 'change_later' | 'change_all';
@@ -191,7 +193,11 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
     content: edited ? { content: edited.content, rendered: edited.renderedContent } : null,
     at,
   });
-  if (edited) await rewriteMentionFlags(tx, message.id, { mentioned: edited.mentioned, streamWildcard: edited.streamWildcard, topicWildcardUsers: edited.topicWildcardUsers });
+  if (edited) {
+    const mentionedBefore = await mentionedUserIds(tx, message.id);
+    await rewriteMentionFlags(tx, message.id, { mentioned: edited.mentioned, streamWildcard: edited.streamWildcard, topicWildcardUsers: edited.topicWildcardUsers });
+    await pushNewMentions(t, message, channel, edited, mentionedBefore);
+  }
   if (channel && target) {
     await deleteRowsLeavingChannel(tx, ids, channel.id, target.id);
     if (target.inviteOnly && !target.historyPublicToSubscribers) await settleRowsInProtectedChannel(tx, ids, target.id);
@@ -238,6 +244,27 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
       await moveTopicPolicies(t, { from: channel, fromTopic: message.topic, to: finalChannel, toTopic: finalTopic, targetHadMessages, keeps: target ? new Set(after.map((a) => a.userId)) : null });
     }
   }
+}
+
+/**
+ * Those the edit mentions for the first time are notified as at sending (push notifications, Zulip's
+ * rules for a mention); the others' notifications are left as they are.
+ */
+async function pushNewMentions(t: Context, message: LockedMessage, channel: Channel | null, edited: { mentioned: number[]; content: string; renderedContent: string }, before: ReadonlySet<number>): Promise<void> {
+  const recipients = new Set((await mentionedUserIds(t.tx, message.id)).values());
+  const fresh = edited.mentioned.filter((id) => !before.has(id) && recipients.has(id) && id !== message.sender_id).sort((a, b) => a - b);
+  if (fresh.length === 0) return;
+  const people = await messagePeople(t.tx, t.realm.id, [message.sender_id, ...message.direct_user_ids]);
+  const toPush = {
+    channel: channel ? { id: channel.id, name: channel.name } : null,
+    topic: message.topic,
+    recipientIds: fresh,
+    flags: fresh.map(() => MESSAGE_FLAG_BITS.mentioned | (channel ? 0 : MESSAGE_FLAG_BITS.is_private)),
+    directUserIds: message.direct_user_ids,
+    people: new Map(people.map((p) => [p.id, p])),
+  };
+  const targets = await pushTargetsForMessage(t.tx, t.deps, toPush, message.sender_id);
+  await queuePushesForMessage(t.tx, t.deps, t.realm, toPush, { ...message, content: edited.content, rendered_content: edited.renderedContent }, targets);
 }
 
 /** change_all: every message of the topic the user may move must be within the limit that applies. */

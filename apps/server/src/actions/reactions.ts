@@ -1,10 +1,12 @@
 // Emoji reactions: POST and DELETE /messages/{message_id}/reactions (Zulip's check_add_reaction,
-// remove_reaction, do_add_reaction and do_remove_reaction). Each runs in one transaction that locks the
-// message row as it checks access to it, so that a reaction is checked against the message as it is
-// (not moved or deleted meanwhile) and two identical requests are decided one after the other: the
-// second finds the first's reaction ("Reaction already exists."; the unique index would refuse it
-// anyway). The `reaction` event goes to those who can see the message (access/reactions.ts), computed
-// in the statement that writes the reaction.
+// remove_reaction, do_add_reaction and do_remove_reaction). Each runs in one transaction that
+// share-locks the message row as it checks access to it, so that a reaction is checked against the
+// message as it is (no edit, move or deletion can commit in between), while reactions to the same
+// message do not wait for each other. Two identical requests at once are decided by the unique index:
+// the second is told "Reaction already exists.". (Zulip locks the message exclusively, which also
+// makes two users adding the same new emoji at the same moment with different names of it agree on
+// one name; here each keeps the name it sent.) The `reaction` event goes to those who can see the
+// message (access/reactions.ts), computed in the statement that writes the reaction.
 import type { AppDeps } from '../deps.ts';
 import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
@@ -34,7 +36,7 @@ async function beforeTransaction(deps: AppDeps, realm: Realm, user: User, messag
   await catchUpDeferredRows(deps.db, realm, user);
 }
 
-/** The message, locked until the transaction ends, if the user may react to it (Zulip's access_message with lock_message and is_modifying_message). */
+/** The message, share-locked until the transaction ends, if the user may react to it (Zulip's access_message with is_modifying_message). */
 const lockedMessage = (tx: Db, realm: Realm, user: User, messageId: number) => changeableMessage(tx, realm, user, messageId, { lock: true });
 
 /** The `reaction` event's payload. */

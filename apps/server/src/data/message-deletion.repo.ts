@@ -5,6 +5,7 @@
 import type { Db } from './db.ts';
 import { Prisma } from './db.ts';
 import { DeliveryType } from './scheduled-messages.repo.ts';
+import { VisibilityPolicy } from './user-topics.repo.ts';
 
 /** Bit 4096 of user_message.flags: a push of the message is showing on the user's devices (push-outbox.repo.ts). */
 const ACTIVE_PUSH_BIT = 4096;
@@ -29,14 +30,17 @@ export async function lockMessageForDeletion(db: Db, realmId: number, messageId:
 
 /**
  * The newest `limit` messages of the channel's topic (case-insensitive), newest first, locked until the
- * transaction ends; with `rowsOf`, only those that user has a user_message row for (protected history).
- * Walks the (channel_id, lower(topic), id) index from its newest end.
+ * transaction ends; with `rowsOf`, only those that user has a user_message row for (protected history);
+ * with `below`, only those with a smaller id. Walks the (channel_id, lower(topic), id) index from its
+ * newest end, or from `below` (so that successive batches do not step over the entries of the messages
+ * the previous ones deleted).
  */
-export async function lockTopicBatch(db: Db, q: { channelId: number; topic: string; limit: number; rowsOf: number | null }): Promise<DeletableMessage[]> {
+export async function lockTopicBatch(db: Db, q: { channelId: number; topic: string; limit: number; rowsOf: number | null; below: number | null }): Promise<DeletableMessage[]> {
   const rows = q.rowsOf === null ? Prisma.empty : Prisma.sql`AND EXISTS (SELECT 1 FROM user_message um WHERE um.user_id = ${q.rowsOf}::int AND um.message_id = m.id)`;
+  const below = q.below === null ? Prisma.empty : Prisma.sql`AND m.id < ${q.below}::int`;
   return db.$queryRaw<DeletableMessage[]>`
     SELECT ${DELETABLE_COLUMNS} FROM message m
-    WHERE m.channel_id = ${q.channelId}::int AND lower(m.topic) = lower(${q.topic}::text) ${rows}
+    WHERE m.channel_id = ${q.channelId}::int AND lower(m.topic) = lower(${q.topic}::text) ${below} ${rows}
     ORDER BY m.id DESC LIMIT ${q.limit}::int
     FOR UPDATE`;
 }
@@ -165,4 +169,19 @@ export async function clearTopicPolicies(db: Db, q: { channelId: number; topic: 
     DELETE FROM user_topic t
     WHERE t.channel_id = ${q.channelId}::int AND t.topic_key = lower(${q.topic}::text) ${keep}
     RETURNING t.user_id AS "userId", t.topic_name AS "topicName"`;
+}
+
+/**
+ * The muted topics of each of the users in channels that are not archived, as the older `muted_topics`
+ * lists them (user-topics.repo.ts mutedTopicsOfUser, for many users in one statement).
+ */
+export async function mutedTopicsOfUsers(db: Db, userIds: number[]): Promise<Map<number, [string, string, number][]>> {
+  const rows = await db.$queryRaw<{ user_id: number; name: string; topic: string; at: Date }[]>`
+    SELECT t.user_id, c.name, t.topic_name AS topic, t.last_updated AS at
+    FROM user_topic t JOIN channel c ON c.id = t.channel_id AND NOT c.is_archived
+    WHERE t.user_id = ANY(${userIds}::int[]) AND t.visibility_policy = ${VisibilityPolicy.MUTED}::int
+    ORDER BY t.user_id, t.last_updated, t.id`;
+  const byUser = new Map<number, [string, string, number][]>(userIds.map((id) => [id, []]));
+  for (const r of rows) byUser.get(r.user_id)?.push([r.name, r.topic, Math.floor(r.at.getTime() / 1000)]);
+  return byUser;
 }

@@ -79,21 +79,25 @@ export async function writeMessageChange(
     at: Date;
   },
 ): Promise<void> {
-  const topic = change.topic === null ? Prisma.sql`m.topic` : Prisma.sql`${change.topic}`;
-  const channel = change.channelId === null ? Prisma.sql`m.channel_id` : Prisma.sql`${change.channelId}::int`;
-  const movedAt = change.moved ? Prisma.sql`${change.at}::timestamp` : Prisma.sql`m.last_moved_time`;
+  // Only the columns that change are set: setting one (even to itself) makes PostgreSQL recompute the
+  // stored search vector and look up the channel's key for every row of a large move.
+  const sets: Prisma.Sql[] = [];
+  if (change.topic !== null) sets.push(Prisma.sql`topic = ${change.topic}`);
+  if (change.channelId !== null) sets.push(Prisma.sql`channel_id = ${change.channelId}::int`);
+  if (change.moved) sets.push(Prisma.sql`last_moved_time = ${change.at}::timestamp`);
+  const others = change.ids.filter((id) => id !== change.targetId);
+  if (others.length > 0) {
+    await tx.$executeRaw`
+      UPDATE message m SET ${Prisma.join([...sets, Prisma.sql`edit_history = jsonb_build_array(${JSON.stringify(change.entry)}::jsonb) || COALESCE(m.edit_history, '[]'::jsonb)`], ', ')}
+      WHERE m.id = ANY(string_to_array(${others.join(',')}, ',')::int[])`;
+  }
   const content = change.content;
+  const targetSets = content
+    ? [...sets, Prisma.sql`content = ${content.content}`, Prisma.sql`rendered_content = ${content.rendered}`, Prisma.sql`last_edit_time = ${change.at}::timestamp`]
+    : sets;
   await tx.$executeRaw`
-    UPDATE message m SET
-      topic = ${topic},
-      channel_id = ${channel},
-      last_moved_time = ${movedAt},
-      content = CASE WHEN m.id = ${change.targetId}::int AND ${content !== null}::boolean THEN ${content?.content ?? ''} ELSE m.content END,
-      rendered_content = CASE WHEN m.id = ${change.targetId}::int AND ${content !== null}::boolean THEN ${content?.rendered ?? ''} ELSE m.rendered_content END,
-      last_edit_time = CASE WHEN m.id = ${change.targetId}::int AND ${content !== null}::boolean THEN ${change.at}::timestamp ELSE m.last_edit_time END,
-      edit_history = jsonb_build_array(CASE WHEN m.id = ${change.targetId}::int THEN ${JSON.stringify(change.targetEntry)}::jsonb ELSE ${JSON.stringify(change.entry)}::jsonb END)
-        || COALESCE(m.edit_history, '[]'::jsonb)
-    WHERE m.id = ANY(string_to_array(${change.ids.join(',')}, ',')::int[])`;
+    UPDATE message m SET ${Prisma.join([...targetSets, Prisma.sql`edit_history = jsonb_build_array(${JSON.stringify(change.targetEntry)}::jsonb) || COALESCE(m.edit_history, '[]'::jsonb)`], ', ')}
+    WHERE m.id = ${change.targetId}::int`;
 }
 
 /** Mention flag bits an edit recomputes (mentioned, stream- and topic-wildcard mentioned). */
@@ -136,15 +140,16 @@ export async function channelMessageCandidates(
 ): Promise<Array<{ userId: number; role: number; flags: number | null; subscribed: boolean }>> {
   return db.$queryRaw`
     WITH rows AS (
-      SELECT um.user_id, um.flags::int AS flags FROM user_message um WHERE um.message_id = ${messageId}::int
-      UNION ALL
-      SELECT d, 0 FROM message m, unnest(m.deferred_recipient_ids) d WHERE m.id = ${messageId}::int
+      SELECT user_id, max(flags) AS flags FROM (
+        SELECT um.user_id, um.flags::int AS flags FROM user_message um WHERE um.message_id = ${messageId}::int
+        UNION ALL
+        SELECT d, 0 FROM message m, unnest(m.deferred_recipient_ids) d WHERE m.id = ${messageId}::int
+      ) r GROUP BY user_id
     ), subs AS (
       SELECT s.user_id FROM subscription s WHERE s.channel_id = ${channelId}::int AND s.active
-    ), everyone AS (SELECT user_id FROM rows UNION SELECT user_id FROM subs)
-    SELECT u.id AS "userId", u.role, (SELECT max(r.flags) FROM rows r WHERE r.user_id = u.id)::int AS flags,
-      EXISTS (SELECT 1 FROM subs WHERE subs.user_id = u.id) AS subscribed
-    FROM everyone e JOIN "user" u ON u.id = e.user_id AND u.is_active
+    )
+    SELECT u.id AS "userId", u.role, rows.flags, subs.user_id IS NOT NULL AS subscribed
+    FROM rows FULL JOIN subs USING (user_id) JOIN "user" u ON u.id = user_id AND u.is_active
     ORDER BY u.id`;
 }
 
@@ -212,4 +217,11 @@ export async function lastMessageOfTopic(
     FROM message m WHERE m.channel_id = ${channelId}::int AND lower(m.topic) = lower(${topic})
     ORDER BY m.id DESC LIMIT 1 FOR UPDATE`;
   return rows[0] ?? null;
+}
+
+/** Who has a personal mention (the mentioned bit) on the message now. */
+export async function mentionedUserIds(tx: Db, messageId: number): Promise<Set<number>> {
+  const rows = await tx.$queryRaw<Array<{ user_id: number }>>`
+    SELECT um.user_id FROM user_message um WHERE um.message_id = ${messageId}::int AND (um.flags & 8) <> 0`;
+  return new Set(rows.map((r) => r.user_id));
 }

@@ -10,6 +10,8 @@ import { MESSAGE_COLUMNS } from './messages.repo.ts';
 import type { MessageRow } from '../lib/message-format.ts';
 import { MESSAGE_FLAG_BITS } from '../lib/message-flags.ts';
 import { TS_START, TS_STOP, type MessageCondition, type NarrowCondition } from '../lib/narrow.ts';
+import { reactionsJsonSql } from './reactions.repo.ts';
+import type { MessageReaction } from '../lib/reactions.ts';
 
 /**
  * Which messages a read starts from, before any narrow condition:
@@ -194,6 +196,8 @@ function orderedSql(base: Base, conditions: NarrowCondition[], extra: Prisma.Sql
 export interface PageRow extends MessageRow {
   flags: number | null;
   channel_name: string | null;
+  /** The message's reactions in reaction order (data/reactions.repo.ts reactionsJsonSql), null when it has none. */
+  reactions: MessageReaction[] | null;
   /** Search results: the rendered content with ts_headline's match delimiters (null when nothing is highlighted). */
   content_matches?: string | null;
   /** Search results: the HTML-escaped topic, and the same with match delimiters. */
@@ -252,7 +256,7 @@ export async function fetchPageIds(db: Db, q: Pick<PageQuery, 'scope' | 'conditi
 
 /**
  * The page's messages, ascending, in one statement: the matching ids (see pageIdsSql), then the
- * messages, flags, channel names and search highlights of those ids only.
+ * messages, flags, channel names, reactions and search highlights of those ids only.
  */
 export async function fetchMessagePage(db: Db, q: PageQuery): Promise<PageRow[]> {
   const page = pageIdsSql(q);
@@ -269,7 +273,7 @@ export async function fetchMessagePage(db: Db, q: PageQuery): Promise<PageRow[]>
   }
   return db.$queryRaw<PageRow[]>`
     WITH page AS (${page})
-    SELECT ${MESSAGE_COLUMNS}, p.flags, c.name AS channel_name ${searchColumns}
+    SELECT ${MESSAGE_COLUMNS}, p.flags, c.name AS channel_name, ${reactionsJsonSql(Prisma.sql`m.id`)} AS reactions ${searchColumns}
     FROM page p JOIN message m ON m.id = p.id LEFT JOIN channel c ON c.id = m.channel_id
     ORDER BY m.id`;
 }
@@ -342,7 +346,9 @@ export async function channelsForMessageRead(
 
 /**
  * One message of the organization with the viewer's flags (null without a row) and its channel. With
- * `lock`, the message row is locked (FOR NO KEY UPDATE, until the caller's transaction ends) as it is read.
+ * `lock`, the message row is share-locked as it is read (FOR SHARE, until the caller's transaction
+ * ends): no other transaction can change it (edit, move, delete) meanwhile, while others that only
+ * share-lock it (reactions) are not held up.
  */
 export async function messageWithViewerRow(
   db: Db,
@@ -354,7 +360,7 @@ export async function messageWithViewerRow(
   const rows = await db.$queryRaw<Array<MessageRow & { flags: number | null; channel: FetchChannel | null }>>`
     SELECT ${MESSAGE_COLUMNS}, ${userId === null ? Prisma.sql`NULL::int` : Prisma.sql`(SELECT um.flags::int FROM user_message um WHERE um.user_id = ${userId}::int AND um.message_id = m.id)`} AS flags,
       (SELECT row_to_json(x) FROM (SELECT ${FETCH_CHANNEL_COLUMNS}, ${subscribedSql(userId)} AS subscribed FROM channel c WHERE c.id = m.channel_id) x) AS channel
-    FROM message m WHERE m.id = ${messageId}::int AND m.realm_id = ${realmId}::int ${lock ? Prisma.sql`FOR NO KEY UPDATE OF m` : Prisma.empty}`;
+    FROM message m WHERE m.id = ${messageId}::int AND m.realm_id = ${realmId}::int ${lock ? Prisma.sql`FOR SHARE OF m` : Prisma.empty}`;
   const row = rows[0];
   if (!row) return null;
   const { flags, channel, ...message } = row;

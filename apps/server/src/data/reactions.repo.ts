@@ -21,8 +21,9 @@ interface AudienceOf {
 
 /**
  * The audience's user ids (ascending, active users only) as one comma-separated text value, from the
- * message's own rows and its channel's subscriptions (never a scan of the organization's users): the
- * candidates, each with whether they are subscribed, then their user rows by key.
+ * message's own rows and its channel's subscriptions, never a scan of the organization's users:
+ * deactivated users are taken out through their own small index (as data/messages.repo.ts
+ * channelRecipientIds does), and only row holders who are not subscribed are looked up for their role.
  */
 function audienceIdsSql(a: AudienceOf): Prisma.Sql {
   const subscribers = Prisma.sql`SELECT s.user_id FROM subscription s WHERE s.channel_id = ${a.channelId}::int AND s.active`;
@@ -30,7 +31,6 @@ function audienceIdsSql(a: AudienceOf): Prisma.Sql {
     UNION SELECT unnest(m.deferred_recipient_ids) FROM message m WHERE m.id = ${a.messageId}::int
     UNION SELECT ${a.newRowOf}::int WHERE ${a.newRowOf}::int IS NOT NULL`;
   let candidates: Prisma.Sql;
-  let condition = Prisma.sql`TRUE`;
   switch (a.audience.kind) {
     case 'rows':
       candidates = rows;
@@ -42,14 +42,12 @@ function audienceIdsSql(a: AudienceOf): Prisma.Sql {
       candidates = Prisma.sql`${subscribers} INTERSECT (${rows})`;
       break;
     case 'subscribers-or-rows':
-      candidates = Prisma.sql`SELECT x.user_id, bool_or(x.sub) AS sub FROM (
-        SELECT s.user_id, TRUE AS sub FROM (${subscribers}) s UNION ALL SELECT r.user_id, FALSE FROM (${rows}) r(user_id)) x
-        GROUP BY x.user_id`;
-      condition = Prisma.sql`(c.sub OR u.role <> ALL(${a.audience.rowRolesExcluded}::int[]))`;
+      candidates = Prisma.sql`${subscribers} UNION SELECT r.user_id FROM ((${rows}) EXCEPT (${subscribers})) r(user_id)
+        JOIN "user" u ON u.id = r.user_id WHERE u.role <> ALL(${a.audience.rowRolesExcluded}::int[])`;
       break;
   }
-  return Prisma.sql`(SELECT string_agg(u.id::text, ',' ORDER BY u.id) FROM (${candidates}) c JOIN "user" u ON u.id = c.user_id
-    WHERE u.is_active AND ${condition})`;
+  return Prisma.sql`(SELECT string_agg(c.user_id::text, ',' ORDER BY c.user_id) FROM (${candidates}) c(user_id)
+    WHERE NOT EXISTS (SELECT 1 FROM "user" u WHERE u.id = c.user_id AND NOT u.is_active))`;
 }
 
 const idList = (text: string | null) => (text ? text.split(',').map(Number) : []);
@@ -146,7 +144,17 @@ export async function removeReaction(
   return { name: row.name, emailAddressVisibility: row.visibility, audienceIds: idList(row.ids) };
 }
 
-/** The reactions of the messages (one statement for a whole page), by message id, each in reaction order. */
+/**
+ * The reactions of the message whose id `messageId` gives, as a JSON list in reaction order (null when
+ * it has none): a column of the statement reading a page of messages (data/message-fetch.repo.ts
+ * fetchMessagePage), one index probe per message.
+ */
+export function reactionsJsonSql(messageId: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`(SELECT json_agg(json_build_object('emoji_name', r.emoji_name, 'emoji_code', r.emoji_code,
+    'reaction_type', r.reaction_type, 'user_id', r.user_id) ORDER BY r.id) FROM reaction r WHERE r.message_id = ${messageId})`;
+}
+
+/** The reactions of the messages (one statement), by message id, each in reaction order: for messages read otherwise than as a page (GET /messages/{message_id}). */
 export async function reactionsOfMessages(db: Db, messageIds: number[]): Promise<Map<number, MessageReaction[]>> {
   const byMessage = new Map<number, MessageReaction[]>();
   if (messageIds.length === 0) return byMessage;

@@ -26,6 +26,7 @@ import {
 } from '../data/message-fetch.repo.ts';
 import { directRecipientsByEmails, directRecipientsByIds, messagePeople } from '../data/messages.repo.ts';
 import { reactionsOfMessages } from '../data/reactions.repo.ts';
+import type { MessageReaction } from '../lib/reactions.ts';
 import { hasContentAccess, loadChannelViewer, type PermissionSubject } from '../access/channels.ts';
 import {
   canReadChannelHistory,
@@ -140,8 +141,9 @@ export async function readableMessage(db: Db, realm: Realm, viewer: User | null,
  * Zulip's access_message(..., is_modifying_message=True), for operations that change a message or
  * its reactions: the message as readableMessage finds it (the caller has caught up the user's
  * deferred rows), refused with `Invalid message(s)` also when its channel is archived. With `lock`
- * (in a transaction; Zulip's lock_message), the message row is locked as it is read, so that the
- * access decided holds until the transaction ends.
+ * (in a transaction), the message row is share-locked as it is read (data/message-fetch.repo.ts
+ * messageWithViewerRow), so that the message cannot change, hence the access decided holds, until the
+ * transaction ends; changes of the message itself lock it exclusively instead.
  */
 export async function changeableMessage(db: Db, realm: Realm, user: User, messageId: number, options: { lock?: boolean } = {}) {
   const found = await readableMessage(db, realm, user, messageId, options);
@@ -424,11 +426,18 @@ async function formatPage(db: Db, realm: Realm, viewer: User | null, rows: PageR
   }) as never;
 }
 
-async function formatContext(db: Db, realm: Realm, rows: Array<MessageRow & { channel_name: string | null }>, options: FormatOptions): Promise<MessageFormatContext> {
+async function formatContext(
+  db: Db,
+  realm: Realm,
+  rows: Array<MessageRow & { channel_name: string | null; reactions?: MessageReaction[] | null }>,
+  options: FormatOptions,
+): Promise<MessageFormatContext> {
+  // A page's rows carry their reactions; the others' are read here.
   const [people, reactions] = await Promise.all([
     messagePeople(db, realm.id, rows.flatMap((r) => [r.sender_id, ...r.direct_user_ids])),
-    reactionsOfMessages(db, rows.map((r) => r.id)),
+    reactionsOfMessages(db, rows.filter((r) => r.reactions === undefined).map((r) => r.id)),
   ]);
+  for (const r of rows) if (r.reactions) reactions.set(r.id, r.reactions);
   const channelNames = new Map<number, string>();
   for (const r of rows) if (r.channel_id !== null && r.channel_name !== null) channelNames.set(r.channel_id, r.channel_name);
   return { realm, people: new Map<number, MessagePerson>(people.map((p) => [p.id, p])), channelNames, reactions, ...options };

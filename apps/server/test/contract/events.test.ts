@@ -180,6 +180,11 @@ describe('stored events, after a representative run of API calls', () => {
     const reacted = { params: { path: { message_id: direct.data!.id } } };
     await ok(as('hamlet').POST('/messages/{message_id}/reactions', { ...reacted, body: { emoji_name: 'octopus' } }), 'add reaction');
     await ok(as('hamlet').DELETE('/messages/{message_id}/reactions', { ...reacted, body: { emoji_name: 'octopus' } }), 'remove reaction');
+    // Editing and moving (update_message), and the history it leaves.
+    await ok(as('iago').PATCH('/messages/{message_id}', { ...reacted, body: { content: 'hello again' } }), 'edit content');
+    const moved = await ok(as('iago').POST('/messages', { body: { type: 'stream', to: pubName, topic: 'to move', content: 'moving' } }), 'send to move');
+    await ok(as('iago').PATCH('/messages/{message_id}', { params: { path: { message_id: moved.data!.id } }, body: { topic: 'moved', propagate_mode: 'change_all' } }), 'move topic');
+    await ok(as('hamlet').GET('/messages/{message_id}/history', { params: { path: { message_id: moved.data!.id } } }), 'edit history');
     // Deletion: one message, and a topic (delete_message).
     const doomed = await ok(as('iago').POST('/messages', { body: { type: 'stream', to: pubName, topic: 'doomed', content: 'short-lived' } }), 'send to delete');
     await ok(as('iago').DELETE('/messages/{message_id}', { params: { path: { message_id: doomed.data!.id } } }), 'delete message');

@@ -409,3 +409,21 @@ describe('history, drafts, scheduled messages and settings with zulip-js', () =>
     expect(state.user_settings).toMatchObject({ twenty_four_hour_time: true, emojiset: 'text' });
   });
 });
+
+describe('deleting a message with zulip-js', () => {
+  it('messages.deleteById (DELETE, message_id in the path and the query string), with the delete_message event', async () => {
+    const hamlet = await clientFor('hamlet');
+    const othello = await clientFor('othello');
+    const sent = await hamlet.messages.send({ to: JSON.stringify([env.users.othello.id]), type: 'private', content: 'delete me' });
+    expectSuccess(sent);
+    const queue = await othello.queues.register({ event_types: ['delete_message'], client_capabilities: JSON.stringify({ bulk_message_deletion: true }) });
+    expectSuccess(queue);
+    expectSuccess(await hamlet.messages.deleteById({ message_id: sent.id }));
+    const removal = lastRequest('DELETE', `/messages/${sent.id}`);
+    expect(removal.body.length).toBe(0);
+    const answer = await othello.events.retrieve({ queue_id: queue.queue_id, last_event_id: queue.last_event_id, dont_block: 'true' });
+    expectSuccess(answer);
+    expect(answer.events).toEqual([{ id: expect.any(Number), type: 'delete_message', message_type: 'private', message_ids: [sent.id] }]);
+    expect(await hamlet.messages.deleteById({ message_id: sent.id })).toMatchObject({ result: 'error', msg: 'Invalid message(s)' });
+  });
+});

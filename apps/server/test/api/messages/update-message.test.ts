@@ -22,7 +22,7 @@ const form = (body: Record<string, unknown>) =>
   new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, typeof v === 'string' ? v : JSON.stringify(v)]));
 
 const patch = (as: Person, id: number, body: Record<string, unknown>) => env.raw(`/messages/${id}`, { method: 'PATCH', as, body: form(body) });
-const history = (as: Person, id: number) => env.raw(`/messages/${id}/history`, { as });
+const history = (as: Person, id: number) => env.raw(`/messages/${id}/history`, { method: 'GET', as });
 const getMessage = async (as: Person, id: number) => (await env.raw(`/messages/${id}`, { as })).body;
 
 async function post(as: Person, channel: { name: string }, topic: string, content: string): Promise<number> {
@@ -84,6 +84,19 @@ describe('PATCH /messages/{message_id}', () => {
       expect(stored).toHaveLength(1);
       // Every subscriber of the public channel, none else.
       expect(stored[0]!.userIds).toEqual(['iago', 'shiva', 'hamlet', 'othello', 'cordelia', 'polonius'].map((p) => uid(p as Person)).sort((a, b) => a - b));
+    });
+
+    it('notifies those it mentions for the first time, as sending would (push)', async () => {
+      const { error } = await env.client('shiva').POST('/users/me/apns_device_token', { body: { token: 'ab'.repeat(32), appid: 'org.zulip.Zulip' } });
+      expect(error).toBeUndefined();
+      const id = await post('hamlet', general, fresh('edit'), 'no mention yet');
+      const pushes = () => db().pushOutbox.findMany({ where: { userId: uid('shiva'), messageId: id } });
+      expect(await pushes()).toEqual([]);
+      expect((await patch('hamlet', id, { content: 'now @**Shiva**' })).status).toBe(200);
+      expect(await pushes()).toHaveLength(1);
+      // A second edit keeping the mention does not notify again.
+      expect((await patch('hamlet', id, { content: 'still @**Shiva**!' })).status).toBe(200);
+      expect(await pushes()).toHaveLength(1);
     });
 
     it('clears a mention the new content no longer makes', async () => {

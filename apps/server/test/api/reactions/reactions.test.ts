@@ -9,6 +9,7 @@ import { createChannel, subscribeDirectly, useChannel } from '../../helpers/chan
 import { eventsSince, markEvents } from '../../helpers/events.ts';
 import { sendMessage } from '../../helpers/queues.ts';
 import { unchecked } from '../../helpers/unchecked.ts';
+import { createAccount, createUser, deactivateUser } from '../../helpers/people.ts';
 import { MESSAGE_FLAG_BITS } from '../../../src/lib/message-flags.ts';
 
 const env = useTestServer();
@@ -223,6 +224,24 @@ describe('POST /messages/{message_id}/reactions', () => {
     const third = await markEvents(env);
     await added('othello', inSecret, { emoji_name: 'tada' });
     expect((await reactionEventsSince(third))[0]!.userIds).toEqual(ids('iago', 'othello'));
+  });
+
+  it('names the reactor by the address everyone sees, and leaves deactivated users out', async () => {
+    const c = await createChannel(env, 'iago', { name: 'addresses' }, ['iago', 'hamlet']);
+    const reactor = await createAccount(env, { label: 'hidden-address', fullName: 'Hidden Address' });
+    const leaving = await createUser(env, { label: 'leaving', fullName: 'Leaving Soon' });
+    await subscribeDirectly(env, reactor.id, c.id);
+    await subscribeDirectly(env, leaving.id, c.id);
+    const id = await toChannel('iago', c);
+    await deactivateUser(env, leaving.id);
+    // Only administrators may see the real address: every other user sees user<id>@<host>.
+    expect((await reactor.client.PATCH('/settings', { body: { email_address_visibility: 3 } })).response.status).toBe(200);
+    const mark = await markEvents(env);
+    const res = await reactor.client.POST('/messages/{message_id}/reactions', { params: { path: { message_id: id } }, body: { emoji_name: 'octopus' } });
+    expect(res.error).toBeUndefined();
+    const [event] = await reactionEventsSince(mark);
+    expect(event!.payload.user).toEqual({ user_id: reactor.id, email: `user${reactor.id}@${new URL((await db().realm.findUniqueOrThrow({ where: { id: env.realmId } })).url).hostname}`, full_name: 'Hidden Address' });
+    expect(event!.userIds).toEqual([uid('iago'), uid('hamlet'), reactor.id].sort((a, b) => a - b));
   });
 
   it('reacting counts as participating: the automatic follow policy applies', async () => {

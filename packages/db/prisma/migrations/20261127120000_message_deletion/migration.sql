@@ -3,10 +3,12 @@
 -- reader's catch-up while an administrator may be deleting the very message. A catch-up statement
 -- whose snapshot still showed the message then inserts its rows after the deletion committed; instead
 -- of failing the reader's request, the reference check drops those rows (they belong to a message
--- that no longer exists). The deletion makes sure that no such row outlives it: it first updates the
--- caught-up mark of every deferred recipient not yet past the messages (actions/message-deletion.ts),
--- which a concurrent catch-up of that user either waits for (and then finds the message gone, here)
--- or holds until it commits (and the deletion then deletes the rows it wrote).
+-- that existed and no longer does: its id was handed out by the message sequence). A row for an id the
+-- sequence never reached is still refused. The deletion makes sure that no such row outlives it: it
+-- first updates the caught-up mark of every deferred recipient not yet past the messages
+-- (data/message-deletion.repo.ts fenceDeferredRecipients), which a concurrent catch-up of that user
+-- either waits for (and then finds the message gone, here) or holds until it commits (and the
+-- deletion then deletes the rows it wrote).
 CREATE OR REPLACE FUNCTION parley_user_message_check_references() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   user_ids int[];
@@ -15,6 +17,10 @@ BEGIN
     RETURN NULL;
   END IF;
   IF EXISTS (SELECT 1 FROM (SELECT DISTINCT n.message_id FROM parley_new_rows n) n WHERE NOT EXISTS (SELECT 1 FROM message m WHERE m.id = n.message_id)) THEN
+    IF EXISTS (SELECT 1 FROM parley_new_rows n WHERE n.message_id > (SELECT last_value FROM message_id_seq)) THEN
+      RAISE EXCEPTION 'insert on table "user_message" violates its reference to table "message"'
+        USING ERRCODE = 'foreign_key_violation';
+    END IF;
     -- Rows of messages deleted meanwhile (by a transaction that committed after this statement's
     -- snapshot was taken) are dropped rather than refused.
     DELETE FROM "user_message" um USING parley_new_rows n
