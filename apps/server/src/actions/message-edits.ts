@@ -19,6 +19,7 @@ import {
   lastMessageOfTopic,
   lockMessage,
   mentionedUserIds,
+  readersOfResolveNotice,
   rewriteMentionFlags,
   settleRowsInProtectedChannel,
   topicHasOtherMessages,
@@ -239,10 +240,11 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
 
   if (channel && finalChannel && moving) {
     const allMoved = request.propagateMode === 'change_all' || !(await topicHasOtherMessages(tx, channel.id, message.topic, ids));
-    await sendMoveNotices(t, { from: channel, fromTopic: message.topic, to: finalChannel, toTopic: finalTopic, ids, toggle, allMoved, targetHadMessages, request });
+    // Policies first: a resolve notice is read or not by the policies of the topic it lands in.
     if (allMoved && (target !== null || newTopic !== undefined)) {
       await moveTopicPolicies(t, { from: channel, fromTopic: message.topic, to: finalChannel, toTopic: finalTopic, targetHadMessages, keeps: target ? new Set(after.map((a) => a.userId)) : null });
     }
+    await sendMoveNotices(t, { from: channel, fromTopic: message.topic, to: finalChannel, toTopic: finalTopic, ids, toggle, allMoved, targetHadMessages, request });
   }
 }
 
@@ -309,9 +311,10 @@ const RESOLVE_NOTICE = /^@_\*\*[^\n]*\*\* has marked this topic as (un)?resolved
 
 const silentMention = (user: User) => `@_**${user.fullName}|${user.id}**`;
 
-async function postNotice(t: Context, channel: Channel, topic: string, content: string): Promise<void> {
+/** A notice from the notification bot, read for the acting user and for `alsoReadFor`. */
+async function postNotice(t: Context, channel: Channel, topic: string, content: string, alsoReadFor: number[] = []): Promise<void> {
   const bot = await notificationBot(t.tx, t.deps, t.realm);
-  const checked = await checkInternalChannelMessage(t.tx, t.realm, bot, channel, topic, content, [t.user.id]);
+  const checked = await checkInternalChannelMessage(t.tx, t.realm, bot, channel, topic, content, [t.user.id, ...alsoReadFor]);
   await storeCheckedMessage(t.tx, t.afterCommit, t.deps, t.realm, bot, checked, { client: 'Internal' });
 }
 
@@ -328,7 +331,8 @@ async function sendMoveNotices(
     if (last && last.senderId === bot.id && Date.now() - last.dateSent.getTime() < RESOLVE_UNDO_GRACE_SECONDS * 1000 && RESOLVE_NOTICE.test(last.content)) {
       await deleteMessages(t, t.user, m.to, [last]);
     } else {
-      await postNotice(t, m.to, m.toTopic, `${who} has marked this topic as ${m.toggle ? 'resolved' : 'unresolved'}.`);
+      const readers = await readersOfResolveNotice(t.tx, m.to.id, m.toTopic);
+      await postNotice(t, m.to, m.toTopic, `${who} has marked this topic as ${m.toggle ? 'resolved' : 'unresolved'}.`, readers);
     }
   } else if (m.request.notifyNewThread) {
     const from = locationOf(t.realm, m.from, m.fromTopic);

@@ -225,3 +225,18 @@ export async function mentionedUserIds(tx: Db, messageId: number): Promise<Set<n
     SELECT um.user_id FROM user_message um WHERE um.message_id = ${messageId}::int AND (um.flags & 8) <> 0`;
   return new Set(rows.map((r) => r.user_id));
 }
+
+/**
+ * Who finds a resolve notice already read (Zulip's resolved_topic_notice_auto_read_policy): the
+ * channel's active subscribers whose policy is `always`, or `except_followed` while they do not
+ * follow the topic.
+ */
+export async function readersOfResolveNotice(db: Db, channelId: number, topic: string): Promise<number[]> {
+  const rows = await db.$queryRaw<Array<{ user_id: number }>>`
+    SELECT s.user_id FROM subscription s JOIN user_settings us ON us.user_id = s.user_id
+    WHERE s.channel_id = ${channelId}::int AND s.active
+      AND (us.resolved_topic_notice_auto_read_policy = 'always'
+        OR (us.resolved_topic_notice_auto_read_policy = 'except_followed' AND NOT EXISTS (
+          SELECT 1 FROM user_topic ut WHERE ut.user_id = s.user_id AND ut.channel_id = ${channelId}::int AND ut.topic_key = lower(${topic}) AND ut.visibility_policy = 3)))`;
+  return rows.map((r) => r.user_id);
+}

@@ -169,7 +169,7 @@ describe.skipIf(!haveChromium)('in headless Chromium', () => {
       await page.goto(`${env.url}/api/docs`);
       await page.getByRole('heading', { name: /Parley API/ }).first().waitFor({ timeout: 30_000 });
       // The sidebar lists the operations by tag; opening a tag shows its operations.
-      for (const [tag, summary] of [['users', 'Deactivate a user'], ['scheduled_messages', 'Create a scheduled message'], ['messages', 'Mark all messages as read']] as const) {
+      for (const [tag, summary] of [['users', 'Deactivate a user'], ['scheduled-messages', 'Create a scheduled message'], ['message-flags', 'Mark all messages as read'], ['messages', 'Edit or move a message']] as const) {
         await page.getByText(tag, { exact: true }).first().click();
         await page.getByText(summary, { exact: true }).first().waitFor({ state: 'visible', timeout: 30_000 });
       }

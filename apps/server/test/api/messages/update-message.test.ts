@@ -298,6 +298,18 @@ describe('PATCH /messages/{message_id}', () => {
       expect(await notices(general.id, topic)).toEqual([`${who} has marked this topic as resolved.`, `${who} has marked this topic as unresolved.`]);
     });
 
+    it("leaves the resolve notice unread only where the reader's setting says so (default: those who follow the topic)", async () => {
+      const topic = fresh('followed-bug');
+      const id = await post('hamlet', general, topic, 'broken');
+      expect((await env.raw('/user_topics', { method: 'POST', as: 'cordelia', body: form({ stream_id: general.id, topic, visibility_policy: 3 }) })).status).toBe(200);
+      expect((await patch('hamlet', id, { topic: `✔ ${topic}` })).status).toBe(200);
+      const notice = (await db().message.findMany({ where: { channelId: general.id, topic: `✔ ${topic}` }, orderBy: { id: 'desc' }, take: 1 }))[0]!;
+      const flagsFor = async (as: Person) => (await getMessage(as, notice.id)).message.flags as string[];
+      expect(await flagsFor('cordelia')).not.toContain('read');
+      expect(await flagsFor('othello')).toContain('read');
+      expect(await flagsFor('hamlet')).toContain('read');
+    });
+
     it('needs can_resolve_topics_group, but no time limit', async () => {
       const topic = fresh('res');
       const id = await post('hamlet', general, topic, 'x');
