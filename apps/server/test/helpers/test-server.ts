@@ -125,3 +125,25 @@ export function expectJsonError(
     throw new Error(`expected ${status} ${JSON.stringify(msg)} ${code ?? ''}, got ${actualStatus} ${JSON.stringify(body)}`);
   }
 }
+
+/**
+ * A second server process on the test server's database (its own deps: Prisma client, pool, listener
+ * connection, caches), as another machine would run it; started before the file's tests, stopped after.
+ * Read `.running` in hooks and tests.
+ */
+export function useSecondProcess(env: TestServer, options: { rateLimit?: { points: number; durationSeconds: number } | null } = {}): { readonly running: RunningServer } {
+  let second: RunningServer | undefined;
+  beforeAll(async () => {
+    const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: 'http://parley.test', validateResponses: true, rateLimit: options.rateLimit ?? null, logLevel: 'error' };
+    second = await listen(await createDeps(config, env.databaseUrl, { poolSize: 4 }), '127.0.0.1', 0);
+  });
+  afterAll(async () => {
+    await second?.close();
+  });
+  return {
+    get running() {
+      if (!second) throw new Error('the second process is not running: read it in a hook or a test');
+      return second;
+    },
+  };
+}

@@ -1,28 +1,16 @@
 // GET /events delivery beyond a process's in-memory tail: a queue polled on another process (or after
 // the tail moved on) reads the database, and a run of stored events it does not take never holds it in
 // place; a public channel's message reaches all_public_streams queues even with no subscriber.
-import os from 'node:os';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createParleyClient, type ParleyClient } from '@parley/client';
-import { loadConfig } from '../../../src/config.ts';
-import { createDeps, listen, type RunningServer } from '../../../src/server.ts';
 import { inTransaction } from '../../../src/data/transactions.ts';
-import { TEST_SECRET } from '../../helpers/fixtures.ts';
-import { useTestServer } from '../../helpers/test-server.ts';
+import { useSecondProcess, useTestServer } from '../../helpers/test-server.ts';
 import { pollEvents, registerQueue, sendMessage } from '../../helpers/queues.ts';
 import { createChannel } from '../../helpers/channels.ts';
 import { realmIdOf } from '../../helpers/realm.ts';
 
 const env = useTestServer();
-let second: RunningServer;
-
-beforeAll(async () => {
-  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: 'http://parley.test', validateResponses: true, rateLimit: null, logLevel: 'error' };
-  second = await listen(await createDeps(config, env.databaseUrl, { poolSize: 4 }), '127.0.0.1', 0);
-});
-afterAll(async () => {
-  await second.close();
-});
+const secondProcess = useSecondProcess(env);
 
 const on = (server: { url: string }, person: 'hamlet' | 'iago'): ParleyClient =>
   createParleyClient({ site: server.url, email: env.users[person].email, apiKey: env.users[person].apiKey });
@@ -39,9 +27,9 @@ describe('a queue read from the database', () => {
       await deps.events.publish(tx, afterCommit, realmId, payloads.map((payload) => ({ realmWide: true as const, payload })));
     });
     const id = await sendMessage(on(env, 'iago'), { type: 'direct', to: JSON.stringify([env.users.hamlet.id]), content: 'behind a crowd' });
-    // The second process started its tail after all this: the queue's mark lies below it.
-    const viaSecond = on(second, 'hamlet');
-    await registerQueue(on(second, 'iago'), { event_types: ['heartbeat'] });
+    // The secondProcess.running process started its tail after all this: the queue's mark lies below it.
+    const viaSecond = on(secondProcess.running, 'hamlet');
+    await registerQueue(on(secondProcess.running, 'iago'), { event_types: ['heartbeat'] });
     const events = await pollEvents(viaSecond, queue);
     expect(events.filter((e) => e.type === 'message').map((e) => e.message.id)).toEqual([id]);
   });

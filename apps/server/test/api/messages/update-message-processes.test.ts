@@ -1,27 +1,16 @@
 // PATCH /messages/{message_id} from two server processes at once (each its own pool, as two machines
 // would have): moves of one topic and edits of its messages interleave, and every change is either
 // applied whole and recorded, or refused; topics, reads and history agree afterwards.
-import os from 'node:os';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.ts';
-import { createDeps, listen, type RunningServer } from '../../../src/server.ts';
-import { TEST_SECRET, type Person } from '../../helpers/fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { type Person } from '../../helpers/fixtures.ts';
 import { basicAuth } from '../../helpers/auth.ts';
-import { useTestServer } from '../../helpers/test-server.ts';
+import { useSecondProcess, useTestServer } from '../../helpers/test-server.ts';
 import { fresh, useChannel } from '../../helpers/channels.ts';
 import { sendMessage } from '../../helpers/queues.ts';
 
 const env = useTestServer();
 const channel = useChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
-let second: RunningServer;
-
-beforeAll(async () => {
-  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: 'http://parley.test', validateResponses: true, rateLimit: null, logLevel: 'error' };
-  second = await listen(await createDeps(config, env.databaseUrl, { poolSize: 4 }), '127.0.0.1', 0);
-});
-afterAll(async () => {
-  await second.close();
-});
+const secondProcess = useSecondProcess(env);
 
 const db = () => env.running.deps.db;
 
@@ -42,13 +31,13 @@ describe('PATCH /messages/{message_id} from two processes', () => {
     const [x, y] = [fresh('race-x'), fresh('race-y')];
     const requests = [
       patchOn(env.running, 'iago', ids[3]!, { topic: x, propagate_mode: 'change_all', send_notification_to_new_thread: 'false' }),
-      patchOn(second, 'iago', ids[8]!, { topic: y, propagate_mode: 'change_all', send_notification_to_new_thread: 'false' }),
-      ...ids.map((id, i) => patchOn(i % 3 ? second : env.running, i % 2 ? 'hamlet' : 'othello', id, { content: `m${i} edited` })),
+      patchOn(secondProcess.running, 'iago', ids[8]!, { topic: y, propagate_mode: 'change_all', send_notification_to_new_thread: 'false' }),
+      ...ids.map((id, i) => patchOn(i % 3 ? secondProcess.running : env.running, i % 2 ? 'hamlet' : 'othello', id, { content: `m${i} edited` })),
     ];
     const results = await Promise.all(requests);
     expect(results.filter((r) => r.status !== 200).map((r) => r.body)).toEqual([]);
 
-    // The whole topic is in one place: the second move took every message the first had moved.
+    // The whole topic is in one place: the secondProcess.running move took every message the first had moved.
     const rows = await db().message.findMany({ where: { id: { in: ids } }, orderBy: { id: 'asc' } });
     expect(new Set(rows.map((r) => r.topic)).size).toBe(1);
     expect([x, y]).toContain(rows[0]!.topic);
@@ -60,7 +49,7 @@ describe('PATCH /messages/{message_id} from two processes', () => {
       expect(history.filter((e) => 'prev_content' in e)).toHaveLength(1);
     }
     // Reads agree on both processes: the old topic is empty, the new one holds everything.
-    for (const server of [env.running, second]) {
+    for (const server of [env.running, secondProcess.running]) {
       const res = await fetch(`${server.url}/api/v1/users/me/${channel.id}/topics`, { headers: { Authorization: basicAuth(env.users.hamlet.email, env.users.hamlet.apiKey) } });
       const names = ((await res.json()) as { topics: Array<{ name: string }> }).topics.map((t) => t.name);
       expect(names).toContain(rows[0]!.topic);
