@@ -14,6 +14,7 @@ import {
   directRecipientsByIds,
   mentionTargets,
   messagePeople,
+  messageEventPayloadSql,
   storeMessage,
   topicParticipantIds,
   type NewMessage,
@@ -213,8 +214,8 @@ export async function checkMessage(
 }
 
 /**
- * Stores a checked message inside `tx` with its rows (storeMessage), and publishes its `message` event
- * (events.publish: stored in the same transaction, announced after commit).
+ * Stores a checked message inside `tx` with its rows and its `message` event, in one statement
+ * (storeMessage, through events.publishAlong: announced after commit like every event).
  */
 export async function storeCheckedMessage(
   tx: Db,
@@ -239,9 +240,9 @@ export async function storeCheckedMessage(
     renderedContent: checked.renderedContent,
     sendingClient: origin.client,
   };
-  const row = await storeMessage(tx, message, { userIds: checked.recipientIds, flags: checked.flags, deferred: deferredRecipients(checked, sender.id, pushTargets) });
+  // The message is formatted before it has an id; the statement storing it fills in its id and time.
   const formatted = formatMessage(
-    row,
+    { ...message, id: 0, sender_id: sender.id, channel_id: message.channelId, direct_user_ids: message.directUserIds, rendered_content: message.renderedContent, date_sent: new Date(0), last_edit_time: null, sending_client: message.sendingClient },
     {
       realm,
       people: checked.people,
@@ -258,10 +259,11 @@ export async function storeCheckedMessage(
   const shownSender = checked.people.get(sender.id);
   if (shownSender && gravatarLeftToClient(shownSender)) delivery._gravatar = true;
   // Every recipient with their flags; a public channel's message also reaches all_public_streams queues
-  // (even with no recipient).
-  await deps.events.publish(tx, afterCommit, realm.id, [
-    { userIds: checked.recipientIds, flags: checked.flags, allPublicStreams: checked.channel !== null && !checked.channel.inviteOnly, payload: { type: 'message', message: formatted, ...delivery } },
-  ]);
+  // (even with no recipient). Published along the statement that stores the message (one round trip).
+  const payload = { type: 'message', message: formatted, ...delivery };
+  const event = { userIds: checked.recipientIds, flags: checked.flags, allPublicStreams: checked.channel !== null && !checked.channel.inviteOnly, payload, payloadSql: messageEventPayloadSql(payload) };
+  const recipients = { userIds: checked.recipientIds, flags: checked.flags, deferred: deferredRecipients(checked, sender.id, pushTargets) };
+  const row = await deps.events.publishAlong(afterCommit, realm.id, [event], (insert) => storeMessage(tx, message, recipients, insert));
   await queuePushesForMessage(tx, deps, realm, checked, row, pushTargets);
   // After the recipients' flags and pushes were decided, as Zulip does: they apply to later messages.
   const automaticNewVisibilityPolicy = checked.channel

@@ -9,6 +9,12 @@ export interface StoredEvent {
   flags?: number[];
   /** Message events of public channels: also for queues registered with all_public_streams. */
   allPublicStreams?: boolean;
+  /**
+   * The payload as an SQL text expression, for an event stored by the very statement that writes what
+   * it announces (EventBus.publishAlong): it may read that statement's CTEs (a new message's id).
+   * `payload` then only documents it.
+   */
+  payloadSql?: Prisma.Sql;
 }
 
 /**
@@ -124,7 +130,7 @@ function eventRowsSql(realmId: number, events: QueuedEvent[]): Prisma.Sql {
       // Ids and flags as comma-separated text: a message's thousand recipients cost Node and pg far less so than as an array parameter.
       const flagsSql = flags ? Prisma.sql`string_to_array(${flags.join(',')}, ',')::int[]` : Prisma.sql`NULL::int[]`;
       parts.push(
-        Prisma.sql`SELECT ${i}::int AS ord, string_to_array(${ids.join(',')}, ',')::int[] AS user_ids, ${wide}::boolean AS realm_wide, ${JSON.stringify(e.payload)}::text AS payload, ${flagsSql} AS flags, ${allPublic}::boolean AS all_public`,
+        Prisma.sql`SELECT ${i}::int AS ord, string_to_array(${ids.join(',')}, ',')::int[] AS user_ids, ${wide}::boolean AS realm_wide, ${'payloadSql' in e && e.payloadSql ? e.payloadSql : Prisma.sql`${JSON.stringify(e.payload)}`}::text AS payload, ${flagsSql} AS flags, ${allPublic}::boolean AS all_public`,
       );
       i++;
     }

@@ -22,21 +22,31 @@ export interface NewMessage {
   sendingClient: string;
 }
 
+/**
+ * A `message` event's payload as storeMessage's statement stores it: `payload` (formatted before the
+ * message had an id) with the new row's id and timestamp filled in.
+ */
+export const messageEventPayloadSql = (payload: Record<string, unknown>): Prisma.Sql =>
+  Prisma.sql`(SELECT jsonb_set(jsonb_set(${JSON.stringify(payload)}::jsonb, '{message,id}', to_jsonb(stored.id)),
+    '{message,timestamp}', to_jsonb(floor(extract(epoch FROM stored.date_sent))::bigint)) FROM stored)`;
+
 /** Integers as one comma-separated text parameter: 1,000 of them cost Node and pg far less than an array parameter. */
 const intList = (values: number[]) => values.join(',');
 
 /**
- * Stores the message and its recipients' user_message rows, in one statement. Recipients in
- * `deferred` (flags 0) get no row now: the message lists them, and their rows are written when they
- * next read (writeDeferredRows); the others get their row (flags aligned with userIds). It takes the
+ * Stores the message, its recipients' user_message rows and, with `events` (the INSERT that
+ * EventBus.publishAlong hands over), its event, in one statement. Recipients in `deferred` (flags 0)
+ * get no row now: the message lists them, and their rows are written when they next read
+ * (writeDeferredRows); the others get their row (flags aligned with userIds). It takes the
  * organization's event-order lock first, so that message ids, and the ids of the events announcing
- * them (published by the caller in the same transaction, which holds the lock to commit), follow commit
- * order: a client never sees message n+1 before message n; catching up relies on it too.
+ * them, follow commit order: a client never sees message n+1 before message n; catching up relies on
+ * it too. The events' payloads may read the new row as `stored` (see messageEventPayloadSql).
  */
 export async function storeMessage(
   tx: Db,
   m: NewMessage,
   recipients: { userIds: number[]; flags: number[]; deferred: ReadonlySet<number> },
+  events: Prisma.Sql | null,
 ): Promise<MessageRow> {
   const deferredIds: number[] = [];
   const rowIds: number[] = [];
@@ -61,7 +71,7 @@ export async function storeMessage(
       INSERT INTO user_message (user_id, message_id, flags)
       SELECT r.user_id, stored.id, r.flags FROM stored,
         unnest(string_to_array(${intList(rowIds)}, ',')::int[], string_to_array(${intList(rowFlags)}, ',')::int[]) AS r(user_id, flags)
-    )
+    )${events ? Prisma.sql`, announced AS (${events})` : Prisma.empty}
     SELECT ${MESSAGE_COLUMNS} FROM stored m`;
   return row!;
 }

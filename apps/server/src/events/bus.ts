@@ -7,7 +7,8 @@
 import type { Db } from '../data/db.ts';
 import type { Db as AnyDb } from '../data/db.ts';
 import type { AfterCommit } from '../data/transactions.ts';
-import { insertEvents, publishEphemeralEvents, type QueuedEvent } from '../data/events.repo.ts';
+import { insertEvents, insertEventsSql, publishEphemeralEvents, type QueuedEvent } from '../data/events.repo.ts';
+import type { Prisma } from '../data/db.ts';
 import type { Logger } from '../http/logging.ts';
 import { refusedByPostgres, type DatabaseNotifier } from './notifier.ts';
 
@@ -41,6 +42,13 @@ export interface EventBus {
    * while a previous batch is being notified go out together, one statement per organization.
    */
   publishEphemeral(realmId: number, userIds: number[], payload: Record<string, unknown>): Promise<void>;
+  /**
+   * The publish path for a write that stores its events in its own statement (sending a message: one
+   * round trip while the organization's event-order lock is held): `write` runs the statement with
+   * the events' INSERT as a data-modifying CTE (`insert`, or null when there is nothing to store), and
+   * the events are announced after commit as `publish` does.
+   */
+  publishAlong<T>(afterCommit: AfterCommit, realmId: number, events: QueuedEvent[], write: (insert: Prisma.Sql | null) => Promise<T>): Promise<T>;
   /** Stores events inside the transaction `tx`; call `announce` after commit (prefer `publish`). */
   enqueue(tx: Db, realmId: number, events: QueuedEvent[]): Promise<void>;
   /** Schedules the NOTIFY for an organization (coalesced); resolves at once. */
@@ -197,6 +205,11 @@ export function createEventBus(db: AnyDb, notifier: DatabaseNotifier, logger: Lo
       if (events.length === 0) return;
       await insertEvents(tx, realmId, events);
       afterCommit(() => announce(realmId));
+    },
+    async publishAlong(afterCommit, realmId, events, write) {
+      const result = await write(insertEventsSql(realmId, events));
+      if (events.length > 0) afterCommit(() => announce(realmId));
+      return result;
     },
     publishEphemeral(realmId, userIds, payload) {
       if (userIds.length === 0) return Promise.resolve();

@@ -369,15 +369,27 @@ function channelLinkRule(state: StateInline, silent: boolean): boolean {
   return true;
 }
 
-function isEmojiNameChar(code: number): boolean {
-  return (
+/** Letters and digits of any script (Python's Unicode \w, which Zulip's emoji syntax uses). */
+const UNICODE_WORD_CHAR = /^[\p{L}\p{N}]$/u;
+
+/**
+ * UTF-16 length of the emoji-name character at `pos` (a letter or digit of any script, `_`, `+`, `-`:
+ * Zulip's names include `piñata` and `ココ`), or 0 when there is none.
+ */
+function emojiNameCharLength(src: string, pos: number): number {
+  const code = src.codePointAt(pos)!;
+  if (
     (code >= 0x30 && code <= 0x39) || // 0-9
     (code >= 0x41 && code <= 0x5a) || // A-Z
     (code >= 0x61 && code <= 0x7a) || // a-z
     code === UNDERSCORE ||
     code === 0x2b || // +
     code === 0x2d // -
-  );
+  ) {
+    return 1;
+  }
+  if (code < 0x80 || !UNICODE_WORD_CHAR.test(String.fromCodePoint(code))) return 0;
+  return code > 0xffff ? 2 : 1;
 }
 
 /** :name: of a known emoji. An unknown name is left as text, its closing colon free to open the next one. */
@@ -385,7 +397,8 @@ function emojiRule(state: StateInline, silent: boolean): boolean {
   const { src, pos, posMax: max } = state;
   if (src.charCodeAt(pos) !== COLON) return false;
   let end = pos + 1;
-  while (end < max && isEmojiNameChar(src.charCodeAt(end))) end++;
+  let length: number;
+  while (end < max && (length = emojiNameCharLength(src, end)) > 0) end += length;
   if (end === pos + 1 || end >= max || src.charCodeAt(end) !== COLON) return false;
   const name = src.slice(pos + 1, end);
   const code = emojiCodeForName(name);

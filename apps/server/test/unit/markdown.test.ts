@@ -412,25 +412,34 @@ describe('channel and topic links', () => {
 });
 
 describe('emoji', () => {
-  it('renders known :names: with their code points', () => {
-    expect(html(':smile:')).toBe(`<p>${emoji('smile', '1f604')}</p>`);
-    expect(html(':+1: :thumbsup: :heart: :tada: :octopus:')).toBe(
-      `<p>${emoji('+1', '1f44d')} ${emoji('thumbsup', '1f44d')} ${emoji('heart', '2764')} ${emoji('tada', '1f389')} ${emoji('octopus', '1f419')}</p>`,
+  it("renders known :names: with their code points, by Zulip's names", () => {
+    expect(html(':smile:')).toBe(`<p>${emoji('smile', '1f642')}</p>`);
+    expect(html(':+1: :thumbs_up: :like: :heart: :tada: :octopus:')).toBe(
+      `<p>${emoji('+1', '1f44d')} ${emoji('thumbs_up', '1f44d', 'thumbs up')} ${emoji('like', '1f44d')} ${emoji('heart', '2764')} ${emoji('tada', '1f389')} ${emoji('octopus', '1f419')}</p>`,
+    );
+    expect(html(':ok: :working_on_it: :big_smile:')).toBe(
+      `<p>${emoji('ok', '1f44c')} ${emoji('working_on_it', '1f6e0', 'working on it')} ${emoji('big_smile', '1f604', 'big smile')}</p>`,
     );
     expect(html('**:airplane:**')).toBe(`<p><strong>${emoji('airplane', '2708')}</strong></p>`);
-    expect(html(':hash: :slightly_smiling_face:')).toBe(`<p>${emoji('hash', '0023-20e3')} ${emoji('slightly_smiling_face', '1f642', 'slightly smiling face')}</p>`);
+    expect(html(':hash: :heart_eyes:')).toBe(`<p>${emoji('hash', '0023-20e3')} ${emoji('heart_eyes', '1f60d', 'heart eyes')}</p>`);
+  });
+
+  it('renders names with letters beyond ASCII, as Zulip has them', () => {
+    expect(html(':piñata: :ココ:')).toBe(`<p>${emoji('piñata', '1fa85')} ${emoji('ココ', '1f201')}</p>`);
   });
 
   it('renders emoji next to text and each other', () => {
-    expect(html(':cat:hello:dog::rabbit:')).toBe(`<p>${emoji('cat', '1f431')}hello${emoji('dog', '1f436')}${emoji('rabbit', '1f430')}</p>`);
+    expect(html(':cat:hello:dog::rabbit:')).toBe(`<p>${emoji('cat', '1f408')}hello${emoji('dog', '1f415')}${emoji('rabbit', '1f407')}</p>`);
     expect(html('The winner is:\nsmiley:smiley:')).toBe(`<p>The winner is:<br>\nsmiley${emoji('smiley', '1f603')}</p>`);
     expect(html('This is :invalidemoji: which should not prevent rendering :smile:')).toBe(
-      `<p>This is :invalidemoji: which should not prevent rendering ${emoji('smile', '1f604')}</p>`,
+      `<p>This is :invalidemoji: which should not prevent rendering ${emoji('smile', '1f642')}</p>`,
     );
   });
 
   it('leaves unknown names, skin tones, emoticons and emoji in code as text', () => {
     expect(html(':not_an_emoji: :skin-tone-2: :) foo:)bar x::y::z :wasted waste:')).toBe('<p>:not_an_emoji: :skin-tone-2: :) foo:)bar x::y::z :wasted waste:</p>');
+    // iamcal's names that Zulip does not use.
+    expect(html(':thumbsup: :slightly_smiling_face: :simple_smile:')).toBe('<p>:thumbsup: :slightly_smiling_face: :simple_smile:</p>');
     expect(html('`:smile:`')).toBe('<p><code>:smile:</code></p>');
   });
 });

@@ -69,6 +69,16 @@ describe('POST /messages to a channel', () => {
     expect(after.has(uid('polonius'))).toBe(false);
   });
 
+  it("renders :name: emoji by Zulip's names and codes", async () => {
+    const res = await send('hamlet', { type: 'stream', to: channel.name, topic: 'emoji', content: ':thumbs_up: :smile: :thumbsup:' });
+    expect(res.status).toBe(200);
+    const read = await env.raw(`/messages/${res.body.id as number}`, { as: 'hamlet' });
+    expect(read.body.message.content).toBe(
+      '<p><span aria-label="thumbs up" class="emoji emoji-1f44d" role="img" title="thumbs up">:thumbs_up:</span> ' +
+        '<span aria-label="smile" class="emoji emoji-1f642" role="img" title="smile">:smile:</span> :thumbsup:</p>',
+    );
+  });
+
   it('accepts the channel by id, as JSON, and a JSON list of one', async () => {
     for (const to of [String(channel.id), JSON.stringify(channel.name), JSON.stringify([channel.id])]) {
       const res = await send('hamlet', { type: 'channel', to, topic: 't', content: 'x' });

@@ -258,7 +258,7 @@ describe('without APNs configuration (the push outbox)', () => {
     const token = hexToken();
     await addApns(r.client, token);
     await env.client('hamlet').POST('/users/me/android_gcm_reg_id', { body: { token: `hamlet-${token}` } });
-    const id = await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id]), content: 'Hello **there** :octopus: <b> & bye' });
+    const id = await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id]), content: 'Hello **there** :octopus: :thumbs_up: <b> & bye' });
     const [push] = await settledPushes(r.id, 1);
     const message = await db().message.findUniqueOrThrow({ where: { id } });
     expect(push).toMatchObject({ event: 'message', messageId: id, status: 'recorded', token });
@@ -276,7 +276,7 @@ describe('without APNs configuration (the push outbox)', () => {
         recipient_type: 'private',
         message_ids: [id],
       },
-      aps: { alert: { title: 'King Hamlet', subtitle: '', body: 'Hello there 🐙 <b> & bye' }, sound: 'default', badge: 0 },
+      aps: { alert: { title: 'King Hamlet', subtitle: '', body: 'Hello there 🐙 👍 <b> & bye' }, sound: 'default', badge: 0 },
     });
     // The sender is never pushed their own message.
     expect(await pushesOf(uid('hamlet'))).toEqual([]);

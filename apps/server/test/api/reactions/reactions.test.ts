@@ -111,8 +111,8 @@ describe('POST /messages/{message_id}/reactions', () => {
   it('a second user with the same emoji votes for the existing reaction: its name is kept', async () => {
     const id = await toChannel('iago', lobby);
     await added('hamlet', id, { emoji_name: '+1' });
-    // `thumbsup` is another name of 1f44d: the vote takes the first reaction's name.
-    await added('othello', id, { emoji_name: 'thumbsup' });
+    // `thumbs_up` is another name of 1f44d: the vote takes the first reaction's name.
+    await added('othello', id, { emoji_name: 'thumbs_up' });
     // A vote is not checked against the name sent: any name with the existing code and type joins it.
     await added('iago', id, { emoji_name: 'octopus', emoji_code: '1f44d', reaction_type: 'unicode_emoji' });
     expect((await reactionsOf('hamlet', id)).map((r) => [r.emoji_name, r.emoji_code, r.user_id])).toEqual([
@@ -120,6 +120,42 @@ describe('POST /messages/{message_id}/reactions', () => {
       ['+1', '1f44d', uid('othello')],
       ['+1', '1f44d', uid('iago')],
     ]);
+  });
+
+  it("knows Zulip's emoji names and codes (not iamcal's): by name, and with the code as Zulip's clients send it", async () => {
+    // By name alone: the code is Zulip's.
+    const byName = await toChannel('iago', lobby);
+    for (const name of ['thumbs_up', 'smile', 'ok', 'working_on_it']) await added('hamlet', byName, { emoji_name: name });
+    expect((await reactionsOf('hamlet', byName)).map((r) => [r.emoji_name, r.emoji_code, r.reaction_type])).toEqual([
+      ['thumbs_up', '1f44d', 'unicode_emoji'],
+      ['smile', '1f642', 'unicode_emoji'],
+      ['ok', '1f44c', 'unicode_emoji'],
+      ['working_on_it', '1f6e0', 'unicode_emoji'],
+    ]);
+
+    // Name, code and type together (zulip-terminal's and the web app's requests), each a new reaction, so
+    // each is checked: a canonical name or an alias with its emoji's code is accepted.
+    const withCode = await toChannel('iago', lobby);
+    const sent: [string, string][] = [
+      ['+1', '1f44d'],
+      ['smile', '1f642'],
+      ['got_it', '1f44c'],
+      ['tools', '1f6e0'],
+    ];
+    for (const [name, code] of sent) await added('othello', withCode, { emoji_name: name, emoji_code: code, reaction_type: 'unicode_emoji' });
+    expect((await reactionsOf('othello', withCode)).map((r) => [r.emoji_name, r.emoji_code])).toEqual(sent);
+    const alias = await toChannel('iago', lobby);
+    await added('hamlet', alias, { emoji_name: 'thumbs_up', emoji_code: '1f44d', reaction_type: 'unicode_emoji' });
+    expect((await reactionsOf('hamlet', alias)).map((r) => [r.emoji_name, r.emoji_code])).toEqual([['thumbs_up', '1f44d']]);
+
+    // A name with another emoji's code is refused, iamcal's codes for these names included.
+    expectJsonError(await add('hamlet', alias, { emoji_name: 'smile', emoji_code: '1f604', reaction_type: 'unicode_emoji' }), 400, 'Invalid emoji name.');
+    expectJsonError(await add('hamlet', alias, { emoji_name: 'ok', emoji_code: '1f197', reaction_type: 'unicode_emoji' }), 400, 'Invalid emoji name.');
+    expectJsonError(await add('hamlet', alias, { emoji_name: 'thumbs_up', emoji_code: '1f44e', reaction_type: 'unicode_emoji' }), 400, 'Invalid emoji name.');
+    // iamcal's names that Zulip does not have.
+    expectJsonError(await add('hamlet', alias, { emoji_name: 'thumbsup' }), 400, "Emoji 'thumbsup' does not exist");
+    expectJsonError(await add('hamlet', alias, { emoji_name: 'slightly_smiling_face' }), 400, "Emoji 'slightly_smiling_face' does not exist");
+    expect((await reactionsOf('hamlet', alias)).map((r) => r.emoji_name)).toEqual(['thumbs_up']);
   });
 
   it("answers Zulip's errors for the emoji, in Zulip's order", async () => {
@@ -292,7 +328,7 @@ describe('DELETE /messages/{message_id}/reactions', () => {
   it('removes the user\'s own reaction by code, or by name, and announces it with the stored name', async () => {
     const id = await toChannel('iago', lobby);
     await added('hamlet', id, { emoji_name: '+1' });
-    await added('othello', id, { emoji_name: 'thumbsup' });
+    await added('othello', id, { emoji_name: 'thumbs_up' });
     const mark = await markEvents(env);
     const res = await remove('othello', id, { emoji_code: '1f44d', reaction_type: 'unicode_emoji' });
     expect(res.data).toEqual({ result: 'success', msg: '' });
@@ -309,7 +345,7 @@ describe('DELETE /messages/{message_id}/reactions', () => {
     });
     expect(event!.userIds).toEqual(ids('iago', 'hamlet', 'othello', 'polonius'));
     // By a name of the same emoji (the code is looked up; the type defaults to unicode_emoji).
-    expect((await remove('hamlet', id, { emoji_name: 'thumbsup' })).data).toEqual({ result: 'success', msg: '' });
+    expect((await remove('hamlet', id, { emoji_name: 'like' })).data).toEqual({ result: 'success', msg: '' });
     expect(await reactionsOf('hamlet', id)).toEqual([]);
   });
 
