@@ -100,3 +100,12 @@ export function seesChannelMessage(c: MessageAudienceCandidate, channel: Pick<Ch
   if (!c.subscribed) return false;
   return channel.historyPublicToSubscribers || c.flags !== null;
 }
+
+/**
+ * Whether a user keeps a visibility policy for a topic moved into `channel`: they can see the channel
+ * (public channels: non-guests; otherwise subscribers). The others' policy is only cleared.
+ */
+export function keepsTopicPolicy(h: { role: number; subscribed: boolean }, channel: Pick<Channel, 'inviteOnly' | 'isWebPublic'>): boolean {
+  if (h.subscribed) return true;
+  return !channel.inviteOnly && (channel.isWebPublic || !isGuest({ role: h.role }));
+}

@@ -18,7 +18,9 @@ import {
   directMessageCandidates,
   lastMessageOfTopic,
   lockMessage,
+  idsWithRowsOf,
   mentionedUserIds,
+  policyHolders,
   readersOfResolveNotice,
   rewriteMentionFlags,
   settleRowsInProtectedChannel,
@@ -42,6 +44,7 @@ import {
   checkCanMoveWithinChannel,
   checkCanResolveTopic,
   checkChannelMoveTimeLimit,
+  keepsTopicPolicy,
   seesChannelMessage,
 } from '../access/message-edits.ts';
 import { changeableMessage } from '../queries/messages.ts';
@@ -174,7 +177,10 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
   }
 
   // Before writing: who could see the message in its old place (those who lose it hear of it).
-  const before = channel && target ? await channelAudience(tx, message.id, channel) : null;
+  const before = channel && target ? (await channelMessageCandidates(tx, message.id, channel.id)).filter((c) => seesChannelMessage(c, channel)) : null;
+  // In a channel whose history is protected, each reader is told only of the messages they have.
+  const protectedHistory = (c: Channel | null) => c !== null && c.inviteOnly && !c.historyPublicToSubscribers;
+  const seenBefore = before && protectedHistory(channel) && ids.length > 1 ? await idsWithRowsOf(tx, ids, before.map((b) => b.userId)) : null;
   const targetHadMessages = moving && finalChannel ? await topicHasOtherMessages(tx, finalChannel.id, finalTopic, ids) : false;
 
   const at = new Date(seconds(now) * 1000);
@@ -205,7 +211,27 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
   }
 
   // Events: update_message to whoever sees the message now, delete_message to those who lost it.
-  const after = finalChannel ? await channelAudience(tx, message.id, finalChannel) : await directAudience(tx, message.id);
+  // Who sees it after: by their rows and subscriptions in its channel now, and, for a move, those who
+  // saw it before and still may (a non-guest reads a public channel without a row or subscription).
+  let after: Array<{ userId: number; flags: number }>;
+  const lost: number[] = [];
+  if (finalChannel) {
+    const candidates = await channelMessageCandidates(tx, message.id, finalChannel.id);
+    const seen = new Map(candidates.map((c) => [c.userId, c]));
+    after = candidates.filter((c) => seesChannelMessage(c, finalChannel)).map((c) => ({ userId: c.userId, flags: c.flags ?? MESSAGE_FLAG_BITS.read }));
+    for (const b of before ?? []) {
+      if (seen.has(b.userId)) {
+        if (!seesChannelMessage(seen.get(b.userId)!, finalChannel)) lost.push(b.userId);
+      } else if (seesChannelMessage({ userId: b.userId, role: b.role, flags: null, subscribed: false }, finalChannel)) {
+        after.push({ userId: b.userId, flags: MESSAGE_FLAG_BITS.read });
+      } else {
+        lost.push(b.userId);
+      }
+    }
+    after.sort((x, y) => x.userId - y.userId);
+  } else {
+    after = await directAudience(tx, message.id);
+  }
   const payload: Record<string, unknown> = {
     type: 'update_message',
     user_id: user.id,
@@ -230,11 +256,16 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
     if (newTopic !== undefined) Object.assign(payload, { subject: newTopic, topic_links: [] });
     if (target) payload['new_stream_id'] = target.id;
   }
-  const events: StoredEvent[] = [{ userIds: after.map((a) => a.userId), flags: after.map((a) => a.flags), payload }];
-  if (before && channel) {
-    const stays = new Set(after.map((a) => a.userId));
-    const lost = before.filter((b) => !stays.has(b.userId)).map((b) => b.userId);
-    if (lost.length) events.unshift({ userIds: lost, payload: { type: 'delete_message', message_ids: ids, message_type: 'stream', stream_id: channel.id, topic: message.topic } });
+  const seenAfter = finalChannel && protectedHistory(finalChannel) && ids.length > 1 ? await idsWithRowsOf(tx, ids, after.map((x) => x.userId)) : null;
+  const events: StoredEvent[] = [];
+  if (channel && lost.length) {
+    for (const [seen, userIds] of groupBySeen(lost.sort((x, y) => x - y), seenBefore, ids)) {
+      events.push({ userIds, payload: { type: 'delete_message', message_ids: seen, message_type: 'stream', stream_id: channel.id, topic: message.topic } });
+    }
+  }
+  const flagsOf = new Map(after.map((x) => [x.userId, x.flags]));
+  for (const [seen, userIds] of groupBySeen(after.map((x) => x.userId), seenAfter, ids)) {
+    events.push({ userIds, flags: userIds.map((id) => flagsOf.get(id)!), payload: { ...payload, message_ids: [...new Set([message.id, ...seen])].sort((x, y) => x - y) } });
   }
   await t.deps.events.publish(tx, t.afterCommit, realm.id, events);
 
@@ -242,7 +273,7 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
     const allMoved = request.propagateMode === 'change_all' || !(await topicHasOtherMessages(tx, channel.id, message.topic, ids));
     // Policies first: a resolve notice is read or not by the policies of the topic it lands in.
     if (allMoved && (target !== null || newTopic !== undefined)) {
-      await moveTopicPolicies(t, { from: channel, fromTopic: message.topic, to: finalChannel, toTopic: finalTopic, targetHadMessages, keeps: target ? new Set(after.map((a) => a.userId)) : null });
+      await moveTopicPolicies(t, { from: channel, fromTopic: message.topic, to: finalChannel, toTopic: finalTopic, targetHadMessages });
     }
     await sendMoveNotices(t, { from: channel, fromTopic: message.topic, to: finalChannel, toTopic: finalTopic, ids, toggle, allMoved, targetHadMessages, request });
   }
@@ -269,6 +300,20 @@ async function pushNewMentions(t: Context, message: LockedMessage, channel: Chan
   await queuePushesForMessage(t.tx, t.deps, t.realm, toPush, { ...message, content: edited.content, rendered_content: edited.renderedContent }, targets);
 }
 
+/** Users grouped by the messages of `ids` they are told of: all of them, or (`seen`) those they have rows for. */
+function groupBySeen(userIds: number[], seen: Map<number, number[]> | null, ids: number[]): Array<[number[], number[]]> {
+  if (seen === null) return userIds.length ? [[ids, userIds]] : [];
+  const groups = new Map<string, [number[], number[]]>();
+  for (const userId of userIds) {
+    const theirs = seen.get(userId) ?? [];
+    const key = theirs.join(',');
+    const group = groups.get(key) ?? [theirs, []];
+    group[1].push(userId);
+    groups.set(key, group);
+  }
+  return [...groups.values()].filter(([messages]) => messages.length > 0 || seen === null);
+}
+
 /** change_all: every message of the topic the user may move must be within the limit that applies. */
 function checkChangeAllLimit(user: User, realm: Realm, messages: Array<{ id: number; date_sent: Date }>, move: { topic: boolean; channel: boolean }, now: Date): void {
   const limit = changeAllLimitSeconds(user, realm, move);
@@ -283,12 +328,6 @@ function checkChangeAllLimit(user: User, realm: Realm, messages: Array<{ id: num
       total_messages_allowed_to_move: allowed.length,
     },
   });
-}
-
-/** Who sees the channel message (as stored now), with their flags: rowless readers see it as read. */
-async function channelAudience(tx: Db, messageId: number, channel: Channel): Promise<Array<{ userId: number; flags: number }>> {
-  const candidates = await channelMessageCandidates(tx, messageId, channel.id);
-  return candidates.filter((c) => seesChannelMessage(c, channel)).map((c) => ({ userId: c.userId, flags: c.flags ?? MESSAGE_FLAG_BITS.read }));
 }
 
 const directAudience = (tx: Db, messageId: number) => directMessageCandidates(tx, messageId);
@@ -363,15 +402,17 @@ const VISIBILITY_RANK: Record<number, number> = { [VisibilityPolicy.FOLLOWED]: 3
 
 async function moveTopicPolicies(
   t: Context,
-  m: { from: Channel; fromTopic: string; to: Channel; toTopic: string; targetHadMessages: boolean; keeps: ReadonlySet<number> | null },
+  m: { from: Channel; fromTopic: string; to: Channel; toTopic: string; targetHadMessages: boolean },
 ): Promise<void> {
   const old = await topicPolicies(t.tx, m.from.id, m.fromTopic);
   if (old.size === 0) return;
+  // Those who cannot see the destination channel only lose their policy (nothing may name its topic to them).
+  const keeps = new Set((await policyHolders(t.tx, [...old.keys()], m.to.id)).filter((h) => keepsTopicPolicy(h, m.to)).map((h) => h.userId));
   const existing = await topicPolicies(t.tx, m.to.id, m.toTopic);
   const w = { tx: t.tx, afterCommit: t.afterCommit, deps: t.deps, realm: t.realm };
   for (const [userId, policy] of old) {
     await writePolicy(w, userId, m.from, m.fromTopic, VisibilityPolicy.INHERIT);
-    if (m.keeps !== null && !m.keeps.has(userId)) continue;
+    if (!keeps.has(userId)) continue;
     const there = existing.get(userId) ?? VisibilityPolicy.INHERIT;
     const merged = !m.targetHadMessages ? policy : VISIBILITY_RANK[policy]! >= VISIBILITY_RANK[there]! ? policy : there;
     if (merged !== there) await writePolicy(w, userId, m.to, m.toTopic, merged);

@@ -240,3 +240,26 @@ export async function readersOfResolveNotice(db: Db, channelId: number, topic: s
           SELECT 1 FROM user_topic ut WHERE ut.user_id = s.user_id AND ut.channel_id = ${channelId}::int AND ut.topic_key = lower(${topic}) AND ut.visibility_policy = 3)))`;
   return rows.map((r) => r.user_id);
 }
+
+/** Active users among `userIds`, with their role and whether they are actively subscribed to the channel. */
+export async function policyHolders(db: Db, userIds: number[], channelId: number): Promise<Array<{ userId: number; role: number; subscribed: boolean }>> {
+  return db.$queryRaw`
+    SELECT u.id AS "userId", u.role,
+      EXISTS (SELECT 1 FROM subscription s WHERE s.user_id = u.id AND s.channel_id = ${channelId}::int AND s.active) AS subscribed
+    FROM "user" u WHERE u.id = ANY(string_to_array(${userIds.join(',')}, ',')::int[]) AND u.is_active`;
+}
+
+/** Which of `ids` each of `userIds` has a row for (written or deferred), ascending. */
+export async function idsWithRowsOf(db: Db, ids: number[], userIds: number[]): Promise<Map<number, number[]>> {
+  const rows = await db.$queryRaw<Array<{ user_id: number; ids: number[] }>>`
+    WITH moved AS (SELECT unnest(string_to_array(${ids.join(',')}, ',')::int[]) AS id),
+    users AS (SELECT unnest(string_to_array(${userIds.join(',')}, ',')::int[]) AS id)
+    SELECT user_id, array_agg(message_id ORDER BY message_id) AS ids FROM (
+      SELECT um.user_id, um.message_id FROM user_message um
+      WHERE um.message_id IN (SELECT id FROM moved) AND um.user_id IN (SELECT id FROM users)
+      UNION
+      SELECT d, m.id FROM message m, unnest(m.deferred_recipient_ids) d
+      WHERE m.id IN (SELECT id FROM moved) AND d IN (SELECT id FROM users)
+    ) x GROUP BY user_id`;
+  return new Map(rows.map((r) => [r.user_id, r.ids]));
+}

@@ -2,6 +2,9 @@
 // the actions it draws (plain data, so that a run can be dumped, replayed and cut down), and the little
 // the generator remembers about the organization to draw plausible actions. Nothing here is an oracle:
 // what a user may read is always asked of the API, as that user (see invariant-oracle.ts).
+// Messages are named by a run-local reference (`ref`, e.g. `m12`, given when the send is drawn; `n3` for
+// the notification bot's notices, in the order the test discovers them), never by id, so that a dumped
+// run can be replayed and cut down.
 
 /** mulberry32: a small, fast, seedable PRNG (32-bit state); returns floats in [0, 1). */
 export function mulberry32(seed: number): () => number {
@@ -100,8 +103,8 @@ export type Action =
   | { kind: 'describe'; actor: string; channel: string }
   | { kind: 'subscribe'; actor: string; channel: string; principals: string[] | null }
   | { kind: 'unsubscribe'; actor: string; channel: string; principals: string[] | null }
-  | { kind: 'send-channel'; actor: string; channel: string; byId: boolean; topic: string; link: string | null; linkTopic: boolean }
-  | { kind: 'send-direct'; actor: string; to: string[]; byEmail: boolean; link: string | null }
+  | { kind: 'send-channel'; actor: string; channel: string; byId: boolean; topic: string; link: string | null; linkTopic: boolean; ref?: string }
+  | { kind: 'send-direct'; actor: string; to: string[]; byEmail: boolean; link: string | null; ref?: string }
   /** A direct message to the real address of a user whose address is hidden from the sender: must be refused. */
   | { kind: 'send-hidden-address'; actor: string; to: string }
   | { kind: 'typing-direct'; actor: string; to: string[] }
@@ -111,7 +114,26 @@ export type Action =
   | { kind: 'deactivate'; actor: string; target: string }
   | { kind: 'reactivate'; actor: string; target: string }
   | { kind: 'create-user'; actor: string; user: string; role: Role }
-  | { kind: 'fresh-queue'; actor: string; spec: QueueSpec };
+  | { kind: 'fresh-queue'; actor: string; spec: QueueSpec }
+  /** PATCH /messages/{id} with new content (by its sender, or by someone else: refused), possibly linking a channel. */
+  | { kind: 'edit-content'; actor: string; message: string; link: string | null }
+  /**
+   * PATCH /messages/{id} moving it (and, by `propagate`, the later messages or the whole topic) to another
+   * topic and/or channel; resolving and unresolving a topic are moves to `✔ <topic>` and back.
+   */
+  | { kind: 'move'; actor: string; message: string; topic: string | null; channel: string | null; propagate: PropagateMode; notifyOld: boolean; notifyNew: boolean }
+  | { kind: 'delete-message'; actor: string; message: string }
+  /** POST /streams/{id}/delete_topic (organization administrators). */
+  | { kind: 'delete-topic'; actor: string; channel: string; topic: string }
+  | { kind: 'reaction'; actor: string; message: string; op: 'add' | 'remove'; emoji: string }
+  /** POST /messages/{id}/typing op=start: typing while editing it. */
+  | { kind: 'typing-edit'; actor: string; message: string };
+
+export type PropagateMode = 'change_one' | 'change_later' | 'change_all';
+export const PROPAGATE_MODES: readonly PropagateMode[] = ['change_one', 'change_later', 'change_all'];
+/** Zulip's RESOLVED_TOPIC_PREFIX. */
+export const RESOLVED_PREFIX = '✔ ';
+export const EMOJI = ['smile', 'octopus'] as const;
 
 export function describeAction(a: Action): string {
   switch (a.kind) {
@@ -128,9 +150,9 @@ export function describeAction(a: Action): string {
     case 'unsubscribe':
       return `${a.actor} ${a.kind} ${a.channel} ${a.principals ? `[${a.principals.join(',')}]` : 'self'}`;
     case 'send-channel':
-      return `${a.actor} send ${a.byId ? 'id:' : ''}${a.channel}>${a.topic}${a.link ? ` linking #**${a.link}${a.linkTopic ? '>t1' : ''}**` : ''}`;
+      return `${a.actor} send${a.ref ? ` ${a.ref}` : ''} ${a.byId ? 'id:' : ''}${a.channel}>${a.topic}${a.link ? ` linking #**${a.link}${a.linkTopic ? '>t1' : ''}**` : ''}`;
     case 'send-direct':
-      return `${a.actor} dm ${a.byEmail ? 'emails' : 'ids'}:[${a.to.join(',')}]${a.link ? ` linking #**${a.link}**` : ''}`;
+      return `${a.actor} dm${a.ref ? ` ${a.ref}` : ''} ${a.byEmail ? 'emails' : 'ids'}:[${a.to.join(',')}]${a.link ? ` linking #**${a.link}**` : ''}`;
     case 'send-hidden-address':
       return `${a.actor} dm hidden real address of ${a.to}`;
     case 'typing-direct':
@@ -147,6 +169,21 @@ export function describeAction(a: Action): string {
       return `${a.actor} ${a.kind} ${'target' in a ? a.target : `${a.user} (${ROLE_NAME[a.role]})`}`;
     case 'fresh-queue':
       return `${a.actor} fresh queue ${describeSpec(a.spec)}`;
+    case 'edit-content':
+      return `${a.actor} edit ${a.message} content${a.link ? ` linking #**${a.link}**` : ''}`;
+    case 'move': {
+      const where = [a.channel !== null ? `channel ${a.channel}` : '', a.topic !== null ? `topic ${a.topic}` : ''].filter(Boolean).join(' ');
+      const what = a.channel === null && a.topic !== null && a.topic.startsWith(RESOLVED_PREFIX) ? 'resolve' : 'move';
+      return `${a.actor} ${what} ${a.message} to ${where || 'nowhere'} ${a.propagate}${a.notifyOld ? ' notify-old' : ''}${a.notifyNew ? '' : ' silent-new'}`;
+    }
+    case 'delete-message':
+      return `${a.actor} delete ${a.message}`;
+    case 'delete-topic':
+      return `${a.actor} delete topic ${a.channel}>${a.topic}`;
+    case 'reaction':
+      return `${a.actor} reaction ${a.op} ${a.emoji} on ${a.message}`;
+    case 'typing-edit':
+      return `${a.actor} typing while editing ${a.message}`;
   }
 }
 
@@ -172,13 +209,26 @@ export interface GenChannel {
   archived: boolean;
   privacy: Privacy;
 }
+/** A message the run sent (or a notice it saw), where the generator last heard it was. */
+export interface GenMessage {
+  ref: string;
+  sender: string;
+  /** null: a direct message. */
+  channel: string | null;
+  topic: string | null;
+  deleted: boolean;
+  /** Reactions added (and not removed) by the run's own steps, as `user:emoji`. */
+  reactions: string[];
+}
 export interface GenWorld {
   users: GenUser[];
   channels: GenChannel[];
+  messages: GenMessage[];
   /** How many users the run may still create. */
   usersToCreate: number;
   nextChannel: number;
   nextUser: number;
+  nextMessage: number;
 }
 
 const EVENT_TYPE_CHOICES: readonly string[][] = [
@@ -211,6 +261,8 @@ export function drawQueueSpec(rng: Rng, role: Role, channelNames: readonly strin
 }
 
 export const TOPICS = ['t1', 't2'] as const;
+/** Topics moves go to (besides resolving): the sending topics and one only moves reach. */
+export const MOVE_TOPICS = ['t1', 't2', 't3'] as const;
 
 /** Draws the next action. */
 export function drawAction(rng: Rng, world: GenWorld): Action {
@@ -223,6 +275,19 @@ export function drawAction(rng: Rng, world: GenWorld): Action {
   // Admin actions are tried mostly by administrators (others are refused, which teaches little).
   const adminActor = () => (admins.length && rng.chance(0.9) ? rng.pick(admins) : rng.pick(active)).key;
   const others = (self: string, min: number, max: number) => rng.subset(active.filter((u) => u.key !== self).map((u) => u.key), min, max);
+  // Messages to change: mostly ones not deleted yet (a deleted one is refused, which is worth a try now and then).
+  const known = world.messages;
+  const knownInChannels = known.filter((m) => m.channel !== null && !m.deleted);
+  const pickMessage = (pool: readonly GenMessage[] = known) => {
+    const undeleted = pool.filter((m) => !m.deleted);
+    return rng.pick(undeleted.length && rng.chance(0.92) ? undeleted : pool);
+  };
+  // Who changes a message: mostly its sender (when active), else an administrator or anyone.
+  const changer = (m: GenMessage, ownShare: number) => {
+    const sender = active.find((u) => u.key === m.sender);
+    if (sender && rng.chance(ownShare)) return sender.key;
+    return rng.chance(0.4) ? adminActor() : anyone();
+  };
   const kind = rng.weighted({
     'send-channel': live.length ? 22 : 0,
     'send-direct': 12,
@@ -242,6 +307,12 @@ export function drawAction(rng: Rng, world: GenWorld): Action {
     reactivate: deactivated.length ? 3 : 0,
     'create-user': world.usersToCreate > 0 ? 1 : 0,
     'fresh-queue': 5,
+    'edit-content': known.length ? 5 : 0,
+    move: knownInChannels.length ? 8 : 0,
+    'delete-message': known.length ? 3 : 0,
+    'delete-topic': knownInChannels.length ? 1 : 0,
+    reaction: known.length ? 6 : 0,
+    'typing-edit': known.length ? 2 : 0,
   });
   // Links point at private channels more often: those are the ones a sender may not see.
   const linkTarget = () => {
@@ -252,11 +323,11 @@ export function drawAction(rng: Rng, world: GenWorld): Action {
   switch (kind) {
     case 'send-channel': {
       const link = linkTarget();
-      return { kind, actor: anyone(), channel: rng.pick(live).name, byId: rng.chance(0.5), topic: rng.pick(TOPICS), link, linkTopic: link !== null && rng.chance(0.3) };
+      return { kind, actor: anyone(), channel: rng.pick(live).name, byId: rng.chance(0.5), topic: rng.pick(TOPICS), link, linkTopic: link !== null && rng.chance(0.3), ref: `m${++world.nextMessage}` };
     }
     case 'send-direct': {
       const actor = anyone();
-      return { kind, actor, to: others(actor, 1, 2), byEmail: rng.chance(0.5), link: linkTarget() };
+      return { kind, actor, to: others(actor, 1, 2), byEmail: rng.chance(0.5), link: linkTarget(), ref: `m${++world.nextMessage}` };
     }
     case 'send-hidden-address': {
       const actor = anyone();
@@ -310,6 +381,55 @@ export function drawAction(rng: Rng, world: GenWorld): Action {
       const actor = rng.pick(active);
       return { kind, actor: actor.key, spec: drawQueueSpec(rng, actor.role, world.channels.map((c) => c.name), false) };
     }
+    case 'edit-content': {
+      const m = pickMessage();
+      return { kind, actor: changer(m, 0.75), message: m.ref, link: linkTarget() };
+    }
+    case 'move': {
+      // Mostly channel messages (a direct message cannot be moved: refused).
+      const m = rng.chance(0.95) || known.length === knownInChannels.length ? pickMessage(knownInChannels) : pickMessage();
+      const topic = m.topic ?? 't1';
+      const propagate = rng.pick(PROPAGATE_MODES);
+      const move = rng.weighted({ topic: 4, channel: 4, both: 1, resolve: 2 });
+      const notifyOld = rng.chance(0.3);
+      const notifyNew = rng.chance(0.8);
+      const actor = changer(m, 0.55);
+      if (move === 'resolve') {
+        // Resolving, or unresolving what is resolved (now and then a rename that only looks like it).
+        const resolved = topic.startsWith(RESOLVED_PREFIX);
+        const to = resolved ? topic.slice(RESOLVED_PREFIX.length) : rng.chance(0.9) ? `${RESOLVED_PREFIX}${topic}` : `${RESOLVED_PREFIX}t3`;
+        return { kind, actor, message: m.ref, topic: to, channel: null, propagate, notifyOld, notifyNew };
+      }
+      // Private channels more often: moving there takes the messages away from those outside.
+      const priv = live.filter((c) => c.privacy.startsWith('private') && c.name !== m.channel);
+      const elsewhere = live.filter((c) => c.name !== m.channel);
+      const channel = move === 'topic' || elsewhere.length === 0 ? null : rng.pick(priv.length && rng.chance(0.5) ? priv : elsewhere).name;
+      const newTopic = move === 'channel' && channel !== null ? null : rng.pick(MOVE_TOPICS.filter((t) => t !== topic));
+      return { kind, actor, message: m.ref, topic: newTopic, channel, propagate, notifyOld, notifyNew };
+    }
+    case 'delete-message': {
+      const m = pickMessage();
+      return { kind, actor: changer(m, 0.6), message: m.ref };
+    }
+    case 'delete-topic': {
+      const m = pickMessage(knownInChannels);
+      return { kind, actor: adminActor(), channel: m.channel!, topic: m.topic ?? 't1' };
+    }
+    case 'reaction': {
+      // Removals mostly take back a reaction a step added (others are refused).
+      const reacted = known.filter((m) => m.reactions.length > 0);
+      if (reacted.length && rng.chance(0.35)) {
+        const m = rng.pick(reacted);
+        const [actor, emoji] = (rng.chance(0.85) ? rng.pick(m.reactions) : `${anyone()}:${rng.pick(EMOJI)}`).split(':') as [string, string];
+        return { kind, actor, message: m.ref, op: 'remove', emoji };
+      }
+      const m = pickMessage();
+      return { kind, actor: anyone(), message: m.ref, op: rng.chance(0.9) ? 'add' : 'remove', emoji: rng.pick(EMOJI) };
+    }
+    case 'typing-edit': {
+      const m = pickMessage();
+      return { kind, actor: changer(m, 0.8), message: m.ref };
+    }
   }
 }
 
@@ -322,15 +442,15 @@ export const REGRESSION_PREFIX: readonly Action[] = [
   // A message to a public channel nobody is subscribed to still reaches all_public_streams queues.
   { kind: 'create-channel', actor: 'desdemona', channel: 'rep-empty', privacy: 'public', principals: ['desdemona'] },
   { kind: 'unsubscribe', actor: 'desdemona', channel: 'rep-empty', principals: null },
-  { kind: 'send-channel', actor: 'desdemona', channel: 'rep-empty', byId: false, topic: 't1', link: null, linkTopic: false },
+  { kind: 'send-channel', actor: 'desdemona', channel: 'rep-empty', byId: false, topic: 't1', link: null, linkTopic: false, ref: 'r1' },
   // A link to a private channel its sender cannot see renders as text.
   { kind: 'create-channel', actor: 'iago', channel: 'rep-private', privacy: 'private-protected', principals: ['iago', 'hamlet'] },
-  { kind: 'send-direct', actor: 'othello', to: ['desdemona'], byEmail: false, link: 'rep-private' },
-  { kind: 'send-channel', actor: 'othello', channel: 'general', byId: true, topic: 't1', link: 'rep-private', linkTopic: true },
+  { kind: 'send-direct', actor: 'othello', to: ['desdemona'], byEmail: false, link: 'rep-private', ref: 'r2' },
+  { kind: 'send-channel', actor: 'othello', channel: 'general', byId: true, topic: 't1', link: 'rep-private', linkTopic: true, ref: 'r3' },
   // A hidden address appears nowhere: not in sender_email, display_recipient, typing, nor as a recipient.
   { kind: 'visibility', actor: 'cordelia', value: 4 },
-  { kind: 'send-channel', actor: 'cordelia', channel: 'general', byId: false, topic: 't2', link: null, linkTopic: false },
-  { kind: 'send-direct', actor: 'othello', to: ['cordelia', 'polonius'], byEmail: true, link: null },
+  { kind: 'send-channel', actor: 'cordelia', channel: 'general', byId: false, topic: 't2', link: null, linkTopic: false, ref: 'r4' },
+  { kind: 'send-direct', actor: 'othello', to: ['cordelia', 'polonius'], byEmail: true, link: null, ref: 'r5' },
   { kind: 'typing-direct', actor: 'cordelia', to: ['othello'] },
   { kind: 'send-hidden-address', actor: 'polonius', to: 'cordelia' },
   // A former subscriber's /register lists no channel they can no longer see.
@@ -340,11 +460,26 @@ export const REGRESSION_PREFIX: readonly Action[] = [
   { kind: 'fresh-queue', actor: 'shiva', spec: { eventTypes: ['message'], allPublicStreams: true, narrow: [], applyMarkdown: true, streamTyping: false, includeSubscribers: false } },
   { kind: 'create-channel', actor: 'desdemona', channel: 'rep-public', privacy: 'public', principals: ['desdemona'] },
   { kind: 'role', actor: 'desdemona', target: 'shiva', role: 600 },
-  { kind: 'send-channel', actor: 'desdemona', channel: 'rep-public', byId: false, topic: 't1', link: null, linkTopic: false },
+  { kind: 'send-channel', actor: 'desdemona', channel: 'rep-public', byId: false, topic: 't1', link: null, linkTopic: false, ref: 'r6' },
   { kind: 'role', actor: 'desdemona', target: 'shiva', role: 300 },
   // A channel's events and messages reach nobody who has left it and can no longer see it.
   { kind: 'describe', actor: 'iago', channel: 'rep-private' },
   { kind: 'privacy', actor: 'iago', channel: 'rep-private', privacy: 'private-shared' },
   { kind: 'subscribe', actor: 'iago', channel: 'rep-private', principals: ['othello'] },
-  { kind: 'send-channel', actor: 'iago', channel: 'rep-private', byId: true, topic: 't1', link: null, linkTopic: false },
+  { kind: 'send-channel', actor: 'iago', channel: 'rep-private', byId: true, topic: 't1', link: null, linkTopic: false, ref: 'r7' },
+  // Messages that change (issue 22), whatever the seed: a topic moved whole from a public channel to a
+  // private one is taken from those outside it (delete_message; then nothing more about it, not even the
+  // sender's attempt to react); its reactions, edits, resolving and deletion reach only its readers.
+  { kind: 'create-channel', actor: 'desdemona', channel: 'rep-moves', privacy: 'public', principals: ['desdemona', 'hamlet', 'othello', 'polonius'] },
+  { kind: 'send-channel', actor: 'hamlet', channel: 'rep-moves', byId: false, topic: 't1', link: null, linkTopic: false, ref: 'r8' },
+  { kind: 'send-channel', actor: 'othello', channel: 'rep-moves', byId: false, topic: 't1', link: null, linkTopic: false, ref: 'r9' },
+  { kind: 'move', actor: 'othello', message: 'r8', topic: null, channel: 'rep-private', propagate: 'change_all', notifyOld: true, notifyNew: true },
+  { kind: 'reaction', actor: 'hamlet', message: 'r8', op: 'add', emoji: 'smile' },
+  { kind: 'reaction', actor: 'iago', message: 'r8', op: 'add', emoji: 'octopus' },
+  { kind: 'edit-content', actor: 'othello', message: 'r9', link: 'rep-moves' },
+  { kind: 'move', actor: 'iago', message: 'r9', topic: '✔ t1', channel: null, propagate: 'change_all', notifyOld: false, notifyNew: true },
+  { kind: 'move', actor: 'iago', message: 'r9', topic: 't1', channel: null, propagate: 'change_all', notifyOld: false, notifyNew: true },
+  { kind: 'typing-edit', actor: 'othello', message: 'r9' },
+  { kind: 'delete-message', actor: 'othello', message: 'r9' },
+  { kind: 'delete-topic', actor: 'iago', channel: 'rep-private', topic: 't1' },
 ];

@@ -1,9 +1,10 @@
 // The oracle of the security-invariant test (test/api/system/security-invariant.test.ts): what a user could
 // read at one moment, asked of the API as that user — GET /users, GET /users/{id}, GET /streams/{id},
-// GET /streams/{id}/members, GET /messages/{id}, GET /users/me/subscriptions — and helpers that compare
-// a received event with those answers (the rules themselves are in the test). A view is made right after a step (or right before one, for what the step may take
-// away) and answers every question from that moment: its answers are memoised and it is dropped before
-// anything changes again.
+// GET /streams/{id}/members, GET /messages/{id}, GET /messages (one topic), GET /users/me/subscriptions —
+// and helpers that compare a received event with those answers (the rules themselves are in the test).
+// A view is made right after a step (or right before one, for what the step may take away) and answers
+// every question from that moment: its answers are memoised and it is dropped before anything changes
+// again.
 import type { ParleyClient } from '@parley/client';
 
 export type Json = Record<string, unknown>;
@@ -93,10 +94,36 @@ export class ApiView {
   }
 
   /** GET /messages/{id} as the viewer (rendered): whether they can read it, and what they read. */
-  message(viewer: string, messageId: number): Promise<Answer<Json>> {
+  async message(viewer: string, messageId: number): Promise<Answer<Json>> {
+    const read = await this.messageRead(viewer, messageId);
+    return read.ok ? { ok: true, value: read.value.message } : read;
+  }
+
+  /** The Markdown GET /messages/{id} answers the viewer (its `raw_content`), from the same request. */
+  async rawContent(viewer: string, messageId: number): Promise<Answer<string | undefined>> {
+    const read = await this.messageRead(viewer, messageId);
+    return read.ok ? { ok: true, value: read.value.raw } : read;
+  }
+
+  private messageRead(viewer: string, messageId: number): Promise<Answer<{ message: Json; raw: string | undefined }>> {
     return this.once(`message:${viewer}:${messageId}`, async () => {
       const res = await this.clientOf(viewer).GET('/messages/{message_id}', { params: { path: { message_id: messageId }, query: { apply_markdown: true } } });
-      return this.answer(`GET /messages/${messageId} as ${viewer}`, res, (d) => (isObject(d['message']) ? d['message'] : {}));
+      return this.answer(`GET /messages/${messageId} as ${viewer}`, res, (d) => ({ message: isObject(d['message']) ? d['message'] : {}, raw: asString(d['raw_content']) }));
+    });
+  }
+
+  /** GET /messages narrowed to a channel's topic as the viewer: the ids of the topic's messages they can read. */
+  topicMessageIds(viewer: string, streamId: number, topic: string): Promise<Answer<Set<number>>> {
+    return this.once(`topic:${viewer}:${streamId}:${topic}`, async () => {
+      const narrow = [
+        { operator: 'channel', operand: streamId },
+        { operator: 'topic', operand: topic },
+      ];
+      // Zulip's encoding: strings as they are, everything else as JSON (the narrow is a nested array).
+      const querySerializer = (query: Record<string, unknown>) =>
+        new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, typeof v === 'string' ? v : JSON.stringify(v)])).toString();
+      const res = await this.clientOf(viewer).GET('/messages', { params: { query: { anchor: 'newest', num_before: 1000, num_after: 0, narrow, apply_markdown: false } }, querySerializer });
+      return this.answer(`GET /messages (${streamId}>${topic}) as ${viewer}`, res, (d) => new Set(asArray(d['messages']).filter(isObject).map((m) => asNumber(m['id'])!)));
     });
   }
 
@@ -166,4 +193,17 @@ export function streamIdsOf(e: Json): number[] {
 /** The `data-stream-id` values of channel links in rendered content. */
 export function linkedChannelIds(html: string): number[] {
   return [...html.matchAll(/data-stream-id="(\d+)"/g)].map((m) => Number(m[1]));
+}
+
+/** The messages a `delete_message` event is about (the bulk form's `message_ids`, or the legacy `message_id`). */
+export function deletedIdsOf(e: Json): number[] {
+  const ids = asArray(e['message_ids']).filter((x): x is number => typeof x === 'number');
+  const one = asNumber(e['message_id']);
+  return one !== undefined ? [...ids, one] : ids;
+}
+
+/** The conversation of a message as GET /messages/{id} shows it: its channel, or its participants' ids. */
+export function conversationOf(m: Json): { channelId: number | null; participants: number[] } {
+  if (m['type'] === 'stream') return { channelId: asNumber(m['stream_id']) ?? null, participants: [] };
+  return { channelId: null, participants: asArray(m['display_recipient']).filter(isObject).map((p) => asNumber(p['id'])).filter((id): id is number => id !== undefined) };
 }
