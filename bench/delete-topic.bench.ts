@@ -37,6 +37,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createMessagesDatabase, pg, type MessagesFixture, type PgPool, type Person } from './lib/messages-seed.ts';
 import { PARLEY_SERVER_CMD, type ServerProcess, sleep, startBenchParley, stopBenchDatabase, waitIdle } from './lib/processes.ts';
+import { SAMPLE_EVERY_MS, sampleTransactions } from './lib/transactions.ts';
 import { fmt, markdownTable, median, percentile } from './lib/stats.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -48,7 +49,6 @@ const DEFERRED_USERS = 100;
 const REMINDERS = 200;
 const FOLLOWERS = 500;
 const TOPIC = 'Doomed topic';
-const SAMPLE_EVERY_MS = 20;
 const GOAL_LONGEST_MS = 1000;
 
 const basic = (p: Person) => `Basic ${Buffer.from(`${p.email}:${p.apiKey}`).toString('base64')}`;
@@ -110,37 +110,6 @@ async function seedTopic(sql: PgPool, fixture: MessagesFixture): Promise<void> {
   await sql.query('VACUUM ANALYZE');
 }
 
-/** pg_stat_activity every SAMPLE_EVERY_MS (see the header): the longest transaction age seen, and how many were seen. */
-function sampleTransactions(databaseUrl: string): { stop(): Promise<{ longestMs: number; transactions: number; samples: number }> } {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  const ages = new Map<string, number>();
-  let samples = 0;
-  let running = true;
-  const loop = (async () => {
-    await client.connect();
-    while (running) {
-      const { rows } = await client.query<{ pid: number; started: string; ms: number }>(
-        `SELECT pid, xact_start::text AS started, extract(epoch FROM clock_timestamp() - xact_start) * 1000 AS ms
-         FROM pg_stat_activity
-         WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND xact_start IS NOT NULL`,
-      );
-      samples++;
-      for (const r of rows) {
-        const key = `${r.pid} ${r.started}`;
-        ages.set(key, Math.max(ages.get(key) ?? 0, Number(r.ms)));
-      }
-      await sleep(SAMPLE_EVERY_MS);
-    }
-    await client.end();
-  })();
-  return {
-    async stop() {
-      running = false;
-      await loop;
-      return { longestMs: Math.max(0, ...ages.values()), transactions: ages.size, samples };
-    },
-  };
-}
 
 /** The server's `delete_topic …` debug lines of its log (see the header). */
 function serverLines(logFile: string): { batches: Array<{ deleted: number; ms: number }>; cleared: Array<{ cleared: number; ms: number }> } {

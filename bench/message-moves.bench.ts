@@ -60,6 +60,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { addHistory, createMessagesDatabase, pg, type PgPool, type Person } from './lib/messages-seed.ts';
 import { findPostmaster, PARLEY_SERVER_CMD, sleep, startBenchParley, stopBenchDatabase, treeCpuMs, waitIdle, type ServerProcess } from './lib/processes.ts';
+import { SAMPLE_EVERY_MS, sampleTransactions } from './lib/transactions.ts';
 import { fmt, markdownTable, median, percentile } from './lib/stats.ts';
 import { clusterCpuMs } from './lib/cpu.ts';
 import { loadConfig } from '../apps/server/src/config.ts';
@@ -82,7 +83,6 @@ const TOPIC = 'moving topic';
 const SENDERS = 10;
 const FOLLOWERS = 5;
 const FOLLOWED = 3; // VisibilityPolicy.FOLLOWED
-const SAMPLE_EVERY_MS = 20;
 const GOAL_P50_MS = 1000;
 const GOAL_LONGEST_MS = 2000;
 /** "Flat in the number of subscribers", read as: the larger size's p50 within 1.5× of the smaller's (noise). */
@@ -112,40 +112,6 @@ function request(agent: http.Agent, url: string, options: { method: string; head
     req.on('error', reject);
     req.end(options.body);
   });
-}
-
-/**
- * Samples the transactions of the database's other client backends every SAMPLE_EVERY_MS until
- * stopped (as bench/read-state.bench.ts does); answers the longest age seen (ms).
- */
-function sampleTransactions(databaseUrl: string): { stop(): Promise<{ longestMs: number; transactions: number }> } {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  const ages = new Map<string, number>();
-  let running = true;
-  const loop = (async () => {
-    await client.connect();
-    await client.query('SET log_min_duration_statement = -1');
-    while (running) {
-      const { rows } = await client.query<{ pid: number; started: string; ms: number }>(
-        `SELECT pid, xact_start::text AS started, extract(epoch FROM clock_timestamp() - xact_start) * 1000 AS ms
-         FROM pg_stat_activity
-         WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND xact_start IS NOT NULL`,
-      );
-      for (const r of rows) {
-        const key = `${r.pid} ${r.started}`;
-        ages.set(key, Math.max(ages.get(key) ?? 0, Number(r.ms)));
-      }
-      await sleep(SAMPLE_EVERY_MS);
-    }
-    await client.end();
-  })();
-  return {
-    async stop() {
-      running = false;
-      await loop;
-      return { longestMs: Math.max(0, ...ages.values()), transactions: ages.size };
-    },
-  };
 }
 
 interface Size {

@@ -42,6 +42,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createMessagesDatabase, pg, type MessagesFixture, type PgPool, type PgQueryable, type Person } from './lib/messages-seed.ts';
 import { PARLEY_SERVER_CMD, type ServerProcess, sleep, startBenchParley, stopBenchDatabase, waitIdle } from './lib/processes.ts';
+import { SAMPLE_EVERY_MS, sampleTransactions } from './lib/transactions.ts';
 import { fmt, markdownTable, median, percentile } from './lib/stats.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -51,7 +52,6 @@ const REGISTER_RUNS = Number(process.env.BENCH_REGISTER_RUNS ?? 15);
 const REGISTER_WARMUP = 3;
 const DIRECT_UNREAD = Number(process.env.BENCH_DIRECT_UNREAD ?? 60_000);
 const DIRECT_RUNS = Number(process.env.BENCH_DIRECT_RUNS ?? 5);
-const SAMPLE_EVERY_MS = 20;
 
 const GOAL_RATIO = 1.5;
 const GOAL_LONGEST_MS = 1000;
@@ -139,41 +139,6 @@ async function makeUnreadAgain(sql: PgPool, memberId: number, firstId: number): 
 
 async function unreadCount(sql: PgQueryable, memberId: number): Promise<number> {
   return Number((await sql.query<{ n: string }>('SELECT count(*) AS n FROM user_message WHERE user_id = $1 AND (flags & 1) = 0', [memberId])).rows[0]!.n);
-}
-
-/**
- * Samples the transactions of the database's other client backends every SAMPLE_EVERY_MS until
- * stopped; answers the longest age seen (ms) and how many transactions were seen.
- */
-function sampleTransactions(databaseUrl: string): { stop(): Promise<{ longestMs: number; transactions: number; samples: number }> } {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  const ages = new Map<string, number>();
-  let samples = 0;
-  let running = true;
-  const loop = (async () => {
-    await client.connect();
-    while (running) {
-      const { rows } = await client.query<{ pid: number; started: string; ms: number }>(
-        `SELECT pid, xact_start::text AS started, extract(epoch FROM clock_timestamp() - xact_start) * 1000 AS ms
-         FROM pg_stat_activity
-         WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND xact_start IS NOT NULL`,
-      );
-      samples++;
-      for (const r of rows) {
-        const key = `${r.pid} ${r.started}`;
-        ages.set(key, Math.max(ages.get(key) ?? 0, Number(r.ms)));
-      }
-      await sleep(SAMPLE_EVERY_MS);
-    }
-    await client.end();
-  })();
-  return {
-    async stop() {
-      running = false;
-      await loop;
-      return { longestMs: Math.max(0, ...ages.values()), transactions: ages.size, samples };
-    },
-  };
 }
 
 async function main() {

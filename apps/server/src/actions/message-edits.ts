@@ -34,7 +34,7 @@ import {
 import type { StoredEvent } from '../data/events.repo.ts';
 import { VisibilityPolicy } from '../data/user-topics.repo.ts';
 import { JsonableError } from '../errors.ts';
-import { loadPermissionSubject, type PermissionSubject } from '../access/group-settings.ts';
+import { loadPermissionSubject } from '../access/group-settings.ts';
 import { hasContentAccess } from '../access/channels.ts';
 import { canReadChannelHistory, checkCanSendToChannel } from '../access/messages.ts';
 import {
@@ -132,10 +132,11 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
 
   // The destination channel (a move), refused like a channel the user cannot see.
   let target: Channel | null = null;
+  let subscribedToTarget = false;
   if (request.streamId !== undefined) {
     target = await findChannelById(tx, realm.id, request.streamId);
-    const subscribed = target ? (await subscribedChannelIds(tx, user.id, [target.id])).has(target.id) : false;
-    if (!target || target.isArchived || !hasContentAccess(subject, target, subscribed)) throw new JsonableError('Invalid channel ID');
+    subscribedToTarget = target ? (await subscribedChannelIds(tx, user.id, [target.id])).has(target.id) : false;
+    if (!target || target.isArchived || !hasContentAccess(subject, target, subscribedToTarget)) throw new JsonableError('Invalid channel ID');
   }
   const finalChannel = target ?? channel;
   const untruncatedTopic = newTopic;
@@ -155,8 +156,7 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
 
   if (channel && target) {
     checkCanMoveOutOfChannel(subject, realm, channel);
-    const subscribed = (await subscribedChannelIds(tx, user.id, [target.id])).has(target.id);
-    checkCanSendToChannel(subject, target, { subscribed });
+    checkCanSendToChannel(subject, target, { subscribed: subscribedToTarget });
     checkChannelMoveTimeLimit(user, realm, message.date_sent, now);
   }
 
@@ -419,4 +419,3 @@ async function moveTopicPolicies(
   }
 }
 
-export type { PermissionSubject };

@@ -41,8 +41,3 @@ export function emojiCodeForName(name: string): string | undefined {
 export function isUnicodeEmojiCode(code: string): boolean {
   return CANONICAL.has(code);
 }
-
-/** The canonical name of a Unicode emoji code (e.g. `+1` for `1f44d`), or undefined for an unknown code (Zulip's codepoint_to_name). */
-export function canonicalEmojiName(code: string): string | undefined {
-  return CANONICAL.get(code);
-}
