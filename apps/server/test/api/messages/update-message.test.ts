@@ -6,11 +6,11 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { useTestServer } from '../../helpers/test-server.ts';
 import type { Person } from '../../helpers/fixtures.ts';
-import { createChannel, fresh, useChannel } from '../../helpers/channels.ts';
+import { createChannel, fresh, subscribeDirectly, useChannel } from '../../helpers/channels.ts';
 import { eventsSince, markEvents } from '../../helpers/events.ts';
 import { pollUntil, registerQueue, sendMessage } from '../../helpers/queues.ts';
 import { realmIdOf, withRealm } from '../../helpers/realm.ts';
-import { setRole } from '../../helpers/people.ts';
+import { createAccount, setRole } from '../../helpers/people.ts';
 
 const env = useTestServer();
 const general = useChannel(env, 'iago', {}, ['iago', 'shiva', 'hamlet', 'othello', 'cordelia', 'polonius']);
@@ -351,6 +351,24 @@ describe('PATCH /messages/{message_id}', () => {
       expect((await env.raw(`/messages/${b}`, { as: 'cordelia' })).body.msg).toBe('Invalid message(s)');
       // The old topic is told where they went.
       expect(await notices(general.id, topic)).toEqual([`This topic was moved to #**${secret.name}>moved** by @_**Iago|${uid('iago')}**.`]);
+    });
+
+    it("into a channel with protected history: its subscribers get the messages (read), those who were waiting keep theirs unread", async () => {
+      const vault = await createChannel(env, 'iago', { invite_only: true, history_public_to_subscribers: false }, ['iago', 'hamlet']);
+      const newcomer = await createAccount(env, { label: 'vault', fullName: 'Vault Keeper' });
+      await subscribeDirectly(env, newcomer.id, vault.id);
+      const id = await post('othello', general, fresh('to-vault'), 'into the vault');
+      // Hamlet's row is deferred (he has not read since); the newcomer never received the message.
+      expect(await db().userMessage.findUnique({ where: { messageId_userId: { messageId: id, userId: uid('hamlet') } } })).toBeNull();
+      expect((await patch('iago', id, { stream_id: vault.id, send_notification_to_new_thread: false })).status).toBe(200);
+      const rowOf = (userId: number) => db().userMessage.findUnique({ where: { messageId_userId: { messageId: id, userId } } });
+      expect(Number((await rowOf(uid('hamlet')))!.flags) & 1).toBe(0);
+      expect(Number((await rowOf(newcomer.id))!.flags) & 1).toBe(1);
+      expect((await db().message.findUniqueOrThrow({ where: { id } })).deferredRecipientIds).toEqual([]);
+      // The newcomer reads it now; Cordelia, not subscribed, cannot, and a later subscription does not give it to her.
+      expect((await newcomer.client.GET('/messages/{message_id}', { params: { path: { message_id: id } } })).data?.message.content).toContain('into the vault');
+      await subscribeDirectly(env, uid('cordelia'), vault.id);
+      expect((await env.raw(`/messages/${id}`, { as: 'cordelia' })).body.msg).toBe('Invalid message(s)');
     });
 
     it('needs can_move_messages_between_channels_group (members by default, not guests) and permission to post there', async () => {
