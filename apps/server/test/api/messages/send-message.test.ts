@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { expectJsonError, useTestServer } from '../../helpers/test-server.ts';
 import type { Person } from '../../helpers/fixtures.ts';
-import { useChannel } from '../../helpers/channels.ts';
+import { fresh, useChannel } from '../../helpers/channels.ts';
 import { pollEvents, pollUntil, registerQueue, type Queue, type RegisterBody } from '../../helpers/queues.ts';
 
 const env = useTestServer();
@@ -189,6 +189,23 @@ describe('user_message rows, their message and their user (checked per statement
     await expect(db().$executeRawUnsafe('INSERT INTO user_message (user_id, message_id, flags) VALUES (2147483000, $1, 0)', id)).rejects.toThrow(/violates its reference to table "user"/);
     expect(await db().userMessage.count({ where: { messageId: id } })).toBeGreaterThan(1);
     await db().message.delete({ where: { id } });
+    expect(await db().userMessage.count({ where: { messageId: id } })).toBe(0);
+  });
+});
+
+describe("a message's channel (checked per statement, not per row)", () => {
+  it('a message naming a channel that does not exist is refused, inserted or moved; deleting a channel deletes its messages', async () => {
+    const id = (await send('hamlet', { type: 'stream', to: channel.name, topic: 'integrity', content: 'its channel must exist' })).body.id as number;
+    const row = (await db().message.findUniqueOrThrow({ where: { id } }));
+    await expect(db().$executeRawUnsafe(`INSERT INTO message (realm_id, sender_id, channel_id, topic, direct_user_ids, content, rendered_content) VALUES ($1, $2, 2147483000, 't', '{}', 'x', '<p>x</p>')`, row.realmId, row.senderId)).rejects.toThrow(/INSERT on table "message" violates its reference to table "channel"/);
+    await expect(db().$executeRawUnsafe('UPDATE message SET channel_id = 2147483000 WHERE id = $1', id)).rejects.toThrow(/UPDATE on table "message" violates its reference to table "channel"/);
+    expect((await db().message.findUniqueOrThrow({ where: { id } })).channelId).toBe(channel.id);
+
+    // No operation deletes a channel (they are archived); the rule that replaced ON DELETE CASCADE still holds.
+    const doomed = await db().channel.create({ data: { realmId: row.realmId, name: fresh('doomed'), canAddSubscribersGroupId: 0, canAdministerChannelGroupId: 0, canDeleteAnyMessageGroupId: 0, canDeleteOwnMessageGroupId: 0, canMoveMessagesOutOfChannelGroupId: 0, canMoveMessagesWithinChannelGroupId: 0, canRemoveSubscribersGroupId: 0, canResolveTopicsGroupId: 0, canSendMessageGroupId: 0, canSubscribeGroupId: 0 } });
+    await db().$executeRawUnsafe('UPDATE message SET channel_id = $1 WHERE id = $2', doomed.id, id);
+    await db().channel.delete({ where: { id: doomed.id } });
+    expect(await db().message.count({ where: { id } })).toBe(0);
     expect(await db().userMessage.count({ where: { messageId: id } })).toBe(0);
   });
 });

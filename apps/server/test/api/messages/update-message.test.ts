@@ -233,6 +233,20 @@ describe('PATCH /messages/{message_id}', () => {
       expect(await notices(general.id, to)).toEqual([]);
     });
 
+    it("reaches a queue narrowed to the old topic, whose narrow stays as registered (Zulip's: only message events are matched against it)", async () => {
+      const topic = fresh('narrowed');
+      const a = await post('hamlet', general, topic, 'a');
+      const narrowed = await registerQueue(env.client('othello'), { event_types: ['message', 'update_message'], narrow: [['stream', general.name], ['topic', topic]] });
+      const to = fresh('narrowed-to');
+      expect((await patch('hamlet', a, { topic: to, propagate_mode: 'change_all', send_notification_to_new_thread: false })).status).toBe(200);
+      const later = await post('hamlet', general, to, 'after the move');
+      const back = await post('hamlet', general, topic, 'to the old name again');
+      const events = await pollUntil(env.client('othello'), narrowed, (e) => e.some((x) => x.type === 'message'));
+      expect(events.filter((e) => e.type === 'update_message').map((e) => [e.message_ids, e.orig_subject, e.subject])).toEqual([[[a], topic, to]]);
+      expect(events.filter((e) => e.type === 'message').map((e) => e.message.id)).toEqual([back]);
+      expect(later).toBeGreaterThan(a);
+    });
+
     it('members may move within the organization limit; moderators are exempt; the limit counts from sending', async () => {
       const id = await post('hamlet', general, fresh('old'), 'old news');
       await age(id, 7 * 86400 + 60);
