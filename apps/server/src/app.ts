@@ -16,6 +16,8 @@ import { buildValidationSpec } from './http/validation-spec.ts';
 import { pingDatabase } from './data/db.ts';
 import { accountsRouter } from './http/accounts.ts';
 import { emailConfirmationRouter } from './http/email-confirmation.ts';
+import { userUploadsRouter } from './http/user-uploads.ts';
+import { userAvatarsRouter } from './http/user-avatars.ts';
 
 export function buildApp(deps: AppDeps) {
   const app = express();
@@ -65,6 +67,8 @@ export function buildApp(deps: AppDeps) {
   });
   app.use(emailConfirmationRouter(deps)); // GET/POST /accounts/confirm_new_email (PATCH /settings email changes)
   app.use(accountsRouter(deps));
+  app.use(userUploadsRouter(deps)); // GET /user_uploads/… (the files themselves, outside the API)
+  app.use(userAvatarsRouter(deps)); // GET /user_avatars/… (uploaded avatars, public)
   const notFound = (_req: Request, res: Response) => sendError(res, new JsonableError('Not Found', { status: 404 }));
   app.use(notFound);
   const handleError = errorHandler(rules, deps.logger);

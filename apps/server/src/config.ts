@@ -1,6 +1,9 @@
 // Configuration from the environment, read once at start.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { parseStorageConfig } from './storage/index.ts';
+import type { StorageConfig } from './storage/types.ts';
+import { parseEmailGatewayConfig, type EmailGatewayConfig } from './email-gateway/config.ts';
 
 export interface Config {
   host: string;
@@ -37,12 +40,25 @@ export interface Config {
   pushNotificationsEnabled: boolean;
   /** APNs delivery (token auth, PARLEY_APNS_*); null keeps push notifications in the push outbox. */
   apns: ApnsConfig | null;
-  /** A client polling GET /events this recently counts as active: no push unless online push is on (PARLEY_PUSH_ACTIVE_SECONDS). */
-  pushActiveClientSeconds: number;
+  /**
+   * Presence turned off for every organization of the server (PARLEY_PRESENCE_DISABLED): Zulip's
+   * per-organization `presence_disabled`, which neither its API nor its administrators can change.
+   */
+  presenceDisabled: boolean;
+  /** How long presence reports wait in a process before they are written together (PARLEY_PRESENCE_FLUSH_MS). */
+  presenceFlushMs: number;
   /** SMTP server for outgoing e-mail (PARLEY_SMTP_URL, smtp:// or smtps://); null keeps e-mails in the outbox. */
   smtpUrl: string | null;
   /** Sender of outgoing e-mail (PARLEY_EMAIL_FROM); default `Parley <noreply@host of publicUrl>`. */
   emailFrom: string;
+  /** Where uploaded files are kept (src/storage): $PARLEY_DATA_DIR/uploads, or PARLEY_S3_BUCKET. */
+  storage: StorageConfig;
+  /** Largest file POST /user_uploads takes, in MiB (Zulip's MAX_FILE_UPLOAD_SIZE; PARLEY_MAX_FILE_UPLOAD_SIZE_MIB). */
+  maxFileUploadSizeMib: number;
+  /** Characters of keys and values one bot may keep in bot storage (Zulip's USER_STATE_SIZE_LIMIT; PARLEY_BOT_STORAGE_LIMIT). */
+  botStorageSizeLimit: number;
+  /** The incoming e-mail gateway (src/email-gateway): its SMTP listener is off unless PARLEY_EMAIL_GATEWAY_PORT is set. */
+  emailGateway: EmailGatewayConfig;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -71,18 +87,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deleteTopicBudgetMs: positiveInteger('PARLEY_DELETE_TOPIC_BUDGET_MS', env.PARLEY_DELETE_TOPIC_BUDGET_MS ?? '50000'),
     pushNotificationsEnabled: parseApnsConfig(env) !== null,
     apns: parseApnsConfig(env),
-    pushActiveClientSeconds: positiveInteger('PARLEY_PUSH_ACTIVE_SECONDS', env.PARLEY_PUSH_ACTIVE_SECONDS ?? '120'),
+    presenceDisabled: parseSwitch('PARLEY_PRESENCE_DISABLED', env.PARLEY_PRESENCE_DISABLED),
+    presenceFlushMs: positiveInteger('PARLEY_PRESENCE_FLUSH_MS', env.PARLEY_PRESENCE_FLUSH_MS ?? '1000'),
     smtpUrl: parseSmtpUrl(env.PARLEY_SMTP_URL),
     emailFrom: parseEmailFrom(env.PARLEY_EMAIL_FROM, env.PARLEY_URL ?? `http://${shownHost}:${port}`),
     trustProxy: env.PARLEY_TRUST_PROXY || false,
     rateLimit: parseRateLimit(env.PARLEY_RATE_LIMIT ?? '200/60'),
+    storage: parseStorageConfig(env, path.resolve(env.INIT_CWD ?? process.cwd(), env.PARLEY_DATA_DIR ?? '.parley')),
+    maxFileUploadSizeMib: nonNegativeInteger('PARLEY_MAX_FILE_UPLOAD_SIZE_MIB', env.PARLEY_MAX_FILE_UPLOAD_SIZE_MIB ?? '100'),
+    botStorageSizeLimit: nonNegativeInteger('PARLEY_BOT_STORAGE_LIMIT', env.PARLEY_BOT_STORAGE_LIMIT ?? '10000000'),
+    emailGateway: parseEmailGatewayConfig(env, host, env.PARLEY_URL ?? `http://${shownHost}:${port}`),
   };
+}
+
+function nonNegativeInteger(name: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number (0 or more), got ${value}`);
+  return n;
 }
 
 function positiveInteger(name: string, value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${value}`);
   return n;
+}
+
+/** An on/off setting: 1/true/yes/on or 0/false/no/off (unset: off). */
+function parseSwitch(name: string, value: string | undefined): boolean {
+  if (value === undefined || value === '') return false;
+  if (/^(1|true|yes|on)$/i.test(value)) return true;
+  if (/^(0|false|no|off)$/i.test(value)) return false;
+  throw new Error(`${name} must be 1 or 0, got ${value}`);
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];

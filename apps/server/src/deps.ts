@@ -10,6 +10,9 @@ import type { DatabaseNotifier } from './events/notifier.ts';
 import type { CredentialCache } from './security/credential-cache.ts';
 import type { RateLimiter } from './data/rate-limits.repo.ts';
 import type { UserDirectory } from './queries/user-directory.ts';
+import type { ObjectStorage } from './storage/types.ts';
+import type { UploadTokenSigner } from './security/upload-tokens.ts';
+import type { PresenceBuffer } from './presence/buffer.ts';
 
 /** Everything the app needs, injected at start (no globals). */
 export interface AppDeps {
@@ -29,9 +32,15 @@ export interface AppDeps {
   credentials: CredentialCache;
   /** GET /users of whole organizations, serialised once per viewer role (queries/user-directory.ts). */
   userDirectory: UserDirectory;
+  /** Presence reports this process took and has not written yet (written in batches: presence/buffer.ts). */
+  presence: PresenceBuffer;
   /** Per user (or client address) request budget, shared across processes; null when disabled. */
   rateLimiter: RateLimiter | null;
   logger: Logger;
+  /** Where files are kept (src/storage: a local folder or an S3-compatible bucket; callers cannot tell which). */
+  storage: ObjectStorage;
+  /** Signs and checks the tokens of uploaded files' temporary URLs (security/upload-tokens.ts). */
+  uploadTokens: UploadTokenSigner;
   /** The bundled spec (spec/dist/openapi.json, made by `pnpm generate`); read when the HTTP app is built. */
   specJsonPath: string;
   specYamlPath: string;

@@ -187,6 +187,7 @@ async function main(): Promise<void> {
   }
   say(`listening on ${running.url} (ready in ${Math.round(performance.now() - startedAt)} ms)`);
   say(`API docs: ${running.url}/api/docs   spec: ${running.url}/api/openapi.yaml`);
+  if (running.emailGateway) say(`e-mail gateway: SMTP on ${config.emailGateway.host}:${running.emailGateway.port} for @${config.emailGateway.domain}`);
   announceOwner();
   if (stopReason) {
     say(`${stopReason}: shutting down`);

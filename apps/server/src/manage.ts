@@ -12,6 +12,8 @@ import { listPushes } from './data/push-outbox.repo.ts';
 import { ALL_ROLES } from './access/roles.ts';
 import { JsonableError } from './errors.ts';
 import { listOutbox, outboxEmail, outboxStatus } from './mail/outbox.ts';
+import { doCreateBot } from './actions/bots.ts';
+import { writeFileSync } from 'node:fs';
 
 const USAGE = `usage: pnpm manage <command> [options]
   create-realm --name <name> --url <url>
@@ -19,9 +21,13 @@ const USAGE = `usage: pnpm manage <command> [options]
   api-key --email <e> [--rotate] [--realm <id>]
   set-role --email <e> --role <role> [--realm <id>]
   list-users [--realm <id>]
+  create-bot --owner <e> --full-name <n> --short-name <s> [--type generic|incoming|outgoing] [--payload-url <url>] [--output <zuliprc>] [--realm <id>]
+              a bot of the owner's, and its zuliprc (printed, or written to --output)
   list-realms
   outbox [--id <n>]   e-mails of the outbox (newest 50), or one e-mail in full
   pushes [--email <e>] [--status <status>] [--limit <n>] [--realm <id>]   push notifications of the push outbox, newest first`;
+
+const BOT_TYPE_NAMES: Record<string, number> = { generic: 1, incoming: 2, 'incoming-webhook': 2, outgoing: 3, 'outgoing-webhook': 3 };
 
 const ROLE_NAMES: Record<string, number> = { owner: 100, admin: 200, administrator: 200, moderator: 300, member: 400, guest: 600 };
 
@@ -47,6 +53,11 @@ const { values } = parseArgs({
     id: { type: 'string' },
     status: { type: 'string' },
     limit: { type: 'string' },
+    owner: { type: 'string' },
+    'short-name': { type: 'string' },
+    type: { type: 'string' },
+    'payload-url': { type: 'string' },
+    output: { type: 'string' },
   },
   allowPositionals: false,
 });
@@ -104,6 +115,31 @@ try {
       if (!user) throw new Error(`no user ${values.email} in ${realm.name}`);
       await doUpdateUser(deps, realm, null, user.id, { role: parseRole(need('role')) });
       console.log(`${user.deliveryEmail}: role ${parseRole(values.role)}`);
+      break;
+    }
+    case 'create-bot': {
+      const realm = await realmFromArgs();
+      const owner = await findUserByDeliveryEmail(deps.db, realm.id, need('owner'));
+      if (!owner) throw new Error(`no user ${values.owner} in ${realm.name}`);
+      const botType = BOT_TYPE_NAMES[values.type ?? 'generic'] ?? Number(values.type);
+      const { bot, apiKey } = await doCreateBot(
+        deps,
+        realm,
+        owner,
+        {
+          fullName: need('full-name'),
+          shortName: need('short-name'),
+          botType,
+          ...(values['payload-url'] !== undefined ? { payloadUrl: values['payload-url'] } : {}),
+        },
+        { byOperator: true },
+      );
+      // Zulip's zuliprc: what the Python `zulip` package, zulip-send, zulip-run-bot and zulip-js read.
+      const zuliprc = `[api]\nemail=${bot.email}\nkey=${apiKey}\nsite=${config.publicUrl}\n`;
+      if (values.output) {
+        writeFileSync(values.output, zuliprc, { mode: 0o600 });
+        console.log(`created bot ${bot.id} ${bot.email} (owner ${owner.deliveryEmail}); zuliprc written to ${values.output}`);
+      } else console.log(zuliprc.trimEnd());
       break;
     }
     case 'list-users': {

@@ -4,9 +4,17 @@ import type { OperationName } from '@parley/api-types';
 import type { HandlerContext, RouteTable } from './http/handler.ts';
 import { fetchApiKey } from './handlers/authentication.ts';
 import { getServerSettings } from './handlers/server.ts';
-import { updateRealm } from './handlers/realm.ts';
-import { createCustomProfileField, getCustomProfileFields } from './handlers/profile-fields.ts';
-import { createUser, deactivateOwnUser, deactivateUser, getOwnUser, getUser, getUsers, reactivateUser, updateUser } from './handlers/users.ts';
+import { updateRealm, updateRealmUserSettingsDefaults } from './handlers/realm.ts';
+import {
+  createCustomProfileField,
+  deleteCustomProfileField,
+  getCustomProfileFields,
+  removeProfileData,
+  reorderCustomProfileFields,
+  updateCustomProfileField,
+  updateProfileData,
+} from './handlers/profile-fields.ts';
+import { createUser, deactivateOwnUser, deactivateUser, getOwnUser, getUser, getUserByEmail, getUsers, reactivateUser, updateUser, updateUserByEmail } from './handlers/users.ts';
 import {
   createUserGroup,
   deactivateUserGroup,
@@ -29,26 +37,65 @@ import { createDrafts, deleteDraft, editDraft, getDrafts } from './handlers/draf
 import { createInviteLink, getInvites, resendEmailInvite, revokeEmailInvite, revokeInviteLink, sendInvites } from './handlers/invitations.ts';
 import { markAllAsRead, markStreamAsRead, markTopicAsRead, updateMessageFlags, updateMessageFlagsForNarrow } from './handlers/message-flags.ts';
 import { checkMessagesMatchNarrow, getMessage, getMessageHistory, getMessages, updateMessage, getReadReceipts, getStreamTopics, renderMessage, sendMessage, setTypingStatusForMessageEdit } from './handlers/messages.ts';
-import { archiveStream, getStreamById, getStreamId, getStreams, getSubscribers, getSubscriptions, subscribe, unsubscribe, updateStream, updateSubscriptions, updateSubscriptionSettings } from './handlers/channels.ts';
+import { archiveStream, getStreamById, getStreamEmailAddress, getStreamId, getStreams, getSubscribers, getSubscriptionStatus, getSubscriptions, subscribe, unsubscribe, updateStream, updateSubscriptions, updateSubscriptionSettings } from './handlers/channels.ts';
+import { getUserStatus, updateStatus, updateStatusForUser } from './handlers/user-status.ts';
 import { updateDisplaySettings, updateNotificationSettings, updateSettings } from './handlers/user-settings.ts';
 import { deleteMessage, deleteTopic } from './handlers/messages.ts';
+import { getFileTemporaryUrl, uploadFile } from './handlers/uploads.ts';
+import { deleteAvatar, setAvatar } from './handlers/avatars.ts';
+import { deactivateCustomEmoji, getCustomEmoji, uploadCustomEmoji } from './handlers/realm-emoji.ts';
+import { getAttachments, removeAttachment } from './handlers/attachments.ts';
+import { muteUser, unmuteUser } from './handlers/muted-users.ts';
+import { addAlertWords, getAlertWords, removeAlertWords } from './handlers/alert-words.ts';
+import {
+  addDefaultStream,
+  createDefaultStreamGroup,
+  removeDefaultStream,
+  removeDefaultStreamGroup,
+  updateDefaultStreamGroupInfo,
+  updateDefaultStreamGroupStreams,
+} from './handlers/default-channels.ts';
+import { createSavedSnippet, deleteSavedSnippet, editSavedSnippet, getSavedSnippets } from './handlers/saved-snippets.ts';
+import { getPresence, getUserPresence, updatePresence } from './handlers/presence.ts';
+import { addLinkifier, getLinkifiers, removeLinkifier, reorderLinkifiers, updateLinkifier } from './handlers/linkifiers.ts';
+import { addCodePlayground, removeCodePlayground } from './handlers/playgrounds.ts';
+import { createBot, deactivateBot, getBots, regenerateBotApiKey, updateBot } from './handlers/bots.ts';
+import { getBotStorage, removeBotStorage, updateBotStorage } from './handlers/bot-storage.ts';
 
 export const routes: RouteTable = {
+  // uploaded files
+  'upload-file': uploadFile,
+  'set-avatar': setAvatar,
+  'delete-avatar': deleteAvatar,
+  'get-custom-emoji': getCustomEmoji,
+  'upload-custom-emoji': uploadCustomEmoji,
+  'deactivate-custom-emoji': deactivateCustomEmoji,
+  'get-file-temporary-url': getFileTemporaryUrl,
+  'get-attachments': getAttachments,
+  'remove-attachment': removeAttachment,
   // authentication and server
   'fetch-api-key': fetchApiKey,
   'get-server-settings': getServerSettings,
   'update-realm': updateRealm,
+  'update-realm-user-settings-defaults': updateRealmUserSettingsDefaults,
   // users
   'get-users': getUsers,
   'get-user': getUser,
+  'get-user-by-email': getUserByEmail,
   'get-own-user': getOwnUser,
   'create-user': createUser,
   'update-user': updateUser,
+  'update-user-by-email': updateUserByEmail,
   'deactivate-user': deactivateUser,
   'reactivate-user': reactivateUser,
   'deactivate-own-user': deactivateOwnUser,
   'get-custom-profile-fields': getCustomProfileFields,
   'create-custom-profile-field': createCustomProfileField,
+  'update-custom-profile-field': updateCustomProfileField,
+  'delete-custom-profile-field': deleteCustomProfileField,
+  'reorder-custom-profile-fields': reorderCustomProfileFields,
+  'update-profile-data': updateProfileData,
+  'remove-profile-data': removeProfileData,
   // user groups
   'get-user-groups': getUserGroups,
   'create-user-group': createUserGroup,
@@ -64,7 +111,9 @@ export const routes: RouteTable = {
   'get-stream-by-id': getStreamById,
   'get-stream-id': getStreamId,
   'get-subscribers': getSubscribers,
+  'get-stream-email-address': getStreamEmailAddress,
   'get-subscriptions': getSubscriptions,
+  'get-subscription-status': getSubscriptionStatus,
   subscribe,
   unsubscribe,
   'update-subscriptions': updateSubscriptions,
@@ -129,6 +178,49 @@ export const routes: RouteTable = {
   'update-settings': updateSettings,
   'update-display-settings': updateDisplaySettings,
   'update-notification-settings': updateNotificationSettings,
+  // presence
+  'update-presence': updatePresence,
+  'get-presence': getPresence,
+  'get-user-presence': getUserPresence,
+  // user status
+  'update-status': updateStatus,
+  'update-status-for-user': updateStatusForUser,
+  'get-user-status': getUserStatus,
+  // muted users and alert words
+  'mute-user': muteUser,
+  'unmute-user': unmuteUser,
+  'get-alert-words': getAlertWords,
+  'add-alert-words': addAlertWords,
+  'remove-alert-words': removeAlertWords,
+  // default channels and default channel groups
+  'add-default-stream': addDefaultStream,
+  'remove-default-stream': removeDefaultStream,
+  'create-default-stream-group': createDefaultStreamGroup,
+  'update-default-stream-group-info': updateDefaultStreamGroupInfo,
+  'update-default-stream-group-streams': updateDefaultStreamGroupStreams,
+  'remove-default-stream-group': removeDefaultStreamGroup,
+  // saved snippets
+  'get-saved-snippets': getSavedSnippets,
+  'create-saved-snippet': createSavedSnippet,
+  'edit-saved-snippet': editSavedSnippet,
+  'delete-saved-snippet': deleteSavedSnippet,
+  // linkifiers and code playgrounds
+  'get-linkifiers': getLinkifiers,
+  'add-linkifier': addLinkifier,
+  'update-linkifier': updateLinkifier,
+  'remove-linkifier': removeLinkifier,
+  'reorder-linkifiers': reorderLinkifiers,
+  'add-code-playground': addCodePlayground,
+  'remove-code-playground': removeCodePlayground,
+  // bots and bot storage
+  'get-bots': getBots,
+  'create-bot': createBot,
+  'update-bot': updateBot,
+  'deactivate-bot': deactivateBot,
+  'regenerate-bot-api-key': regenerateBotApiKey,
+  'get-bot-storage': getBotStorage,
+  'update-bot-storage': updateBotStorage,
+  'remove-bot-storage': removeBotStorage,
 };
 
 /** A handler as the dispatcher calls it: parameters were validated against this operation's spec. */

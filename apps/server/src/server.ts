@@ -24,7 +24,15 @@ import { createRateLimiter } from './data/rate-limits.repo.ts';
 import { createUserDirectory } from './queries/user-directory.ts';
 import { createLogger } from './http/logging.ts';
 import { createApiKeyCipher, loadOrCreateSecret } from './security/secrets.ts';
+import { configureAvatarSalt } from './lib/avatar.ts';
 import { startIdleCollection } from './http/idle-collection.ts';
+import { createStorage } from './storage/index.ts';
+import { createUploadTokenSigner } from './security/upload-tokens.ts';
+import { scheduleAttachmentCleanup } from './jobs/attachments.ts';
+import { scheduleRealmJobs } from './jobs/realm.ts';
+import { createPresenceBuffer } from './presence/buffer.ts';
+import { flushPresenceReports } from './actions/presence.ts';
+import { startEmailGateway, type EmailGateway } from './email-gateway/smtp.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -41,6 +49,8 @@ export interface RunningServer {
   deps: AppDeps;
   server: Server;
   url: string;
+  /** The e-mail gateway's SMTP listener (src/email-gateway), when PARLEY_EMAIL_GATEWAY_PORT is set. */
+  emailGateway: EmailGateway | null;
   /** Stops the server: with drainMs, requests under way get that long to finish first. */
   close(options?: { drainMs?: number }): Promise<void>;
 }
@@ -53,10 +63,14 @@ export async function createDeps(config: Config, databaseUrl: string, options: {
   // Started by listen(): commands that only use the database (manage, seeding) open no extra connection.
   const listener = createDatabaseListener(databaseUrl, logger);
   const notifier = createDatabaseNotifier(listener.rounds, (channel, payload) => notifyThroughPool(db, channel, payload));
-  return {
+  const secret = loadOrCreateSecret(config.secretKey, config.dataDir);
+  configureAvatarSalt(secret);
+  const deps: AppDeps = {
     config,
     db,
-    cipher: createApiKeyCipher(loadOrCreateSecret(config.secretKey, config.dataDir)),
+    cipher: createApiKeyCipher(secret),
+    uploadTokens: createUploadTokenSigner(secret),
+    storage: await createStorage(config.storage),
     listener,
     notifier,
     credentials: createCredentialCache(listener),
@@ -69,11 +83,13 @@ export async function createDeps(config: Config, databaseUrl: string, options: {
     }),
     jobs: createJobQueue(databaseUrl, logger),
     rateLimiter: config.rateLimit ? createRateLimiter(db, config.rateLimit, 'api', (error) => logger.error({ err: error }, 'rate-limit write failed')) : null,
+    presence: createPresenceBuffer((realm, reports) => flushPresenceReports(deps, realm, reports), { intervalMs: config.presenceFlushMs, logger }),
     logger,
     specJsonPath: files.json,
     specYamlPath: files.yaml,
     docsHtmlPath: files.docs,
   };
+  return deps;
 }
 
 /** Requests Node's HTTP parser refuses never reach Express: answer them in Zulip's envelope too. */
@@ -114,6 +130,9 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
   const idleCollection = startIdleCollection(server);
   registerJobHandlers(deps);
   await deps.jobs.start();
+  await scheduleAttachmentCleanup(deps);
+  await scheduleRealmJobs(deps);
+  const emailGateway = deps.config.emailGateway.port === null ? null : await startEmailGateway(deps);
   // In-flight requests, so that close() can let them finish.
   let inFlight = 0;
   let drained: (() => void) | null = null;
@@ -131,6 +150,7 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
     deps,
     server,
     url,
+    emailGateway,
     async close({ drainMs = 0 } = {}) {
       // Parked long-polls answer at once (a heartbeat), so that clients poll again elsewhere.
       deps.delivery.close();
@@ -150,10 +170,14 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
       }
       server.closeAllConnections();
       await closed;
+      await emailGateway?.close();
+      // Presence reports taken and not written yet are written now.
+      await deps.presence.close();
       await deps.jobs.stop();
       await deps.events.flush();
       await deps.rateLimiter?.flush();
       await deps.listener.close();
+      await deps.storage.close();
       await deps.db.$disconnect();
     },
   };

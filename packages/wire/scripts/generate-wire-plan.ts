@@ -21,8 +21,16 @@ for (const [path, item] of Object.entries<Json>(spec.paths ?? {})) {
     if (!op) continue;
     const params: Record<string, { json: boolean; in: 'query' | 'body'; required: boolean }> = {};
     const pathParams: string[] = [];
+    // Path parameters are ids (digits) unless their schema says text (`/users/{email}`).
+    const textPathParams: string[] = [];
+    const restPathParams: string[] = [];
     for (const p of [...(item.parameters ?? []), ...(op.parameters ?? [])]) {
-      if (p.in === 'path') pathParams.push(p.name);
+      if (p.in === 'path') {
+        pathParams.push(p.name);
+        if (p.schema?.type === 'string') textPathParams.push(p.name);
+        // `x-parley-path`: the rest of the path, slashes included (Zulip's `<path:…>` converter).
+        if (p['x-parley-path'] === true) restPathParams.push(p.name);
+      }
       else if (p.in === 'query') params[p.name] = { json: Boolean(p.content?.['application/json']), in: 'query', required: Boolean(p.required) };
     }
     const form = op.requestBody?.content?.['application/x-www-form-urlencoded'];
@@ -35,8 +43,19 @@ for (const [path, item] of Object.entries<Json>(spec.paths ?? {})) {
     }
     const security: Json[] = op.security ?? spec.security ?? [];
     const auth = security.length === 0 ? 'none' : security.some((s) => Object.keys(s).length === 0) ? 'optional' : 'required';
-    operations[op.operationId] = { operationId: op.operationId, method, path, pathParams, auth, params };
+    operations[op.operationId] = { operationId: op.operationId, method, path, pathParams, ...(textPathParams.length ? { textPathParams } : {}), ...(restPathParams.length ? { restPathParams } : {}), ...(streamsMultipartBody(op) ? { streamBody: true } : {}), ...(op['x-parley-incoming-webhook-bots'] === true ? { incomingWebhookBots: true } : {}), auth, params };
   }
+}
+
+/**
+ * An operation whose request body is `multipart/form-data` only, with a binary (file) field: the
+ * server streams that body to the handler instead of reading it into parameters (POST /user_uploads).
+ */
+function streamsMultipartBody(op: Json): boolean {
+  const content = op.requestBody?.content ?? {};
+  const types = Object.keys(content);
+  if (types.length !== 1 || types[0] !== 'multipart/form-data') return false;
+  return Object.values<Json>(content['multipart/form-data'].schema?.properties ?? {}).some((s) => s.format === 'binary');
 }
 
 const sorted = Object.fromEntries(Object.entries(operations).sort(([a], [b]) => a.localeCompare(b)));

@@ -13,6 +13,20 @@ export interface WireOperation {
   /** OpenAPI path template relative to /api/v1, e.g. `/users/{user_id}`. */
   readonly path: string;
   readonly pathParams: readonly string[];
+  /** The path parameters that are text (an e-mail address) rather than ids; absent when none are. */
+  readonly textPathParams?: readonly string[];
+  /** Text path parameters that take the rest of the path, slashes included (`x-parley-path`); absent when none do. */
+  readonly restPathParams?: readonly string[];
+  /**
+   * The request body is `multipart/form-data` with a file, streamed to the handler as it arrives
+   * (apps/server/src/http/multipart-stream.ts) instead of being read into parameters.
+   */
+  readonly streamBody?: boolean;
+  /**
+   * Incoming webhook bots' API keys are accepted (`x-parley-incoming-webhook-bots`, Zulip's
+   * allow_incoming_webhooks: sending messages); absent, such a key is refused.
+   */
+  readonly incomingWebhookBots?: boolean;
   /** `none`: public; `optional`: spectators allowed; `required`: HTTP Basic. */
   readonly auth: 'none' | 'optional' | 'required';
   readonly params: Readonly<Record<string, WireParam>>;

@@ -21,6 +21,12 @@ export function checkCanSendToChannel(
   channel: SendChannelFields,
   access: { subscribed: boolean; ownerSubject?: PermissionSubject | null; ownerSubscribed?: boolean },
 ): void {
+  // Parley's system bots are Zulip's cross-realm bots (is_cross_realm_bot_email): they post to any
+  // channel that is not archived (the e-mail gateway bot, whose mail was checked against its creator).
+  if (subject.user.systemBot !== null) {
+    if (channel.isArchived) throw new JsonableError(`Not authorized to send to channel '${channel.name}'`);
+    return;
+  }
   if (!holds(subject, channel.canSendMessageGroupId) && !(access.ownerSubject && holds(access.ownerSubject, channel.canSendMessageGroupId))) {
     throw new JsonableError('You do not have permission to post in this channel.');
   }

@@ -2,7 +2,7 @@
 // e-mail addresses another user sees (the one home of email_address_visibility).
 import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
-import { findUserById, lockUser } from '../data/users.repo.ts';
+import { findUserByDeliveryEmailVisibleAs, findUserById, lockUser } from '../data/users.repo.ts';
 import { JsonableError, UnauthorizedError } from '../errors.ts';
 import { checkCanAdministerUser, isAdmin, isGuest, isModeratorRole } from './roles.ts';
 
@@ -145,4 +145,71 @@ export function addressNames(realm: Pick<Realm, 'url'>, viewer: Pick<User, 'id' 
   const a = normalizedAddress(address);
   if (a === publicEmailOf(realm, target, visibility).toLowerCase()) return true;
   return a === target.deliveryEmail.toLowerCase() && deliveryEmailVisibleTo(viewer, target, visibility);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading another user (Zulip's access_user_by_id / access_user_by_email with for_admin false, or
+// true for changes an administrator makes on someone's behalf).
+
+export interface UserAccessRules {
+  /** Bots may be named (otherwise a bot is `No such user`). */
+  allowBots: boolean;
+  /** Deactivated users may be named (otherwise `User is deactivated`). */
+  allowDeactivated: boolean;
+  /** The caller must be able to administer the user (`Insufficient permission`). */
+  forAdmin: boolean;
+}
+
+/** Zulip's access_user_common: the checks on a user found, in Zulip's order. */
+export function checkUserAccess(actor: User, target: User, rules: UserAccessRules): User {
+  if (target.isBot && !rules.allowBots) throw new JsonableError('No such user');
+  if (!target.isActive && !rules.allowDeactivated) throw new JsonableError('User is deactivated');
+  // Reading needs no right of its own: every user sees every other (Parley does not apply
+  // can_access_all_users_group yet, see README).
+  if (rules.forAdmin) checkCanAdministerUser(actor, target);
+  return target;
+}
+
+/** Zulip's access_user_by_id: the user with this id in the organization, checked by `rules`. */
+export async function accessUser(db: Db, realm: Realm, actor: User, userId: number, rules: UserAccessRules): Promise<User> {
+  const target = await findUserById(db, realm.id, userId);
+  if (!target) throw new JsonableError('No such user');
+  return checkUserAccess(actor, target, rules);
+}
+
+/**
+ * Zulip's ROLE_TO_ACCESSIBLE_EMAIL_ADDRESS_VISIBILITY_IDS: the email_address_visibility values under
+ * which `viewer` may see another (human) user's real address.
+ */
+export function emailVisibilitiesOpenTo(viewer: Pick<User, 'id' | 'role'>): number[] {
+  const someoneElse = { id: 0, isBot: false };
+  return Object.values(EmailVisibility).filter((visibility) => deliveryEmailVisibleTo(viewer, someoneElse, visibility));
+}
+
+/**
+ * Zulip's access_user_by_email (feature level 302): the user an address names for `actor`. The fake
+ * `user{id}@{host}` form names the user with that id; a real address names its owner only when the
+ * actor's role may see it under the owner's email_address_visibility (bots' always: they are public),
+ * so that nobody can confirm an address hidden from them. As in Zulip, this holds for the owner too:
+ * a user whose visibility is "nobody" cannot be named by their real address, even by themselves.
+ */
+export async function accessUserByAddress(db: Db, realm: Realm, actor: User, address: string, rules: UserAccessRules): Promise<User> {
+  const fakeId = userIdOfFakeAddress(realm, address);
+  if (fakeId !== null) return accessUser(db, realm, actor, fakeId, rules);
+  const target = await findUserByDeliveryEmailVisibleAs(db, realm.id, address.trim(), emailVisibilitiesOpenTo(actor));
+  if (!target) throw new JsonableError('No such user');
+  return checkUserAccess(actor, target, rules);
+}
+
+/**
+ * The id in an address of exactly the fake form `user{id}@{host}` (Zulip's dummy address regex: as
+ * sent, letter case and spaces included), or null.
+ */
+function userIdOfFakeAddress(realm: Pick<Realm, 'url'>, address: string): number | null {
+  const at = address.indexOf('@');
+  if (at < 0 || address.slice(at + 1) !== hostnameOf(realm.url)) return null;
+  const m = /^user([0-9]+)$/.exec(address.slice(0, at));
+  if (!m) return null;
+  const id = Number(m[1]);
+  return id <= 2_147_483_647 ? id : -1;
 }

@@ -39,6 +39,7 @@ import {
 import { lockGroupsShared } from '../data/user-groups.repo.ts';
 import { formatGroupSettingValues } from '../queries/group-settings.ts';
 import { presentChannels } from '../queries/channels.ts';
+import { removeArchivedChannelFromGroups } from './default-channels.ts';
 import {
   releaseGroupSettingValue,
   resolveGroupSettingUpdate,
@@ -420,6 +421,7 @@ export async function doArchiveChannel(deps: AppDeps, realm: Realm, actor: User,
     await updateChannel(tx, channel.id, { isArchived: true, isDefault: false });
     const events: QueuedEvent[] = [];
     if (channel.isDefault) events.push(defaultStreamsEvent(await defaultChannelIds(tx, realm.id)));
+    events.push(...(await removeArchivedChannelFromGroups(tx, realm, channel.id)));
     if (await clearModerationRequestChannel(tx, realm.id, channel.id)) {
       events.push({ realmWide: true, payload: { type: 'realm', op: 'update', property: 'moderation_request_channel_id', value: -1 } });
     }

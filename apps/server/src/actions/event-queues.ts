@@ -12,6 +12,7 @@ import { MAX_QUEUE_LIFESPAN_SECS } from '../events/housekeeping.ts';
 import { readRegisterState, type RegisterOptions } from '../queries/register-state.ts';
 import { FEATURE_LEVEL, MERGE_BASE, ZULIP_VERSION } from '../version.ts';
 import { catchUpDeferredRows } from './deferred-rows.ts';
+import { SLIM_PRESENCE_QUEUE_FLAG } from '../lib/presence.ts';
 
 /** Queues not polled for this long expire, unless the client asked for longer (Zulip's default). */
 export const DEFAULT_QUEUE_LIFESPAN_SECS = 600;
@@ -23,6 +24,9 @@ export interface RegisterRequest {
   fetchEventTypes: string[] | null;
   applyMarkdown: boolean;
   clientGravatar: boolean;
+  /** Presence (state and events) keyed by user ID in the modern format. */
+  slimPresence: boolean;
+  presenceHistoryLimitDays: number | null;
   includeSubscribers: boolean | 'partial';
   allPublicStreams: boolean;
   clientCapabilities: Record<string, boolean>;
@@ -41,6 +45,13 @@ export async function doRegisterQueue(deps: AppDeps, realm: Realm, user: User, r
     emptyTopicName: capabilities['empty_topic_name'] === true,
     longpollTimeoutSeconds: LONGPOLL_TIMEOUT_SECS,
     pushNotificationsEnabled: deps.config.pushNotificationsEnabled,
+    maxFileUploadSizeMib: deps.config.maxFileUploadSizeMib,
+    // Zulip's fetch_initial_state_data: the capability implies the modern format of the state too.
+    modernPresence: request.slimPresence || capabilities['simplified_presence_events'] === true,
+    presenceHistoryLimitDays: request.presenceHistoryLimitDays,
+    presenceDisabled: deps.config.presenceDisabled,
+    linkifierUrlTemplate: capabilities['linkifier_url_template'] === true,
+    apiKeyCipher: deps.cipher,
   };
   const lifespan = request.queueLifespanSecs <= 0 ? DEFAULT_QUEUE_LIFESPAN_SECS : Math.min(request.queueLifespanSecs, MAX_QUEUE_LIFESPAN_SECS);
   const kinds = request.fetchEventTypes ?? request.eventTypes;
@@ -64,7 +75,8 @@ export async function doRegisterQueue(deps: AppDeps, realm: Realm, user: User, r
         applyMarkdown: request.applyMarkdown,
         clientGravatar: request.clientGravatar,
         narrow: request.narrow,
-        clientCapabilities: capabilities,
+        // The queue keeps slim_presence beside the capabilities (its presence events: lib/presence.ts).
+        clientCapabilities: { ...capabilities, [SLIM_PRESENCE_QUEUE_FLAG]: request.slimPresence },
         lifespanSecs: lifespan,
         lastEventId,
       });

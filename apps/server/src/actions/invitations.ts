@@ -54,6 +54,8 @@ import { enqueueEmail } from '../mail/outbox.ts';
 import { invitationEmail, signupConfirmationEmail } from '../mail/templates.ts';
 import { sendNotificationMessage } from './system-bots.ts';
 import { prepareNewUser, type PreparedUser } from './users.ts';
+import { applyNewUserDefaults } from './realm-user-defaults.ts';
+import { waitingPeriodOver } from '../access/realm.ts';
 import { streamCreateEvent } from './channels.ts';
 
 /** Zulip's INVITATION_LINK_VALIDITY_MINUTES default: ten days. */
@@ -361,12 +363,12 @@ export async function doRequestSignupFromLink(deps: AppDeps, key: string, rawEma
  * or weak password is a JsonableError (the form shows its message); a link that cannot be used is a
  * problem of the result.
  */
-export async function doAcceptInvitation(deps: AppDeps, key: string, form: { fullName: string; password: string }): Promise<SignupResult<{ user: User; realm: Realm }>> {
+export async function doAcceptInvitation(deps: AppDeps, key: string, form: { fullName: string; password: string; language?: string }): Promise<SignupResult<{ user: User; realm: Realm }>> {
   const before = await invitationLinkStateByKey(deps, key, 'single');
   if (!before.ok) return before;
   checkPasswordStrength(form.password);
   // Validation and the (slow) password hash before any lock is taken.
-  const prepared = await prepareNewUser({ email: before.invitation.email!, fullName: form.fullName, password: form.password, role: before.invitation.invitedAs });
+  const prepared = await prepareNewUser({ email: before.invitation.email!, fullName: form.fullName, password: form.password, role: before.invitation.invitedAs, ...(form.language ? { language: form.language } : {}) });
   try {
     return await inTransaction(deps.db, async (tx, afterCommit): Promise<SignupResult<{ user: User; realm: Realm }>> => {
       const state = await invitationLinkState(tx, await lockInvitationByKeyHash(tx, deps.cipher.lookupHash(key)), 'single');
@@ -411,12 +413,14 @@ async function insertInvitedUser(tx: Db, realm: Realm, prepared: PreparedUser): 
     role: prepared.role,
     passwordHash: prepared.passwordHash,
   });
-  const membership = await syncSystemGroupMembership(tx, realm.id, user.id, user.role);
+  const membership = await syncSystemGroupMembership(tx, realm.id, user.id, user.role, waitingPeriodOver(realm, user));
+  // The organization's defaults for new users (PATCH /realm/user_settings_defaults), the browser's language first.
+  const { emailAddressVisibility } = await applyNewUserDefaults(tx, realm, user.id, prepared.language);
   return {
     user,
     events: [
-      // New users start with email_address_visibility 1 (everyone): the real address is public.
-      { realmWide: true, payload: { type: 'realm_user', op: 'add', person: formatUser(user, { realm, viewer: user, clientGravatar: false, emailVisibility: 1, profileValues: [] }) } },
+      // The real address is public only when the defaults make it so (email_address_visibility).
+      { realmWide: true, payload: { type: 'realm_user', op: 'add', person: formatUser(user, { realm, viewer: user, clientGravatar: false, emailVisibility: emailAddressVisibility, profileValues: [] }) } },
       ...systemGroupEvents(user.id, membership).map((payload) => ({ realmWide: true as const, payload })),
     ],
   };

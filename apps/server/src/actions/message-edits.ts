@@ -59,6 +59,10 @@ import { checkEditedContent, checkInternalChannelMessage, checkTopicsPolicy, nor
 import { notificationBot } from './system-bots.ts';
 import { pushTargetsForMessage, queuePushesForMessage } from './push.ts';
 import { writePolicy } from './user-topics.ts';
+import { updateAttachmentLinks } from './attachments.ts';
+import type { Schema } from '@parley/api-types';
+import { recomputeAlertWordFlags } from './personal-flags.ts';
+import { realmLinkifiers } from '../queries/linkifiers.ts';
 
 export type PropagateMode = 'change_one' | 'change_later' | 'change_all';
 
@@ -86,16 +90,16 @@ export function resolveToggle(from: string, to: string): boolean | null {
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 
-export async function doUpdateMessage(deps: AppDeps, realm: Realm, user: User, request: UpdateMessageRequest): Promise<{ detached_uploads: [] }> {
+export async function doUpdateMessage(deps: AppDeps, realm: Realm, user: User, request: UpdateMessageRequest): Promise<{ detached_uploads: Schema<'Attachment'>[] }> {
   // Access to a protected history, and the flags, come from the user's rows.
   await catchUpDeferredRows(deps.db, realm, user);
-  await inTransaction(deps.db, async (tx, afterCommit) => {
+  const detached = await inTransaction(deps.db, async (tx, afterCommit) => {
     const locked = await lockMessage(tx, realm.id, request.messageId);
     if (!locked) throw new JsonableError('Invalid message(s)');
     const found = await changeableMessage(tx, realm, user, request.messageId);
-    await changeMessage({ tx, afterCommit, deps, realm, user }, locked, found.channel !== null ? await findChannelById(tx, realm.id, locked.channel_id!) : null, request);
+    return changeMessage({ tx, afterCommit, deps, realm, user }, locked, found.channel !== null ? await findChannelById(tx, realm.id, locked.channel_id!) : null, request);
   });
-  return { detached_uploads: [] };
+  return { detached_uploads: detached };
 }
 
 interface Context {
@@ -106,7 +110,8 @@ interface Context {
   user: User;
 }
 
-async function changeMessage(t: Context, message: LockedMessage, channel: Channel | null, request: UpdateMessageRequest): Promise<void> {
+/** Changes the message; answers the editor's uploads the edit left without any message linking to them. */
+async function changeMessage(t: Context, message: LockedMessage, channel: Channel | null, request: UpdateMessageRequest): Promise<Schema<'Attachment'>[]> {
   const { tx, realm, user } = t;
   const now = new Date();
   const subject = await loadPermissionSubject(tx, user);
@@ -189,6 +194,7 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
   if (target) Object.assign(entry, { prev_stream: channel!.id, stream: target.id });
   const targetEntry: EditHistoryEntry = edited ? { ...entry, prev_content: message.content, prev_rendered_content: message.rendered_content } : entry;
   const moved = target !== null || (newTopic !== undefined && toggle === null);
+  let detachedUploads: Schema<'Attachment'>[] = [];
   await writeMessageChange(tx, {
     ids,
     targetId: message.id,
@@ -203,7 +209,10 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
   if (edited) {
     const mentionedBefore = await mentionedUserIds(tx, message.id);
     await rewriteMentionFlags(tx, message.id, { mentioned: edited.mentioned, streamWildcard: edited.streamWildcard, topicWildcardUsers: edited.topicWildcardUsers });
+    await recomputeAlertWordFlags(tx, message.id, edited.content);
     await pushNewMentions(t, message, channel, edited, mentionedBefore);
+    // The uploaded files it links to follow the new content (actions/attachments.ts).
+    detachedUploads = await updateAttachmentLinks(t, user, { id: message.id, renderedContent: edited.renderedContent });
   }
   if (channel && target) {
     await deleteRowsLeavingChannel(tx, ids, channel.id, target.id);
@@ -253,7 +262,8 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
   if (moving) {
     payload['orig_subject'] = message.topic;
     payload['propagate_mode'] = request.propagateMode;
-    if (newTopic !== undefined) Object.assign(payload, { subject: newTopic, topic_links: [] });
+    // Zulip's topic_links of the new topic: the organization's linkifiers and raw URLs in it.
+    if (newTopic !== undefined) Object.assign(payload, { subject: newTopic, topic_links: (await realmLinkifiers(tx, realm)).topicLinks(newTopic) });
     if (target) payload['new_stream_id'] = target.id;
   }
   const seenAfter = finalChannel && protectedHistory(finalChannel) && ids.length > 1 ? await idsWithRowsOf(tx, ids, after.map((x) => x.userId)) : null;
@@ -277,6 +287,7 @@ async function changeMessage(t: Context, message: LockedMessage, channel: Channe
     }
     await sendMoveNotices(t, { from: channel, fromTopic: message.topic, to: finalChannel, toTopic: finalTopic, ids, toggle, allMoved, targetHadMessages, request });
   }
+  return detachedUploads;
 }
 
 /**

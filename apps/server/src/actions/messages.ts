@@ -2,6 +2,7 @@
 // message, its user_message rows and its `message` event (published after commit).
 import type { AppDeps } from '../deps.ts';
 import { inTransaction } from '../data/transactions.ts';
+import { claimAttachmentLinks } from './attachments.ts';
 import type { Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import { findChannelById, findChannelsByNames } from '../data/channels.repo.ts';
@@ -32,6 +33,10 @@ import type { MessageDeliveryFields } from '../events/present.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import { pushTargetsForMessage, queuePushesForMessage, type MessagePushTargets } from './push.ts';
 import { applyAutomaticTopicPolicies } from './user-topics.ts';
+import { addPersonalFlags } from './personal-flags.ts';
+import { linkifierRendering, realmLinkifiers } from '../queries/linkifiers.ts';
+import { realmEmojiIndex } from '../queries/realm-emoji.ts';
+import { addImagePreviews } from './thumbnails.ts';
 
 /** Clients whose messages start read for their sender (Zulip's default_read_by_sender). */
 export const READ_BY_SENDER_CLIENTS = new Set(['zulipandroid', 'zulipios', 'zulipdesktop', 'zulipmobile', 'zulipelectron', 'zulipterminal', 'snipe', 'website', 'ios', 'android']);
@@ -176,7 +181,7 @@ export async function checkMessage(
   sender: User,
   request: SendMessageRequest,
   /** Whose access decides the channel links of the content (a reminder: its owner, not the bot that sends it). */
-  options: { linksAs?: User } = {},
+  options: { linksAs?: User; /** Mail of the e-mail gateway (rendered as Zulip renders it). */ emailGateway?: boolean } = {},
 ): Promise<CheckedMessage> {
   const reads: Reads = { db };
   const subject = await loadPermissionSubject(db, sender);
@@ -197,8 +202,10 @@ export async function checkMessage(
     await checkDirectMessagePermission(db, realm, subject, participants);
     addressed = { channel: null, topic: '', recipientIds: participants.map((p) => p.id), directUserIds: participants.map((p) => p.id) };
   }
-  const rendered = await render(reads, realm, options.linksAs ? await loadPermissionSubject(db, options.linksAs) : subject, content);
+  const rendered = await render(reads, realm, options.linksAs ? await loadPermissionSubject(db, options.linksAs) : subject, content, { emailGateway: options.emailGateway ?? false });
   const flags = await recipientFlags(reads, realm, sender, subject, addressed, rendered, request);
+  // Muted senders and alert words (actions/personal-flags.ts).
+  await addPersonalFlags(db, sender.id, addressed.recipientIds, content, flags);
   const people = await messagePeople(db, realm.id, [sender.id, ...addressed.directUserIds]);
   return {
     channel: addressed.channel,
@@ -250,6 +257,7 @@ export async function storeCheckedMessage(
       applyMarkdown: true,
       clientGravatar: false,
       allowEmptyTopicName: true,
+      linkifiers: await realmLinkifiers(tx, realm),
     },
     null,
   );
@@ -264,6 +272,8 @@ export async function storeCheckedMessage(
   const event = { userIds: checked.recipientIds, flags: checked.flags, allPublicStreams: checked.channel !== null && !checked.channel.inviteOnly, payload, payloadSql: messageEventPayloadSql(payload) };
   const recipients = { userIds: checked.recipientIds, flags: checked.flags, deferred: deferredRecipients(checked, sender.id, pushTargets) };
   const row = await deps.events.publishAlong(afterCommit, realm.id, [event], (insert) => storeMessage(tx, message, recipients, insert));
+  // The uploaded files its content links to (actions/attachments.ts; nothing to do without such a link).
+  await claimAttachmentLinks({ tx, afterCommit, deps, realm }, sender, { id: row.id, renderedContent: checked.renderedContent });
   await queuePushesForMessage(tx, deps, realm, checked, row, pushTargets);
   // After the recipients' flags and pushes were decided, as Zulip does: they apply to later messages.
   const automaticNewVisibilityPolicy = checked.channel
@@ -373,7 +383,7 @@ async function directParticipants(deps: Reads, realm: Realm, sender: User, addre
  * Renders the content; channel links only to channels the sender may read (access/channels.ts
  * channelsLinkableBy). Also POST /messages/render's (actions/render-message.ts).
  */
-export async function render(deps: Reads, realm: Realm, subject: PermissionSubject, content: string) {
+export async function render(deps: Reads, realm: Realm, subject: PermissionSubject, content: string, options: { emailGateway?: boolean } = {}) {
   const refs = extractReferences(content);
   const targets = refs.userNames.length + refs.userIds.length + refs.groupNames.length + refs.channelNames.length > 0
     ? await mentionTargets(deps.db, realm.id, subject.user.id, refs)
@@ -383,7 +393,13 @@ export async function render(deps: Reads, realm: Realm, subject: PermissionSubje
     groups: targets.groups,
     channels: channelsLinkableBy(subject, targets.channels).map((c) => ({ id: c.id, name: c.name })),
     narrowUrl: (channel, topic) => defaultNarrowUrl(channel, topic),
+    linkifiers: await linkifierRendering(deps.db, realm),
+    emailGateway: options.emailGateway ?? false,
+    // Custom emoji (:name:) only when the content may name one.
+    ...(content.includes(':') ? { realmEmoji: await realmEmojiIndex(deps.db, realm.id) } : {}),
   });
+  // Inline previews of linked uploaded images (actions/thumbnails.ts).
+  rendered.html = await addImagePreviews(deps.db, realm, rendered.html);
   return { ...rendered, groups: targets.groups };
 }
 
@@ -469,6 +485,7 @@ export async function checkInternalChannelMessage(db: Db, realm: Realm, bot: Use
   const request = { ...internalDirectMessage(bot.id, content, false) };
   const read = new Set(readFor);
   const flags = (await recipientFlags({ db }, realm, bot, subject, addressed, rendered, request)).map((bits, i) => (read.has(addressed.recipientIds[i]!) ? bits | MESSAGE_FLAG_BITS.read : bits));
+  await addPersonalFlags(db, bot.id, addressed.recipientIds, normalizeContent(content), flags);
   const people = await messagePeople(db, realm.id, [bot.id]);
   return {
     channel,

@@ -33,8 +33,7 @@ import {
 } from '../data/push-outbox.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { requireHuman } from '../access/roles.ts';
-import { messageEmailOf, type MessageRow } from '../lib/message-format.ts';
-import { gravatarUrl } from '../lib/user-format.ts';
+import { avatarUrlOfPerson, messageEmailOf, type MessageRow } from '../lib/message-format.ts';
 import type { ApnsSender } from '../push/apns.ts';
 import {
   basePayload,
@@ -50,6 +49,7 @@ import {
   type PushedMessage,
 } from '../push/payloads.ts';
 import { pushTrigger } from '../push/triggers.ts';
+import { EVENT_QUEUE_OFFLINE_TIMEOUT_SECS, OFFLINE_THRESHOLD_SECS } from '../lib/presence.ts';
 
 /** Tokens longer than this are refused (Zulip's limit). */
 export const MAX_TOKEN_LENGTH = 4096;
@@ -144,14 +144,18 @@ export async function pushTargetsForMessage(db: Db, deps: PushDeps, checked: Pic
     channel: checked.channel ? { id: checked.channel.id, topic: checked.topic } : null,
     userIds: others,
     senderId,
-    activeWithinSeconds: deps.config.pushActiveClientSeconds,
+    // Zulip's idle rule (receiver_is_off_zulip, filter_presence_idle_user_ids): idle without a client
+    // polling for messages lately, or (unless presence is turned off) without an `active` presence
+    // report in the last OFFLINE_THRESHOLD_SECS.
+    queueOfflineSeconds: EVENT_QUEUE_OFFLINE_TIMEOUT_SECS,
+    activeSince: deps.config.presenceDisabled ? null : new Date(Date.now() - OFFLINE_THRESHOLD_SECS * 1000),
   });
 }
 
 /**
  * After a message is stored (in its transaction): a push to each device of each recipient Zulip's rules
- * notify (push/triggers.ts), in Zulip's payload shape. Recipients with a client that polled for events
- * in the last PARLEY_PUSH_ACTIVE_SECONDS count as active (not idle).
+ * notify (push/triggers.ts), in Zulip's payload shape. A recipient counts as active (not idle) while a
+ * client of theirs polls for messages and their presence says active (pushTargetsForMessage).
  */
 export async function queuePushesForMessage(tx: Db, deps: PushDeps, realm: Realm, checked: MessageToPush, row: MessageRow, targets: MessagePushTargets): Promise<void> {
   const flagsOf = new Map(checked.recipientIds.map((id, i) => [id, checked.flags[i] ?? 0]));
@@ -165,7 +169,7 @@ export async function queuePushesForMessage(tx: Db, deps: PushDeps, realm: Realm
       id: row.sender_id,
       email: sender ? messageEmailOf(realm, sender) : '',
       fullName: sender?.full_name ?? '',
-      avatarUrl: sender ? gravatarUrl(sender.delivery_email, sender.avatar_version) : '',
+      avatarUrl: sender ? avatarUrlOfPerson(realm, sender) : '',
     },
     channel: checked.channel ? { id: checked.channel.id, name: checked.channel.name, topic: row.topic } : null,
     participants: checked.directUserIds.map((id) => ({ id, fullName: checked.people.get(id)?.full_name ?? '' })),

@@ -16,7 +16,9 @@ import { JsonableError } from '../errors.ts';
 import { messageEventAudience } from '../access/reactions.ts';
 import { publicEmailOf } from '../access/users.ts';
 import { changeableMessage, isPossibleMessageId } from '../queries/messages.ts';
-import { emojiForName, emojiRequestError, ReactionDoesNotExistError, ReactionExistsError } from '../lib/reactions.ts';
+import { emojiForName, emojiRequestError, ReactionDoesNotExistError, ReactionExistsError, ReactionType } from '../lib/reactions.ts';
+import { NO_REALM_EMOJI } from '../lib/realm-emoji.ts';
+import { realmEmojiIndex } from '../queries/realm-emoji.ts';
 import type { CachedTableWrites } from '../data/cached-tables.ts';
 import { catchUpDeferredRows } from './deferred-rows.ts';
 import { applyParticipationTopicPolicy } from './user-topics.ts';
@@ -74,13 +76,15 @@ export async function doAddReaction(deps: AppDeps, realm: Realm, user: User, mes
     const found = await lockedMessage(tx, realm, user, messageId);
     let code = request.emojiCode;
     let type = request.reactionType;
+    // The organization's custom emoji, when the request may name one.
+    const realmEmoji = code === undefined || type === undefined || type === ReactionType.REALM ? await realmEmojiIndex(tx, realm.id) : NO_REALM_EMOJI;
     if (code === undefined || type === undefined) {
-      const looked = emojiForName(request.emojiName);
+      const looked = emojiForName(request.emojiName, realmEmoji);
       code ??= looked.code;
       type ??= looked.type;
     }
     // Checked now, raised only if the reaction turns out to be no vote.
-    const emojiError = emojiRequestError(request.emojiName, code, type);
+    const emojiError = emojiRequestError(request.emojiName, code, type, realmEmoji);
     const message = found.message;
     const result = await addReaction(
       tx,
@@ -112,7 +116,7 @@ export async function doRemoveReaction(deps: AppDeps, realm: Realm, user: User, 
     let code = request.emojiCode;
     if (code === undefined) {
       if (request.emojiName === undefined) throw new JsonableError('At least one of the following arguments must be present: emoji_name, emoji_code');
-      code = emojiForName(request.emojiName).code;
+      code = emojiForName(request.emojiName, await realmEmojiIndex(tx, realm.id)).code;
     }
     const type = request.reactionType ?? 'unicode_emoji';
     const message = found.message;

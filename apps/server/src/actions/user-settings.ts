@@ -34,10 +34,11 @@ import { requireHuman } from '../access/roles.ts';
 import { enqueueEmail } from '../mail/outbox.ts';
 import { confirmNewEmailEmail, emailChangedEmail } from '../mail/templates.ts';
 import { checkCanChangeOwnEmail, deliveryEmailVisibleTo, mayChangeOwnName, publicEmailOf } from '../access/users.ts';
-import { gravatarUrl } from '../lib/user-format.ts';
+import { avatarUrl } from '../lib/avatar.ts';
 import { checkPasswordStrength, isPlausibleEmail, validateFullName } from '../lib/validation.ts';
 import { currentValue, settingChangeEvents, settingParams, settingsColumns, validateSettingValues, type UserSettingValue } from '../lib/user-settings.ts';
 import { hashPassword, verifyPassword } from '../security/passwords.ts';
+import { presenceEnabledChanged } from './presence.ts';
 
 /** Zulip's `authenticate_by_username` rule: 5 password attempts per 30 minutes (a success starts over). */
 export const PASSWORD_ATTEMPTS = { limit: 5, windowSeconds: 1800 } as const;
@@ -99,6 +100,8 @@ export async function doUpdateSettings(deps: AppDeps, realm: Realm, user: User, 
       }
       // Drafts stop being kept on the server: those stored are deleted, without events (clients keep theirs).
       if (setting.name === 'enable_drafts_synchronization' && value === false) await deleteDraftsOf(tx, user.id);
+      // Presence turned off or on: written at once, so that everyone sees the user as it says.
+      if (setting.name === 'presence_enabled') await presenceEnabledChanged(tx, deps, realm, current, value === true, events);
     }
     await deps.events.publish(tx, afterCommit, realm.id, events);
   });
@@ -242,11 +245,10 @@ export async function doConfirmEmailChange(deps: AppDeps, key: string): Promise<
 const ascending = (a: number, b: number) => a - b;
 
 function avatarEvent(user: User): Record<string, unknown> {
-  const url = gravatarUrl(user.deliveryEmail, user.avatarVersion);
   return {
     type: 'realm_user',
     op: 'update',
-    person: { user_id: user.id, avatar_source: user.avatarSource, avatar_url: url, avatar_url_medium: `${url}&s=500`, avatar_version: user.avatarVersion },
+    person: { user_id: user.id, avatar_source: user.avatarSource, avatar_url: avatarUrl(user), avatar_url_medium: avatarUrl(user, true), avatar_version: user.avatarVersion },
   };
 }
 

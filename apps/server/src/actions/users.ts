@@ -13,34 +13,40 @@ import {
   createUser,
   findApiKey,
   findUserByDeliveryEmail,
-  findUsersByIds,
   lockUser,
   lockRealm,
   updateUser,
   upsertApiKey,
 } from '../data/users.repo.ts';
 import { syncSystemGroupMembership, systemGroupEvents } from '../data/system-groups.repo.ts';
-import { deleteProfileValue, findProfileFieldsByIds, upsertProfileValue } from '../data/profile-fields.repo.ts';
 import { activeUsersWithRole, deactivateBotsOwnedBy, emailVisibilityOf } from '../data/users-admin.repo.ts';
 import { deleteAllPublicStreamsQueuesOfUser, deleteEventQueuesOfUsers } from '../data/event-queues.repo.ts';
 import { roleChangeEndsAllPublicChannelQueues } from '../access/event-queues.ts';
 import { JsonableError, UnauthorizedError } from '../errors.ts';
 import { generateApiKey } from '../security/secrets.ts';
 import { hashPassword } from '../security/passwords.ts';
-import { normalizeProfileValue } from '../lib/profile-fields.ts';
+import { changeProfileDataOfUser } from './profile-fields.ts';
 import { checkCanChangeRole, checkCanChangeUserEmail, checkCanDeactivateUser, countsAsHumanOwner, requireAdmin, requireHuman, Role } from '../access/roles.ts';
 import { accessUserForAdministration, deliveryEmailVisibleTo, publicEmailOf, reloadActor } from '../access/users.ts';
 import { formatUser } from '../lib/user-format.ts';
 import { subscribeToDefaultChannels } from './subscriptions.ts';
+import { applyNewUserDefaults } from './realm-user-defaults.ts';
+import { waitingPeriodOver } from '../access/realm.ts';
+import { findRealmById } from '../data/realms.repo.ts';
 import { checkPasswordStrength, isPlausibleEmail, validateEmailAddress, validateFullName } from '../lib/validation.ts';
 import { enqueueEmail } from '../mail/outbox.ts';
 import { deactivationNoticeEmail } from '../mail/templates.ts';
+import { botOwnerChangeEvents, checkBotReactivation, realmBotUpdate } from './bot-events.ts';
+import { setBotOwner } from '../data/bots.repo.ts';
+import type { StoredEvent } from '../data/events.repo.ts';
 
 export interface NewUser {
   email: string;
   fullName: string;
   password: string | null;
   role: number;
+  /** The language the sign-up's browser asked for (else the organization's default_language). */
+  language?: string;
 }
 
 export async function doCreateUser(deps: AppDeps, realm: Realm, input: NewUser): Promise<{ user: User; apiKey: string }> {
@@ -71,6 +77,10 @@ export interface PreparedUser {
   role: number;
   /** A bot Parley itself speaks through (a system bot): no default channels. */
   systemBot?: { kind: string; botType: number };
+  /** A bot a user created (POST /bots, manage create-bot): no password, no default channels. */
+  bot?: { botType: number; ownerId: number };
+  /** See NewUser. */
+  language?: string;
 }
 
 /** Validation and password hashing, done before any transaction opens. */
@@ -80,6 +90,7 @@ export async function prepareNewUser(input: NewUser): Promise<PreparedUser> {
     fullName: validateFullName(input.fullName),
     passwordHash: input.password ? await hashPassword(input.password) : null,
     role: input.role,
+    ...(input.language ? { language: input.language } : {}),
   };
 }
 
@@ -87,18 +98,24 @@ export async function prepareNewUser(input: NewUser): Promise<PreparedUser> {
 export async function insertUser(tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'>, realm: Realm, input: PreparedUser): Promise<{ user: User; apiKey: string }> {
   const { email, fullName, passwordHash, role } = input;
   if (await findUserByDeliveryEmail(tx, realm.id, email)) throw new JsonableError(`Email '${email}' already in use`);
-  const bot = input.systemBot ? { isBot: true, botType: input.systemBot.botType, botOwnerId: null, systemBot: input.systemBot.kind } : {};
+  const bot = input.systemBot
+    ? { isBot: true, botType: input.systemBot.botType, botOwnerId: null, systemBot: input.systemBot.kind }
+    : input.bot
+      ? { isBot: true, botType: input.bot.botType, botOwnerId: input.bot.ownerId }
+      : {};
   const user = await createUser(tx, { realmId: realm.id, email, deliveryEmail: email, fullName, role, passwordHash, ...bot });
   await startCaughtUp(tx, realm.id, user.id);
-  const membership = await syncSystemGroupMembership(tx, realm.id, user.id, user.role);
+  const membership = await syncSystemGroupMembership(tx, realm.id, user.id, user.role, waitingPeriodOver(realm, user));
+  // Humans start with the organization's defaults (PATCH /realm/user_settings_defaults); bots with the
+  // table's (their addresses are everyone's to see, as in Zulip).
+  const { emailAddressVisibility } = input.systemBot || input.bot ? { emailAddressVisibility: 1 } : await applyNewUserDefaults(tx, realm, user.id, input.language);
   const apiKey = generateApiKey();
   await upsertApiKey(tx, user.id, deps.cipher.lookupHash(apiKey), deps.cipher.encrypt(apiKey));
   await deps.events.enqueue(tx, realm.id, [
-    // New users start with email_address_visibility 1 (everyone), so the real address is public.
-    // The whole user, as every member sees it in GET /users (e-mail visible to everyone at first).
-    { realmWide: true, payload: { type: 'realm_user', op: 'add', person: formatUser(user, { realm, viewer: user, clientGravatar: false, emailVisibility: 1, profileValues: [] }) } },
+    // The whole user, as every member sees it in GET /users (the e-mail address as their visibility shows it).
+    { realmWide: true, payload: { type: 'realm_user', op: 'add', person: formatUser(user, { realm, viewer: user, clientGravatar: false, emailVisibility: emailAddressVisibility, profileValues: [] }) } },
     ...systemGroupEvents(user.id, membership).map((payload) => ({ realmWide: true as const, payload })),
-    ...(input.systemBot ? [] : await subscribeToDefaultChannels(tx, realm, user)),
+    ...(input.systemBot || input.bot ? [] : await subscribeToDefaultChannels(tx, realm, user)),
   ]);
   return { user, apiKey };
 }
@@ -144,18 +161,15 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, actor: User | nu
       if (target.isActive && (await isOnlyHumanOwner(tx, realm, target))) {
         throw new JsonableError('The owner permission cannot be removed from the only organization owner.');
       }
-      await updateUser(tx, target.id, { role: update.role });
-      // Their long-polls end at this change's realm_user event (access/event-queues.ts eventEndsQueue).
-      if (roleChangeEndsAllPublicChannelQueues(update.role)) await deleteAllPublicStreamsQueuesOfUser(tx, target.id);
-      const membership = await syncSystemGroupMembership(tx, realm.id, target.id, update.role);
-      events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, role: update.role } });
-      events.push(...systemGroupEvents(target.id, membership));
+      events.push(...(await applyRoleChange(tx, realm, target, update.role)));
     }
+    const privateEvents: Array<{ userIds: number[]; payload: Record<string, unknown> }> = [];
     if (fullName !== undefined && fullName !== target.fullName) {
       await updateUser(tx, target.id, { fullName });
       events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, full_name: fullName } });
+      // A bot's owner and the administrators keep a list of bots (realm_bots).
+      if (target.isBot) privateEvents.push(await realmBotUpdate(tx, realm.id, target, { user_id: target.id, full_name: fullName }));
     }
-    const privateEvents: Array<{ userIds: number[]; payload: Record<string, unknown> }> = [];
     if (newEmail !== undefined && newEmail.toLowerCase() !== target.deliveryEmail.toLowerCase()) {
       const holder = await findUserByDeliveryEmail(tx, realm.id, newEmail);
       if (holder && holder.id !== target.id) throw new JsonableError(`Email '${newEmail}' already in use`);
@@ -171,32 +185,8 @@ export async function doUpdateUser(deps: AppDeps, realm: Realm, actor: User | nu
       const shown = publicEmailOf(realm, { ...target, deliveryEmail: newEmail }, visibility);
       if (shown !== publicEmailOf(realm, target, visibility)) events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, new_email: shown } });
     }
-    if (update.profileData && update.profileData.length > 0) {
-      const fields = await findProfileFieldsByIds(tx, realm.id, update.profileData.map((d) => d.id));
-      const referencedUserIds = update.profileData.flatMap((d) => (Array.isArray(d.value) ? (d.value as number[]) : []));
-      const existingUsers = new Set((await findUsersByIds(tx, realm.id, referencedUserIds)).filter((u) => u.isActive).map((u) => u.id));
-      for (const entry of update.profileData) {
-        const field = fields.find((f) => f.id === entry.id);
-        if (!field) throw new JsonableError(`Field id ${entry.id} not found.`);
-        const empty = entry.value === null || entry.value === undefined || entry.value === '' || (Array.isArray(entry.value) && entry.value.length === 0);
-        if (empty) {
-          await deleteProfileValue(tx, target.id, field.id);
-          events.push({ type: 'realm_user', op: 'update', person: { user_id: target.id, custom_profile_field: { id: field.id, value: null } } });
-          continue;
-        }
-        const normalized = normalizeProfileValue(field, entry.value, (ids) => ids.every((id) => existingUsers.has(id)));
-        await upsertProfileValue(tx, target.id, field.id, normalized.value, normalized.renderedValue);
-        events.push({
-          type: 'realm_user',
-          op: 'update',
-          person: {
-            user_id: target.id,
-            custom_profile_field: { id: field.id, value: normalized.value, ...(normalized.renderedValue !== null ? { rendered_value: normalized.renderedValue } : {}) },
-          },
-        });
-      }
-    }
-    await deps.events.publish(tx, afterCommit, realm.id, [...events.map((payload) => ({ realmWide: true as const, payload })), ...privateEvents]);
+    const profileEvents = update.profileData?.length ? await changeProfileDataOfUser(tx, realm, caller, target, update.profileData) : [];
+    await deps.events.publish(tx, afterCommit, realm.id, [...events.map((payload) => ({ realmWide: true as const, payload })), ...privateEvents, ...profileEvents]);
   }).catch((error) => {
     if (isUniqueViolation(error)) throw new JsonableError(`Email '${update.newEmail?.trim()}' already in use`);
     throw error;
@@ -261,33 +251,67 @@ export async function doDeactivateOwnUser(deps: AppDeps, realm: Realm, user: Use
   });
 }
 
+/**
+ * Changes a user's role inside `tx` (the caller checked the permission and the last-owner rule): the
+ * row, their all-public-channels queues when the new role may not have them, their system groups;
+ * returns the realm-wide events (`realm_user` role, then the system groups').
+ */
+export async function applyRoleChange(tx: Db, realm: Realm, target: User, role: number): Promise<Array<Record<string, unknown>>> {
+  await updateUser(tx, target.id, { role });
+  // Their long-polls end at this change's realm_user event (access/event-queues.ts eventEndsQueue).
+  if (roleChangeEndsAllPublicChannelQueues(role)) await deleteAllPublicStreamsQueuesOfUser(tx, target.id);
+  const membership = await syncSystemGroupMembership(tx, realm.id, target.id, role, waitingPeriodOver((await findRealmById(tx, realm.id)) ?? realm, target));
+  return [{ type: 'realm_user', op: 'update', person: { user_id: target.id, role } }, ...systemGroupEvents(target.id, membership)];
+}
+
 /** Is `user` the organization's only active human owner? (Call with the realm row locked.) */
 async function isOnlyHumanOwner(tx: Db, realm: Realm, user: User): Promise<boolean> {
   return countsAsHumanOwner(user) && (await countActiveHumanOwners(tx, realm.id)) <= 1;
 }
 
-/** Deactivates the user and the bots they own, and stores the events. */
-async function deactivate(tx: Db, deps: AppDeps, realm: Realm, target: User, afterCommit: AfterCommit): Promise<void> {
+/**
+ * Deactivates the user and the bots they own (as Zulip's do_deactivate_user cascades), and stores the
+ * events: `realm_user` for everyone, and for each bot a `realm_bot` update for its owner and the
+ * administrators. Also DELETE /bots/{bot_id} (actions/bots.ts).
+ */
+export async function deactivate(tx: Db, deps: AppDeps, realm: Realm, target: User, afterCommit: AfterCommit): Promise<void> {
   await updateUser(tx, target.id, { isActive: false });
   const bots = await deactivateBotsOwnedBy(tx, target.id);
   // Their long-polls end with BAD_EVENT_QUEUE_ID (or 401) rather than waiting for events they may not see.
   await deleteEventQueuesOfUsers(tx, [target.id, ...bots]);
-  await deps.events.publish(
-    tx,
-    afterCommit,
-    realm.id,
-    [target.id, ...bots].map((userId) => ({ realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: userId, is_active: false } } })),
-  );
+  const botEvents: StoredEvent[] = [];
+  for (const bot of [...(target.isBot ? [target] : []), ...bots.map((id) => ({ id, botOwnerId: target.id }))]) {
+    botEvents.push(await realmBotUpdate(tx, realm.id, bot, { user_id: bot.id, is_active: false }));
+  }
+  await deps.events.publish(tx, afterCommit, realm.id, [
+    ...[target.id, ...bots].map((userId) => ({ realmWide: true as const, payload: { type: 'realm_user', op: 'update', person: { user_id: userId, is_active: false } } })),
+    ...botEvents,
+  ]);
 }
 
-/** POST /users/{user_id}/reactivate: checked on the target's locked row; already active is a no-op (as in Zulip). */
+/**
+ * POST /users/{user_id}/reactivate: checked on the target's locked row; already active is a no-op (as in
+ * Zulip). A bot needs the caller to be allowed to create a bot of its type and its name to be free
+ * among active users (checked first, as Zulip does); a bot whose owner is deactivated becomes the
+ * caller's.
+ */
 export async function doReactivateUser(deps: AppDeps, realm: Realm, actor: User, targetId: number): Promise<void> {
   await inTransaction(deps.db, async (tx, afterCommit) => {
     const target = await accessUserForAdministration(tx, realm, actor, targetId, { lock: true });
+    if (target.isBot) await checkBotReactivation(tx, realm, actor, target);
     if (target.isActive) return;
     await updateUser(tx, target.id, { isActive: true });
-    await deps.events.publish(tx, afterCommit, realm.id, [
+    const events: Array<StoredEvent | { realmWide: true; payload: Record<string, unknown> }> = [
       { realmWide: true, payload: { type: 'realm_user', op: 'update', person: { user_id: target.id, is_active: true } } },
-    ]);
+    ];
+    if (target.isBot) {
+      const owner = target.botOwnerId === null ? null : await lockUser(tx, realm.id, target.botOwnerId);
+      const takeOver = owner !== null && !owner.isActive && owner.id !== actor.id;
+      const bot = takeOver ? { ...target, isActive: true, botOwnerId: actor.id } : { ...target, isActive: true };
+      if (takeOver) await setBotOwner(tx, target.id, actor.id);
+      events.push(await realmBotUpdate(tx, realm.id, bot, { user_id: target.id, is_active: true }));
+      if (takeOver) events.push(...(await botOwnerChangeEvents(tx, deps.cipher, realm, bot, actor, owner.id)));
+    }
+    await deps.events.publish(tx, afterCommit, realm.id, events);
   });
 }

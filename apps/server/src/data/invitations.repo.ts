@@ -52,11 +52,10 @@ export const updateInvitation = (
 
 /** Other pending invitations of the address in the organization become revoked (its account exists now). */
 export async function revokePendingInvitationsOfEmail(db: Db, realmId: number, email: string, exceptId: number): Promise<number> {
-  const out = await db.invitation.updateMany({
-    where: { realmId, email: { equals: email, mode: 'insensitive' }, status: InvitationStatus.PENDING, id: { not: exceptId } },
-    data: { status: InvitationStatus.REVOKED },
-  });
-  return out.count;
+  // lower() = lower(), never Prisma's case-insensitive `equals` (an ILIKE: `_` and `%` would match other addresses).
+  return db.$executeRaw`
+    UPDATE invitation SET status = ${InvitationStatus.REVOKED}::int
+    WHERE realm_id = ${realmId}::int AND lower(email) = lower(${email}) AND status = ${InvitationStatus.PENDING}::int AND id <> ${exceptId}::int`;
 }
 
 /**

@@ -52,19 +52,24 @@ export interface PushTargetRow {
   sub_is_muted: boolean | null;
   sub_push_notifications: boolean | null;
   sub_wildcard_mentions_notify: boolean | null;
-  /** A queue accepting message events was polled in the last `activeWithinSeconds`. */
+  /**
+   * Not idle, by Zulip's rule: a queue accepting message events was polled in the last
+   * `queueOfflineSeconds`, and (unless `activeSince` is null: presence turned off) the user's presence
+   * says active at or after `activeSince`.
+   */
   active: boolean;
 }
 
 /**
  * The devices of active human users who might be pushed a message: the channel's active subscribers
- * (channel messages) or the listed users (direct messages), the sender excluded, with their settings,
+ * (channel messages) or the listed users (direct messages), the sender and those who muted the sender
+ * excluded, with their settings,
  * subscription, policy for the message's topic and whether a client of theirs is active. Starts from push_device, so a message whose
  * recipients have no devices costs one index probe.
  */
 export function pushTargets(
   db: Db,
-  q: { channel: { id: number; topic: string } | null; userIds: number[]; senderId: number; activeWithinSeconds: number },
+  q: { channel: { id: number; topic: string } | null; userIds: number[]; senderId: number; queueOfflineSeconds: number; activeSince: Date | null },
 ): Promise<PushTargetRow[]> {
   const scope =
     q.channel !== null
@@ -84,13 +89,15 @@ export function pushTargets(
       s.is_muted AS sub_is_muted, s.push_notifications AS sub_push_notifications, s.wildcard_mentions_notify AS sub_wildcard_mentions_notify,
       EXISTS (
         SELECT 1 FROM event_queue q
-        WHERE q.user_id = d.user_id AND q.last_accessed_at >= now() - make_interval(secs => ${q.activeWithinSeconds}::int)
+        WHERE q.user_id = d.user_id AND q.last_accessed_at >= now() - make_interval(secs => ${q.queueOfflineSeconds}::int)
           AND (q.event_types IS NULL OR 'message' = ANY(q.event_types))
-      ) AS active
+      ) AND ${q.activeSince === null ? Prisma.sql`TRUE` : Prisma.sql`EXISTS (SELECT 1 FROM user_presence p WHERE p.user_id = d.user_id AND p.last_active_time >= ${q.activeSince.toISOString()}::timestamp(3))`} AS active
     FROM push_device d
     JOIN "user" u ON u.id = d.user_id AND u.is_active AND NOT u.is_bot
     LEFT JOIN user_settings us ON us.user_id = d.user_id
     ${scope}
     WHERE d.user_id <> ${q.senderId}::int ${filter}
+      -- Those who muted the sender get no push (Zulip's muted_sender_user_ids).
+      AND NOT EXISTS (SELECT 1 FROM muted_user mu WHERE mu.user_id = d.user_id AND mu.muted_user_id = ${q.senderId}::int)
     ORDER BY d.user_id, d.id`;
 }

@@ -20,6 +20,13 @@ export type RealmGroupSettings = {
   canResolveTopicsGroupId?: number;
   canDeleteAnyMessageGroupId?: number;
   canDeleteOwnMessageGroupId?: number;
+  canAddCustomEmojiGroupId?: number;
+  canCreateBotsGroupId?: number;
+  canCreateWriteOnlyBotsGroupId?: number;
+  canManageBillingGroupId?: number;
+  canSetDeleteMessagePolicyGroupId?: number;
+  canSummarizeTopicsGroupId?: number;
+  directMessageInitiatorGroupId?: number;
 };
 
 export const setRealmGroupSettings = (db: Db, realmId: number, data: RealmGroupSettings) =>

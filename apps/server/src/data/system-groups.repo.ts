@@ -70,49 +70,54 @@ export async function systemGroupIds(db: Db, realmId: number): Promise<Record<Sy
   return ids;
 }
 
-/** The system group a role places its holder in directly (members are full members: no waiting period). */
-export function systemGroupForRole(role: number): SystemGroupName {
+/**
+ * The system groups a role places its holder in directly. Members are in role:members, and in
+ * role:fullmembers too once their waiting period is over (as in Zulip; access/realm.ts decides it);
+ * every other role is in its own group only.
+ */
+export function systemGroupsForRole(role: number, fullMember: boolean): SystemGroupName[] {
   switch (role) {
     case 100:
-      return 'role:owners';
+      return ['role:owners'];
     case 200:
-      return 'role:administrators';
+      return ['role:administrators'];
     case 300:
-      return 'role:moderators';
+      return ['role:moderators'];
     case 400:
-      return 'role:fullmembers';
+      return fullMember ? ['role:members', 'role:fullmembers'] : ['role:members'];
     default:
-      return 'role:everyone';
+      return ['role:everyone'];
   }
 }
 
 /**
- * Keeps a user's direct system-group membership in step with their role. Returns the groups the user
- * left and joined, for user_group events.
+ * Keeps a user's direct system-group memberships in step with their role (and, for members, their
+ * waiting period). Returns the groups the user left and joined, for user_group events.
  */
 export async function syncSystemGroupMembership(
   db: Db,
   realmId: number,
   userId: number,
   role: number,
-): Promise<{ removedFrom: number[]; addedTo: number | null }> {
+  fullMember = true,
+): Promise<{ removedFrom: number[]; addedTo: number[] }> {
   const ids = await systemGroupIds(db, realmId);
-  const target = ids[systemGroupForRole(role)];
+  const targets = systemGroupsForRole(role, fullMember).map((name) => ids[name]);
   const current = await db.userGroupMember.findMany({
     where: { userId, group: { realmId, isSystemGroup: true } },
     select: { groupId: true },
   });
-  const removedFrom = current.map((m) => m.groupId).filter((id) => id !== target);
+  const removedFrom = current.map((m) => m.groupId).filter((id) => !targets.includes(id));
   if (removedFrom.length) await db.userGroupMember.deleteMany({ where: { userId, groupId: { in: removedFrom } } });
-  const alreadyIn = current.some((m) => m.groupId === target);
-  if (!alreadyIn) await db.userGroupMember.create({ data: { groupId: target, userId } });
-  return { removedFrom, addedTo: alreadyIn ? null : target };
+  const addedTo = targets.filter((id) => !current.some((m) => m.groupId === id));
+  if (addedTo.length) await db.userGroupMember.createMany({ data: addedTo.map((groupId) => ({ groupId, userId })) });
+  return { removedFrom, addedTo };
 }
 
 /** user_group events describing a system-group membership change. */
-export function systemGroupEvents(userId: number, change: { removedFrom: number[]; addedTo: number | null }): Record<string, unknown>[] {
+export function systemGroupEvents(userId: number, change: { removedFrom: number[]; addedTo: number[] }): Record<string, unknown>[] {
   return [
     ...change.removedFrom.map((groupId) => ({ type: 'user_group', op: 'remove_members', group_id: groupId, user_ids: [userId] })),
-    ...(change.addedTo !== null ? [{ type: 'user_group', op: 'add_members', group_id: change.addedTo, user_ids: [userId] }] : []),
+    ...change.addedTo.map((groupId) => ({ type: 'user_group', op: 'add_members', group_id: groupId, user_ids: [userId] })),
   ];
 }

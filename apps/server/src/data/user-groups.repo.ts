@@ -8,8 +8,11 @@ export const findGroupById = (db: Db, realmId: number, id: number) => db.userGro
 export const findGroupsByIds = (db: Db, realmId: number, ids: number[]) =>
   db.userGroup.findMany({ where: { realmId, id: { in: ids } } });
 
-export const findNamedGroupByName = (db: Db, realmId: number, name: string) =>
-  db.userGroup.findFirst({ where: { realmId, name: { equals: name, mode: 'insensitive' } } });
+export async function findNamedGroupByName(db: Db, realmId: number, name: string) {
+  // lower() = lower(), never Prisma's case-insensitive `equals` (an ILIKE: `_` and `%` would match other names).
+  const [row] = await db.$queryRaw<Array<{ id: number }>>`SELECT id FROM user_group WHERE realm_id = ${realmId}::int AND lower(name) = lower(${name}) LIMIT 1`;
+  return row ? db.userGroup.findFirst({ where: { realmId, id: row.id } }) : null;
+}
 
 /** Locks a group row for the rest of the transaction (serialises edits of one group). */
 export async function lockGroup(db: Db, groupId: number): Promise<void> {

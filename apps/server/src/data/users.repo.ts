@@ -6,8 +6,15 @@ export const findUserByApiKeyHash = (db: Db, lookupHash: string) =>
 
 export const findUserById = (db: Db, realmId: number, id: number) => db.user.findFirst({ where: { id, realmId } });
 
-export const findUserByDeliveryEmail = (db: Db, realmId: number, email: string) =>
-  db.user.findFirst({ where: { realmId, deliveryEmail: { equals: email, mode: 'insensitive' } } });
+/**
+ * The user whose real address is `email`, compared as lower() = lower() (the unique index). Not Prisma's
+ * case-insensitive `equals`, which is an ILIKE: there `_` and `%` would match any character.
+ */
+export async function findUserByDeliveryEmail(db: Db, realmId: number, email: string) {
+  const [row] = await db.$queryRaw<{ id: number }[]>`
+    SELECT id FROM "user" WHERE realm_id = ${realmId}::int AND lower(delivery_email) = lower(${email}::text)`;
+  return row ? findUserById(db, realmId, row.id) : null;
+}
 
 export const findUsersByIds = (db: Db, realmId: number, ids: number[]) =>
   db.user.findMany({ where: { realmId, id: { in: ids } }, orderBy: { id: 'asc' } });
@@ -84,4 +91,20 @@ export async function listDirectoryUsers(db: Db, realmId: number): Promise<Direc
   ]);
   const visibility = new Map(settings.map((s) => [s.user_id, s.v]));
   return users.map((u) => Object.assign(u, { emailVisibility: visibility.get(u.id) ?? 1 }));
+}
+
+/**
+ * The user of the organization whose real address is `email` (compared as lower() = lower(), on the
+ * unique index), provided their e-mail visibility is one of `visibilities` or they are a bot (bots'
+ * addresses are public): the choice is made by the statement that finds the address, so that a hidden
+ * address and an unknown one take the same path. A user without a settings row has the default
+ * visibility, 1 ("everyone"). Never a LIKE comparison (Prisma's case-insensitive `equals`): `_` and `%`
+ * in an address are plain characters.
+ */
+export async function findUserByDeliveryEmailVisibleAs(db: Db, realmId: number, email: string, visibilities: readonly number[]) {
+  const [row] = await db.$queryRaw<{ id: number }[]>`
+    SELECT u.id FROM "user" u LEFT JOIN user_settings s ON s.user_id = u.id
+    WHERE u.realm_id = ${realmId}::int AND lower(u.delivery_email) = lower(${email}::text)
+      AND (u.is_bot OR COALESCE(s.email_address_visibility, 1) = ANY(${[...visibilities]}::int[]))`;
+  return row ? findUserById(db, realmId, row.id) : null;
 }

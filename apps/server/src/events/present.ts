@@ -6,6 +6,7 @@ import type { EventQueueRow } from '../data/event-queues.repo.ts';
 import { flagNames } from '../lib/message-flags.ts';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../lib/message-limits.ts';
 import { isOperandMeaning, normaliseNarrow, operatorMeaning, type NarrowTerm } from '../lib/narrow.ts';
+import { presenceEventForQueue } from '../lib/presence.ts';
 
 /** An event as a process holds it for delivery. */
 export interface DeliverableEvent {
@@ -47,6 +48,8 @@ export function presentEvent(event: DeliverableEvent, queue: Queue): Record<stri
     if (recipientIndex < 0 && !(event.allPublicStreams && queue.allPublicStreams)) return null;
   }
   if (event.type === 'message') return presentMessageEvent(event, queue, recipientIndex);
+  // Linkifiers' URL templates only reach clients that said they read them (Zulip's capability).
+  if (event.type === 'realm_linkifiers' && queue.clientCapabilities['linkifier_url_template'] !== true) return null;
   // Channel typing only reaches clients that said they understand it.
   if (event.type === 'typing' && event.payload['message_type'] === 'stream' && queue.clientCapabilities['stream_typing_notifications'] !== true) return null;
   // The legacy forms of user_settings events only reach clients that do not understand user_settings.
@@ -62,6 +65,7 @@ export function presentEvent(event: DeliverableEvent, queue: Queue): Record<stri
     }
   }
   if (event.type === 'delete_message' && out['topic'] === '' && queue.clientCapabilities['empty_topic_name'] !== true) out['topic'] = EMPTY_TOPIC_DISPLAY_NAME;
+  if (event.type === 'presence') return presenceEventForQueue(out, event.payload, queue.clientCapabilities);
   return out;
 }
 

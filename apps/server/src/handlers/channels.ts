@@ -7,6 +7,8 @@ import { doSubscribe, doUnsubscribe, doUpdateSubscriptions } from '../actions/su
 import { doUpdateSubscriptionSettings } from '../actions/subscription-settings.ts';
 import type { GroupSettingUpdate, GroupSettingValue } from '../actions/group-settings.ts';
 import { groupSettingParams } from '../lib/group-settings.ts';
+import { subscriptionStatus } from '../queries/subscription-status.ts';
+import { doGetChannelEmailAddress } from '../actions/email-gateway.ts';
 
 export const getStreams: Handler<'get-streams'> = async ({ params, realm, user, deps }) => ({
   streams: await listChannelsForUser(deps.db, realm, user, {
@@ -94,3 +96,11 @@ export const updateSubscriptionSettings: Handler<'update-subscription-settings'>
 
 export const updateSubscriptions: Handler<'update-subscriptions'> = async ({ params, realm, user, deps }) =>
   doUpdateSubscriptions(deps, realm, user, { add: params.add ?? [], delete: params.delete ?? [] });
+
+export const getSubscriptionStatus: Handler<'get-subscription-status'> = async ({ path, realm, user, deps }) => ({
+  is_subscribed: await subscriptionStatus(deps.db, realm, user, path.user_id, path.stream_id),
+});
+
+/** The channel's address at the e-mail gateway (actions/email-gateway.ts; creates its token on first use). */
+export const getStreamEmailAddress: Handler<'get-stream-email-address'> = async ({ path, params, realm, user, deps }) =>
+  doGetChannelEmailAddress(deps, realm, user, path.stream_id, params.sender_id);

@@ -2,7 +2,7 @@
 // an action, which checks permissions on the rows it locks.
 import type { SuccessData } from '@parley/api-types';
 import type { Handler } from '../http/handler.ts';
-import { listUsersForViewer, ownUser, userById } from '../queries/users.ts';
+import { listUsersForViewer, ownUser, userByAddress, userById, userIdByAddress } from '../queries/users.ts';
 import { checkCreateUser, doDeactivateOwnUser, doDeactivateUser, doReactivateUser, doUpdateUser } from '../actions/users.ts';
 
 export const getUsers: Handler<'get-users'> = async ({ params, realm, viewer, deps }) => ({
@@ -20,6 +20,13 @@ export const getUser: Handler<'get-user'> = async ({ params, path, realm, user, 
   }),
 });
 
+export const getUserByEmail: Handler<'get-user-by-email'> = async ({ params, path, realm, user, deps }) => ({
+  user: await userByAddress(deps.db, realm, user, path.email, {
+    clientGravatar: params.client_gravatar ?? true,
+    includeProfile: params.include_custom_profile_fields ?? false,
+  }),
+});
+
 export const getOwnUser: Handler<'get-own-user'> = async ({ realm, user, deps }) => ownUser(deps, realm, user);
 
 export const createUser: Handler<'create-user'> = async ({ params, realm, user, deps }) => {
@@ -29,6 +36,16 @@ export const createUser: Handler<'create-user'> = async ({ params, realm, user, 
 
 export const updateUser: Handler<'update-user'> = async ({ params, path, realm, user, deps }) => {
   await doUpdateUser(deps, realm, user, path.user_id, {
+    ...(params.full_name !== undefined ? { fullName: params.full_name } : {}),
+    ...(params.role !== undefined ? { role: params.role } : {}),
+    ...(params.profile_data !== undefined ? { profileData: params.profile_data } : {}),
+    ...(params.new_email !== undefined ? { newEmail: params.new_email } : {}),
+  });
+  return {};
+};
+
+export const updateUserByEmail: Handler<'update-user-by-email'> = async ({ params, path, realm, user, deps }) => {
+  await doUpdateUser(deps, realm, user, await userIdByAddress(deps.db, realm, user, path.email), {
     ...(params.full_name !== undefined ? { fullName: params.full_name } : {}),
     ...(params.role !== undefined ? { role: params.role } : {}),
     ...(params.profile_data !== undefined ? { profileData: params.profile_data } : {}),

@@ -18,6 +18,7 @@ import { JsonableError } from '../errors.ts';
 import { escapeHtml } from '../lib/html.ts';
 import { doAcceptInvitation, doRequestSignupFromLink, type SignupProblem } from '../actions/invitations.ts';
 import { doFetchApiKey } from '../actions/authentication.ts';
+import { browserLanguage } from '../lib/realm-user-defaults.ts';
 import { invitationLinkStateByKey } from '../queries/invitations.ts';
 import { listOutbox, outboxStatus } from '../mail/outbox.ts';
 
@@ -136,7 +137,8 @@ export function accountsRouter(deps: AppDeps): Router {
     const key = String(req.params.key);
     const fullName = field(req, 'full_name');
     try {
-      const result = await doAcceptInvitation(deps, key, { fullName, password: field(req, 'password') });
+      const language = browserLanguage(req.headers['accept-language']);
+      const result = await doAcceptInvitation(deps, key, { fullName, password: field(req, 'password'), ...(language ? { language } : {}) });
       if (!result.ok) return sendProblem(res, result.problem, result.realm);
       accountCreatedPage(res, result.realm, result.user.deliveryEmail);
     } catch (error) {

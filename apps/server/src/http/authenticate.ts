@@ -6,6 +6,7 @@ import type { User, Realm } from '../data/models.ts';
 import { findUserByApiKeyHash } from '../data/users.repo.ts';
 import { isWellFormedApiKey, type ApiKeyCipher } from '../security/secrets.ts';
 import type { CredentialCache } from '../security/credential-cache.ts';
+import { checkIncomingWebhookBotAccess } from '../access/bots.ts';
 
 export interface Credentials {
   email: string;
@@ -51,16 +52,19 @@ export function createHeaderAuthenticator(deps: { db: Db; cipher: ApiKeyCipher; 
     if (remembered.size >= MAX_REMEMBERED_HEADERS) remembered.delete(remembered.keys().next().value!);
     remembered.set(header, verified);
   };
-  /** Without waiting when both the header and its identity are known (the common case). */
-  return (req: Request): { user: User; realm: Realm } | null | Promise<{ user: User; realm: Realm }> => {
+  /**
+   * Without waiting when both the header and its identity are known (the common case). With
+   * `incomingWebhookBots`, the operation accepts incoming webhook bots' keys (sending messages).
+   */
+  return (req: Request, options: IdentityOptions = {}): { user: User; realm: Realm } | null | Promise<{ user: User; realm: Realm }> => {
     const header = req.headers.authorization;
     if (header === undefined || header === '') return null;
     const known = remembered.get(header);
     if (known) {
       const identity = deps.credentials.peek(known.lookupHash);
-      if (identity) return checkIdentity(identity, known.credentials);
+      if (identity) return checkIdentity(identity, known.credentials, options);
       // Refused now (the key rotated, say): forgotten, so that it does not stay in memory.
-      return authenticateHashed(deps, known.credentials, known.lookupHash).catch((error: unknown) => {
+      return authenticateHashed(deps, known.credentials, known.lookupHash, options).catch((error: unknown) => {
         remembered.delete(header);
         throw error;
       });
@@ -68,7 +72,7 @@ export function createHeaderAuthenticator(deps: { db: Db; cipher: ApiKeyCipher; 
     const credentials = parseBasicAuth(req)!;
     if (!isWellFormedApiKey(credentials.apiKey)) throw new UnauthorizedError('Malformed API key');
     const lookupHash = deps.cipher.lookupHash(credentials.apiKey);
-    return authenticateHashed(deps, credentials, lookupHash).then((identity) => {
+    return authenticateHashed(deps, credentials, lookupHash, options).then((identity) => {
       remember(header, { credentials, lookupHash });
       return identity;
     });
@@ -92,6 +96,7 @@ async function authenticateHashed(
   deps: { db: Db; cipher: ApiKeyCipher; credentials: CredentialCache },
   credentials: Credentials,
   lookupHash: string,
+  options: IdentityOptions = {},
 ): Promise<{ user: User; realm: Realm }> {
   const identity = await deps.credentials.get(lookupHash, async () => {
     const row = await findUserByApiKeyHash(deps.db, lookupHash);
@@ -100,15 +105,38 @@ async function authenticateHashed(
     return { user, realm, ciphertext: row.ciphertext };
   });
   if (!identity) throw new UnauthorizedError('Invalid API key');
-  return checkIdentity(identity, credentials);
+  return checkIdentity(identity, credentials, options);
+}
+
+/**
+ * The `?api_key=` of file downloads (Zulip's authenticated_uploads_api_view, for clients that cannot
+ * set an Authorization header): the key alone names its user; every other check as for a header.
+ */
+export async function authenticateApiKeyAlone(deps: { db: Db; cipher: ApiKeyCipher; credentials: CredentialCache }, apiKey: string): Promise<{ user: User; realm: Realm }> {
+  if (!isWellFormedApiKey(apiKey)) throw new UnauthorizedError('Invalid API key');
+  const lookupHash = deps.cipher.lookupHash(apiKey);
+  const identity = await deps.credentials.get(lookupHash, async () => {
+    const row = await findUserByApiKeyHash(deps.db, lookupHash);
+    if (!row || !deps.cipher.matches(apiKey, row.ciphertext)) return null;
+    const { realm, ...user } = row.user;
+    return { user, realm, ciphertext: row.ciphertext };
+  });
+  if (!identity) throw new UnauthorizedError('Invalid API key');
+  return checkIdentity(identity, { email: identity.user.deliveryEmail, apiKey });
+}
+
+/** What the operation accepts beyond ordinary users' keys. */
+export interface IdentityOptions {
+  /** Incoming webhook bots' keys (Zulip's allow_incoming_webhooks: sending messages). */
+  incomingWebhookBots?: boolean;
 }
 
 /** The checks every request passes, on a cached identity too. */
-function checkIdentity<T extends { user: User; realm: Realm }>(identity: T, credentials: Credentials): T {
+function checkIdentity<T extends { user: User; realm: Realm }>(identity: T, credentials: Credentials, options: IdentityOptions = {}): T {
   const { user, realm } = identity;
   if (user.deliveryEmail.toLowerCase() !== credentials.email.toLowerCase()) throw new UnauthorizedError('Invalid API key');
   if (!user.isActive) throw new UnauthorizedError('Account is deactivated');
   if (realm.deactivated) throw new UnauthorizedError('This organization has been deactivated');
-  if (user.isBot && user.botType === 2) throw new UnauthorizedError('This API is not available to incoming webhook bots.');
+  checkIncomingWebhookBotAccess(user, options.incomingWebhookBots === true);
   return identity;
 }

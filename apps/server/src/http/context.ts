@@ -4,7 +4,8 @@ import type { Realm, User } from '../data/models.ts';
 /** What the HTTP pipeline learned about a request, stored in res.locals.parley. */
 export interface RequestState {
   operation: WireOperation;
-  pathParams: Record<string, number>;
+  /** Ids as numbers; text parameters (an e-mail address) percent-decoded. */
+  pathParams: Record<string, number | string>;
   /** The path parameters as the path spells them (request validation checks these). */
   rawPathParams: Record<string, string>;
   realm: Realm;

@@ -2,6 +2,7 @@ import type { OperationName, PathParams, RequestParams, SuccessData } from '@par
 import type { AppDeps } from '../deps.ts';
 import type { Realm, User } from '../data/models.ts';
 import type { CachedTableWrites } from '../data/cached-tables.ts';
+import type { StreamedMultipart } from '../lib/multipart-body.ts';
 
 export interface HandlerContext<K extends OperationName> {
   params: RequestParams<K>;
@@ -26,6 +27,11 @@ export interface HandlerContext<K extends OperationName> {
    * (data/cached-tables.ts): the answer then does not wait for this process's invalidation barrier.
    */
   cachedTableWrites: CachedTableWrites;
+  /**
+   * The request's multipart body, read as it arrives: only for operations whose spec body is a file
+   * (`streamBody` in the wire plan: POST /user_uploads); others throw.
+   */
+  readonly multipart: StreamedMultipart;
 }
 
 export type Handler<K extends OperationName> = (ctx: HandlerContext<K>) => Promise<SuccessData<K>>;

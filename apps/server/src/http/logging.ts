@@ -43,10 +43,10 @@ const REDACTED = '<redacted>';
 
 /**
  * Paths whose next segment is a secret: the keys of sign-up links (an invitation, a reusable link and
- * its confirmation e-mail) and of e-mail change confirmations. Whoever holds one can use it. Express
+ * its confirmation e-mail), of e-mail change confirmations and of uploaded files' temporary URLs. Whoever holds one can use it. Express
  * routes paths case-insensitively, so they are matched so.
  */
-const SECRET_PATH_SEGMENT = /(\/accounts\/(?:do_confirm|join|confirm_new_email)\/)[^/?#"\\\s]+/gi;
+const SECRET_PATH_SEGMENT = /(\/accounts\/(?:do_confirm|join|confirm_new_email)\/|\/user_uploads\/temporary\/)[^/?#"\\\s]+/gi;
 
 /** Names whose values are secrets, as query or form parameters (`api_key=` of webhooks …) or cookies. */
 const SECRET_NAMES = 'api_key|apikey|key|password|new_password|old_password|passwd|token|access_token|refresh_token|id_token|secret|client_secret|otp|signature|sessionid|csrftoken|csrfmiddlewaretoken';

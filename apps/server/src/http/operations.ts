@@ -1,17 +1,22 @@
-// Resolves an HTTP request to an operation of the spec (through the generated wire plan). Path
+// Resolves an HTTP request to an operation of the spec (through the generated wire plan). Id path
 // parameters match digits only, as Zulip's integer converters do, so `/users/me` and
 // `/user_groups/create` never collide with `/users/{user_id}` and `/user_groups/{user_group_id}`.
+// Text path parameters (the wire plan's `textPathParams`: `/users/{email}`) match any one segment,
+// as Zulip's `<email>` converter does, and are tried last: a path that a template of literal and id
+// segments matches is that template's (`/users/me`, `/users/10`), and only the rest are addresses.
 import { wirePlan, type WireOperation } from '@parley/wire';
 
 interface CompiledPath {
   template: string;
   regex: RegExp;
   paramNames: string[];
+  /** The parameters that are text (decoded from the path), not ids. */
+  textParams: Set<string>;
   byMethod: Map<string, WireOperation>;
 }
 
 export type Resolution =
-  | { kind: 'operation'; operation: WireOperation; pathParams: Record<string, number>; rawPathParams: Record<string, string> }
+  | { kind: 'operation'; operation: WireOperation; pathParams: Record<string, number | string>; rawPathParams: Record<string, string> }
   | { kind: 'method-not-allowed'; allowed: string[] }
   | { kind: 'not-found' };
 
@@ -20,6 +25,10 @@ function compile(operations: readonly WireOperation[]): CompiledPath[] {
   for (const op of operations) {
     let compiled = byTemplate.get(op.path);
     if (!compiled) {
+      // A parameter is text when any operation of the template says so (the spec gives each the same type).
+      const textParams = new Set(operations.filter((o) => o.path === op.path).flatMap((o) => o.textPathParams ?? []));
+      // Text parameters that take the rest of the path, slashes included (`/user_uploads/{realm_id_str}/{filename}`).
+      const restParams = new Set(operations.filter((o) => o.path === op.path).flatMap((o) => o.restPathParams ?? []));
       const paramNames: string[] = [];
       const source = op.path
         .split('/')
@@ -27,15 +36,16 @@ function compile(operations: readonly WireOperation[]): CompiledPath[] {
           const m = /^\{(\w+)\}$/.exec(segment);
           if (!m) return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
           paramNames.push(m[1]!);
-          return '([0-9]+)';
+          return restParams.has(m[1]!) ? '(.+)' : textParams.has(m[1]!) ? '([^/]+)' : '([0-9]+)';
         })
         .join('/');
-      compiled = { template: op.path, regex: new RegExp(`^${source}/?$`), paramNames, byMethod: new Map() };
+      compiled = { template: op.path, regex: new RegExp(`^${source}/?$`), paramNames, textParams, byMethod: new Map() };
       byTemplate.set(op.path, compiled);
     }
     compiled.byMethod.set(op.method.toUpperCase(), op);
   }
-  return [...byTemplate.values()];
+  // Templates with text parameters last (a stable sort keeps the others' order).
+  return [...byTemplate.values()].sort((a, b) => Number(a.textParams.size > 0) - Number(b.textParams.size > 0));
 }
 
 const compiledPaths = compile(Object.values(wirePlan));
@@ -48,16 +58,36 @@ export function resolveOperation(method: string, path: string): Resolution {
     if (!m) continue;
     const operation = compiled.byMethod.get(method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase());
     if (!operation) return { kind: 'method-not-allowed', allowed: [...compiled.byMethod.keys()].sort() };
-    const pathParams: Record<string, number> = {};
-    // As the path has them (what request validation checks).
+    const pathParams: Record<string, number | string> = {};
+    // As the path has them (what request validation checks); text parameters percent-decoded.
     const rawPathParams: Record<string, string> = {};
-    // Ids beyond PostgreSQL's integer range can name no row: -1 makes the lookup fail as "not found".
-    compiled.paramNames.forEach((name, i) => {
-      const id = Number(m[i + 1]);
+    for (const [i, name] of compiled.paramNames.entries()) {
+      const raw = m[i + 1]!;
+      if (compiled.textParams.has(name)) {
+        const text = decodePathSegment(raw);
+        if (text === null) return { kind: 'not-found' };
+        pathParams[name] = rawPathParams[name] = text;
+        continue;
+      }
+      // Ids beyond PostgreSQL's integer range can name no row: -1 makes the lookup fail as "not found".
+      const id = Number(raw);
       pathParams[name] = id <= MAX_ID ? id : -1;
-      rawPathParams[name] = m[i + 1]!;
-    });
+      rawPathParams[name] = raw;
+    }
     return { kind: 'operation', operation, pathParams, rawPathParams };
   }
   return { kind: 'not-found' };
+}
+
+/**
+ * A path segment percent-decoded (`%40` → `@`), as Django decodes paths; null (no such path) when its
+ * escapes are malformed or it holds a NUL, which no stored text can (PostgreSQL's text refuses it).
+ */
+function decodePathSegment(segment: string): string | null {
+  try {
+    const text = decodeURIComponent(segment);
+    return text.includes('\u0000') ? null : text;
+  } catch {
+    return null;
+  }
 }

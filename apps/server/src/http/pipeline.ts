@@ -6,7 +6,8 @@
 //   authenticate  HTTP Basic email:api_key from the credential cache (http/authenticate.ts); public
 //                 operations skip it, spectators get the organization's anonymous access
 //   rateLimit     per user or client address (http/rate-limit.ts)
-//   readBody      urlencoded (possibly compressed) or multipart (http/body.ts, http/multipart.ts)
+//   readBody      urlencoded (possibly compressed) or multipart (http/body.ts, http/multipart.ts); a file
+//                 upload's body is left to its handler (http/multipart-stream.ts)
 //   decode        Zulip's wire format into typed values, by the generated wire plan (http/decode-params.ts)
 //   validate      against the spec's projection, by validators compiled from it (http/validate.ts,
 //                 http/validation-spec.ts)
@@ -31,6 +32,7 @@ import { readPlainBody } from './body.ts';
 import type { RequestState } from './context.ts';
 import { decodeParams } from './decode-params.ts';
 import { parseMultipart } from './multipart.ts';
+import { streamMultipart, type StreamedMultipart } from './multipart-stream.ts';
 import { resolveOperation } from './operations.ts';
 import { rateLimit } from './rate-limit.ts';
 import { sendError, sendSuccess } from './respond.ts';
@@ -80,12 +82,13 @@ export function createApiPipeline(deps: AppDeps, validationSpec: Record<string, 
 /**
  * The door: the canonical form (`/api/v1/<rest>[?query]`) of an API request's URL, or null when it is
  * not one. The usual form is recognised without parsing; other spellings the HTTP layer accepts (the
- * prefix in another case, an absolute URI as request target) are brought to it, so that every API
- * request takes the one way in.
+ * prefix in another case, an absolute URI as request target, repeated slashes in the path, which
+ * Zulip's nginx merges: the Python client's `call_endpoint(url="/users/me/status")` asks for
+ * `/api/v1//users/me/status`) are brought to it, so that every API request takes the one way in.
  */
 export function canonicalApiUrl(url: string): string | null {
   const first = url.charCodeAt(API_PREFIX.length + 1);
-  if (url.startsWith(API_PREFIX) && url.charCodeAt(API_PREFIX.length) === 47 /* / */ && first >= 97 && first <= 122 /* a-z */) return url;
+  if (url.startsWith(API_PREFIX) && url.charCodeAt(API_PREFIX.length) === 47 /* / */ && first >= 97 && first <= 122 /* a-z */ && !hasRepeatedSlash(url)) return url;
   let pathAndQuery = url;
   if (!url.startsWith('/')) {
     try {
@@ -99,7 +102,17 @@ export function canonicalApiUrl(url: string): string | null {
   if (prefix.toLowerCase() !== API_PREFIX) return null;
   const rest = pathAndQuery.slice(API_PREFIX.length);
   if (rest !== '' && rest[0] !== '/' && rest[0] !== '?') return null;
-  return API_PREFIX + rest;
+  const queryAt = rest.indexOf('?');
+  const path = queryAt < 0 ? rest : rest.slice(0, queryAt);
+  return API_PREFIX + path.replace(/\/{2,}/g, '/') + (queryAt < 0 ? '' : rest.slice(queryAt));
+}
+
+/** Whether the path of a URL (not its query) holds `//`. */
+function hasRepeatedSlash(url: string): boolean {
+  const at = url.indexOf('//');
+  if (at < 0) return false;
+  const queryAt = url.indexOf('?');
+  return queryAt < 0 || at < queryAt;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -151,7 +164,7 @@ function authenticateWith(deps: AppDeps): Step {
   };
   return function authenticate(req, res, next) {
     const state = res.locals.parley as RequestState;
-    const identity = state.operation.auth === 'none' ? null : authenticateHeader(req);
+    const identity = state.operation.auth === 'none' ? null : authenticateHeader(req, { incomingWebhookBots: state.operation.incomingWebhookBots === true });
     if (identity instanceof Promise) {
       return identity.then((found) => {
         authenticated(state, found);
@@ -173,6 +186,11 @@ function authenticateWith(deps: AppDeps): Step {
  * encoding is the client's error (400), as is an encoding we cannot read (415).
  */
 function readBody(req: Request, res: Response, next: NextFunction): void {
+  // A file upload's body is left to its handler, which reads it as it arrives (http/multipart-stream.ts).
+  if ((res.locals.parley as RequestState).operation.streamBody) {
+    req.body = {};
+    return next();
+  }
   const type = (req.headers['content-type'] ?? '').toLowerCase();
   if (req.headers['content-length'] === '0' || !type) {
     req.body = {};
@@ -237,6 +255,7 @@ function dispatchWith(deps: AppDeps): Step {
       // The signal is made when a handler asks for it (most never do): aborted when the response
       // closes before it finished (the client went away), whether before or after it was asked for.
       let aborted: AbortController | undefined;
+      let multipart: StreamedMultipart | undefined;
       const cachedTableWrites = new CachedTableWriteRecord();
       const ctx = {
         params: state.params,
@@ -255,6 +274,10 @@ function dispatchWith(deps: AppDeps): Step {
         client: clientName(req.headers['user-agent']),
         detachFromAdmission: () => (res.locals['releaseAdmission'] as (() => void) | undefined)?.(),
         cachedTableWrites,
+        get multipart() {
+          if (!state.operation.streamBody) throw new Error(`${state.operation.operationId} does not stream its body`);
+          return (multipart ??= streamMultipart(req));
+        },
         get user() {
           if (!state.user) throw new UnauthorizedError('Missing authorization header for basic auth');
           return state.user;

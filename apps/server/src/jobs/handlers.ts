@@ -3,6 +3,9 @@ import type { AppDeps } from '../deps.ts';
 import { deliverScheduledMessages } from '../actions/scheduled-messages.ts';
 import { registerEmailJobs } from '../mail/jobs.ts';
 import { registerPushJobs } from '../push/jobs.ts';
+import { registerAttachmentJobs } from './attachments.ts';
+import { registerRealmJobs } from './realm.ts';
+import { registerThumbnailJobs } from './thumbnails.ts';
 import type { BatchFailures } from './queue.ts';
 
 export function registerJobHandlers(deps: AppDeps): void {
@@ -31,4 +34,7 @@ export function registerJobHandlers(deps: AppDeps): void {
   });
   registerEmailJobs(deps);
   registerPushJobs(deps);
+  registerAttachmentJobs(deps);
+  registerRealmJobs(deps);
+  registerThumbnailJobs(deps);
 }

@@ -31,9 +31,17 @@ export interface JobPayloads {
   'send-email': { emailId: number };
   /** Sends one push notification of the push outbox (push/). */
   'send-push': { pushId: number };
+  /** The daily clean-up of uploaded files no message links to (jobs/attachments.ts). */
+  'delete-unclaimed-attachments': Record<string, never>;
+  /** The hourly deletion of messages older than their retention period (jobs/realm.ts). */
+  'message-retention': Record<string, never>;
+  /** The hourly promotion of members whose waiting period ended to role:fullmembers (jobs/realm.ts). */
+  'promote-full-members': Record<string, never>;
+  /** Makes the thumbnails of one uploaded image and re-renders the messages linking it (jobs/thumbnails.ts). */
+  thumbnail: { attachmentId: number };
 }
 export type JobName = keyof JobPayloads;
-export const JOB_NAMES: readonly JobName[] = ['deliver-scheduled-message', 'send-email', 'send-push'];
+export const JOB_NAMES: readonly JobName[] = ['deliver-scheduled-message', 'send-email', 'send-push', 'delete-unclaimed-attachments', 'message-retention', 'promote-full-members', 'thumbnail'];
 
 /** What a batch handler reports: the jobs (indexes into its batch) that failed, with their errors. */
 export type BatchFailures = Array<{ index: number; error: unknown }>;
@@ -43,6 +51,11 @@ export interface JobQueue {
   send<K extends JobName>(tx: Db, name: K, data: JobPayloads[K], options?: { startAfter?: Date }): Promise<void>;
   /** Enqueues many jobs of one kind inside `tx` with one statement (bulk work, benchmarks). */
   sendMany<K extends JobName>(tx: Db, name: K, jobs: Array<{ data: JobPayloads[K]; startAfter?: Date }>): Promise<void>;
+  /**
+   * Enqueues a job of a kind that keeps one waiting job at most (`singleWaiting`), outside any
+   * transaction; nothing when one is already waiting (in any process). Whether this call enqueued it.
+   */
+  sendIfNoneWaiting<K extends JobName>(name: K, data: JobPayloads[K], options?: { startAfter?: Date }): Promise<boolean>;
   /** Runs `handler` for each job of `name` in this process (call before start). */
   work<K extends JobName>(name: K, handler: (data: JobPayloads[K]) => Promise<void>): void;
   /**
@@ -64,6 +77,11 @@ export interface JobKindOptions {
   concurrency: number;
   /** Workers (fetch loops) of this kind per process. */
   workers: number;
+  /**
+   * At most one job of this kind waits and one runs, whatever the number of processes (pg-boss's
+   * `stately` queue policy, jobs keyed by the kind's name): periodic work (sendIfNoneWaiting).
+   */
+  singleWaiting?: boolean;
 }
 
 export interface JobQueueOptions {
@@ -86,6 +104,13 @@ export const DEFAULT_JOB_QUEUE_OPTIONS: JobQueueOptions = {
     'deliver-scheduled-message': { expireInSeconds: 15, batchSize: 50, concurrency: 1, workers: 2 },
     'send-email': { expireInSeconds: 60, batchSize: 10, concurrency: 1, workers: 1 },
     'send-push': { expireInSeconds: 60, batchSize: 10, concurrency: 1, workers: 1 },
+    // A sweep of storage may take a while on a large bucket.
+    'delete-unclaimed-attachments': { expireInSeconds: 3600, batchSize: 1, concurrency: 1, workers: 1, singleWaiting: true },
+    // Deletes in short transactions of its own; a pass over a large backlog may take a while.
+    'message-retention': { expireInSeconds: 3600, batchSize: 1, concurrency: 1, workers: 1, singleWaiting: true },
+    'promote-full-members': { expireInSeconds: 300, batchSize: 1, concurrency: 1, workers: 1, singleWaiting: true },
+    // One image decoded at a time per process (sharp on libuv's pool): bounded memory and CPU.
+    thumbnail: { expireInSeconds: 120, batchSize: 5, concurrency: 1, workers: 1 },
   },
 };
 
@@ -145,6 +170,11 @@ export function createJobQueue(databaseUrl: string, logger: Logger, options: Job
       });
       if (!id) throw new Error(`job ${name} was not enqueued`);
     },
+    async sendIfNoneWaiting(name, data, sendOptions = {}) {
+      if (!options.kinds[name].singleWaiting) throw new Error(`jobs of ${name} may be waiting several at once`);
+      const id = await boss.send(name, data, { ...jobOptions(name), singletonKey: name, ...(sendOptions.startAfter ? { startAfter: sendOptions.startAfter } : {}) });
+      return id !== null;
+    },
     async sendMany(tx, name, jobs) {
       if (jobs.length === 0) return;
       await boss.insert(
@@ -163,7 +193,7 @@ export function createJobQueue(databaseUrl: string, logger: Logger, options: Job
       if (started) return;
       started = true;
       await boss.start();
-      for (const name of JOB_NAMES) await boss.createQueue(name);
+      for (const name of JOB_NAMES) await boss.createQueue(name, options.kinds[name].singleWaiting ? { name, policy: 'stately' } : undefined);
       for (const { name, batch } of handlers) {
         const { batchSize, workers } = options.kinds[name];
         for (let w = 0; w < workers; w++) {

@@ -25,7 +25,7 @@ export type GroupSettingName<O extends SettingOwner> = OwnerTypes[O]['names'];
 
 /** Columns of an owner's row that hold a permission group's id. */
 export type GroupSettingColumn<O extends SettingOwner> = {
-  [K in keyof OwnerTypes[O]['row']]-?: K extends `can${string}` ? (OwnerTypes[O]['row'][K] extends number | null ? K : never) : never;
+  [K in keyof OwnerTypes[O]['row']]-?: K extends `can${string}` | `${string}GroupId` ? (OwnerTypes[O]['row'][K] extends number | null ? K : never) : never;
 }[keyof OwnerTypes[O]['row']];
 
 export interface OwnedGroupSettingDefinition<O extends SettingOwner> {
@@ -73,13 +73,13 @@ const CHANNEL_SETTINGS = define('channel', [
 ]);
 
 const REALM_SETTINGS = define('realm', [
-  { name: 'can_add_subscribers_group', column: 'canAddSubscribersGroupId', defaultValue: 'role:members', disallowedSystemGroups: ['role:internet'] },
+  { name: 'can_add_subscribers_group', column: 'canAddSubscribersGroupId', defaultValue: 'role:members', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
   { name: 'can_create_groups', column: 'canCreateGroupsId', defaultValue: 'role:members', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
   { name: 'can_create_public_channel_group', column: 'canCreatePublicChannelGroupId', defaultValue: 'role:members', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
   { name: 'can_create_private_channel_group', column: 'canCreatePrivateChannelGroupId', defaultValue: 'role:members', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
-  { name: 'can_create_web_public_channel_group', column: 'canCreateWebPublicChannelGroupId', defaultValue: 'role:owners', disallowedSystemGroups: ['role:internet', 'role:everyone'], requireSystemGroup: true, allowedSystemGroups: ['role:nobody', 'role:owners', 'role:administrators', 'role:moderators', 'role:fullmembers', 'role:members'] },
+  { name: 'can_create_web_public_channel_group', column: 'canCreateWebPublicChannelGroupId', defaultValue: 'role:owners', disallowedSystemGroups: ['role:internet', 'role:everyone'], requireSystemGroup: true, allowedSystemGroups: ['role:nobody', 'role:owners', 'role:administrators', 'role:moderators'] },
   { name: 'can_invite_users_group', column: 'canInviteUsersGroupId', defaultValue: 'role:members', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
-  { name: 'can_manage_all_groups', column: 'canManageAllGroupsId', defaultValue: 'role:administrators', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
+  { name: 'can_manage_all_groups', column: 'canManageAllGroupsId', defaultValue: 'role:administrators', disallowedSystemGroups: ['role:internet', 'role:everyone', 'role:nobody'] },
   { name: 'can_mention_many_users_group', column: 'canMentionManyUsersGroupId', defaultValue: 'role:administrators', disallowedSystemGroups: ['role:internet'] },
   { name: 'can_access_all_users_group', column: 'canAccessAllUsersGroupId', defaultValue: 'role:everyone', disallowedSystemGroups: ['role:internet'], requireSystemGroup: true, allowedSystemGroups: ['role:everyone', 'role:members'] },
   // Editing, moving and deleting messages (Zulip's REALM_PERMISSION_GROUP_SETTINGS).
@@ -88,6 +88,17 @@ const REALM_SETTINGS = define('realm', [
   { name: 'can_resolve_topics_group', column: 'canResolveTopicsGroupId', defaultValue: 'role:everyone', disallowedSystemGroups: ['role:internet'] },
   { name: 'can_delete_any_message_group', column: 'canDeleteAnyMessageGroupId', defaultValue: 'role:administrators', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
   { name: 'can_delete_own_message_group', column: 'canDeleteOwnMessageGroupId', defaultValue: 'role:everyone', disallowedSystemGroups: ['role:internet'] },
+  // The rest of Zulip's REALM_PERMISSION_GROUP_SETTINGS (issue 25; allow_everyone_group / allow_nobody_group as Zulip declares them).
+  { name: 'can_add_custom_emoji_group', column: 'canAddCustomEmojiGroupId', defaultValue: 'role:members', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
+  { name: 'can_create_bots_group', column: 'canCreateBotsGroupId', defaultValue: 'role:members', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
+  { name: 'can_create_write_only_bots_group', column: 'canCreateWriteOnlyBotsGroupId', defaultValue: 'role:members', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
+  { name: 'can_manage_billing_group', column: 'canManageBillingGroupId', defaultValue: 'role:administrators', disallowedSystemGroups: ['role:internet', 'role:everyone', 'role:nobody'] },
+  { name: 'can_set_delete_message_policy_group', column: 'canSetDeleteMessagePolicyGroupId', defaultValue: 'role:moderators', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
+  { name: 'can_set_topics_policy_group', column: 'canSetTopicsPolicyGroupId', defaultValue: 'role:moderators', disallowedSystemGroups: ['role:internet'] },
+  { name: 'can_summarize_topics_group', column: 'canSummarizeTopicsGroupId', defaultValue: 'role:everyone', disallowedSystemGroups: ['role:internet'] },
+  { name: 'create_multiuse_invite_group', column: 'createMultiuseInviteGroupId', defaultValue: 'role:administrators', disallowedSystemGroups: ['role:internet', 'role:everyone'] },
+  { name: 'direct_message_initiator_group', column: 'directMessageInitiatorGroupId', defaultValue: 'role:everyone', disallowedSystemGroups: ['role:internet'] },
+  { name: 'direct_message_permission_group', column: 'directMessagePermissionGroupId', defaultValue: 'role:everyone', disallowedSystemGroups: ['role:internet'] },
 ]);
 
 const BY_OWNER: { [O in SettingOwner]: readonly OwnedGroupSettingDefinition<O>[] } = {

@@ -6,7 +6,8 @@
 // - a single newline inside a paragraph is a line break (`<br>`); raw HTML is never passed through;
 // - no `_`/`__` emphasis, no setext headings (`===` underlines), no reference links (`[x]: url`), no
 //   images (`![x](url)` is "!" and a link), no `<url>` autolinks; strikethrough is `<del>`;
-// - links only to http:, https: and mailto: URLs (anything else stays text); bare URLs, www. names,
+// - links only to http:, https: and mailto: URLs and to uploaded files (`/user_uploads/…`; anything
+//   else stays text); bare URLs, www. names,
 //   domain names with a known top-level domain and e-mail addresses are linked; a link with empty text
 //   shows its URL;
 // - code blocks (fenced with ``` or ~~~, or indented) render as Zulip's
@@ -20,11 +21,14 @@
 //
 // Not implemented (Zulip features with no equivalent here yet): syntax highlighting, ```math and
 // $$TeX$$ (a ```math block renders as a code block), <time:…> timestamps, inline image previews,
-// Unicode emoji characters to emoji spans, emoticon translation, linkifiers, message links
+// Unicode emoji characters to emoji spans, emoticon translation, message links
 // (#**channel>topic@id**), and Zulip's list quirks (two-space-indented ordered sub-lists).
 import MarkdownIt from 'markdown-it';
 import type { Env, MarkdownIt as MarkdownItInstance, Renderer, StateBlock, StateCore, StateInline, Token } from 'markdown-it';
 import { emojiCodeForName } from './emoji.ts';
+import { applyLinkifiers, type LinkifierRendering } from './markdown/linkifiers.ts';
+import { REALM_EMOJI_TOKEN, realmEmojiNamed, renderRealmEmoji } from './markdown/realm-emoji.ts';
+import type { EmojiInfo, RealmEmojiIndex } from './realm-emoji.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Public API
@@ -57,6 +61,12 @@ export interface MarkdownContext {
   channels: { id: number; name: string }[];
   /** Builds the URL of a channel/topic link (the caller knows the realm URL). Default: {@link defaultNarrowUrl}. */
   narrowUrl?: (channel: { id: number; name: string }, topic?: string) => string;
+  /** The organization's linkifiers (lib/markdown/linkifiers.ts), applied to the text; none when absent. */
+  linkifiers?: LinkifierRendering;
+  /** Mail of the e-mail gateway: indented lines are not code blocks (Zulip's email_gateway rendering). */
+  emailGateway?: boolean;
+  /** The organization's custom emoji (lib/realm-emoji.ts); none when absent. */
+  realmEmoji?: RealmEmojiIndex;
 }
 
 export interface RenderedMessage {
@@ -97,6 +107,19 @@ export function extractReferences(content: string): MarkdownReferences {
     }
   });
   return { userNames: userNames.items, userIds: userIds.items, groupNames: groupNames.items, channelNames: channelNames.items };
+}
+
+/**
+ * The lines [start, end) of the content's fenced code blocks (```quote and ```spoiler blocks are not
+ * code), fences included, as this renderer reads them: for alert words (lib/alert-words.ts), which
+ * Zulip does not look for in code blocks. Lines are counted after \r\n and \r became \n.
+ */
+export function fencedCodeLines(content: string): Array<[number, number]> {
+  const ranges: Array<[number, number]> = [];
+  forEachToken(md.parse(content, {}), (token) => {
+    if (token.type === 'fence' && token.map) ranges.push([token.map[0], token.map[1]]);
+  });
+  return ranges;
 }
 
 /** Renders a message and reports whom it mentions. */
@@ -172,6 +195,9 @@ interface RenderState {
   channelByName: ReadonlyMap<string, Named | null>;
   narrowUrl: (channel: Named, topic?: string) => string;
   mentions: { users: Set<number>; groups: Set<number>; channelWildcard: boolean; topicWildcard: boolean };
+  linkifiers: LinkifierRendering | null;
+  emailGateway: boolean;
+  realmEmoji: RealmEmojiIndex | null;
 }
 
 const RENDER_STATE = Symbol('parley.markdown.renderState');
@@ -187,6 +213,9 @@ function newRenderState(ctx: Partial<MarkdownContext>): RenderState {
     channelByName: indexByFoldedName(channels, (channel) => channel.name),
     narrowUrl: ctx.narrowUrl ?? defaultNarrowUrl,
     mentions: { users: new Set(), groups: new Set(), channelWildcard: false, topicWildcard: false },
+    linkifiers: ctx.linkifiers ?? null,
+    emailGateway: ctx.emailGateway ?? false,
+    realmEmoji: ctx.realmEmoji ?? null,
   };
 }
 
@@ -199,7 +228,7 @@ function renderStateOf(env: Env | undefined): RenderState {
 function render(content: string, state: RenderState): string {
   const env: Env = { [RENDER_STATE]: state };
   // markdown-it ends every block with a newline; Zulip's stored HTML has none at the end.
-  return md.render(content, env).replace(/\n+$/, '');
+  return (state.emailGateway ? mdEmailGateway : md).render(content, env).replace(/\n+$/, '');
 }
 
 /** Case-folded name → item; null for a name that several items (different ids) share. */
@@ -401,6 +430,12 @@ function emojiRule(state: StateInline, silent: boolean): boolean {
   while (end < max && (length = emojiNameCharLength(src, end)) > 0) end += length;
   if (end === pos + 1 || end >= max || src.charCodeAt(end) !== COLON) return false;
   const name = src.slice(pos + 1, end);
+  const custom = realmEmojiNamed((state.env?.[RENDER_STATE] as RenderState | undefined)?.realmEmoji ?? null, name);
+  if (custom) {
+    if (!silent) state.push(REALM_EMOJI_TOKEN, '', 0).meta = { realmEmoji: custom };
+    state.pos = end + 1;
+    return true;
+  }
   const code = emojiCodeForName(name);
   if (code === undefined) return false;
   if (!silent) {
@@ -582,8 +617,11 @@ function pushParagraph(state: StateBlock, text: string, line: number): void {
 // ---------------------------------------------------------------------------------------------------
 // Links
 
-/** http:, https: and mailto: only; everything else (javascript:, data:, relative, …) stays text. */
-const ALLOWED_LINK = /^(?:https?:|mailto:)/i;
+/**
+ * http:, https: and mailto:, and the relative links of uploaded files (`/user_uploads/…`, the URL
+ * POST /user_uploads answers); everything else (javascript:, data:, other relative links …) stays text.
+ */
+const ALLOWED_LINK = /^(?:https?:|mailto:|\/user_uploads\/)/i;
 
 /** Top-level domains that are far more often file extensions (readme.md, views.py): not linked bare. */
 const FILE_EXTENSION_TLDS = new Set(['java', 'md', 'mov', 'py', 'zip']);
@@ -725,6 +763,10 @@ function createParser(): MarkdownItInstance {
   parser.inline.ruler.after('zulip_emoji', 'zulip_mention', mentionRule);
   parser.inline.ruler.after('zulip_mention', 'zulip_channel_link', channelLinkRule);
   parser.core.ruler.after('linkify', 'zulip_empty_links', fillEmptyLinks);
+  parser.core.ruler.before('text_join', 'zulip_linkifiers', (state) => {
+    const linkifiers = (state.env?.[RENDER_STATE] as RenderState | undefined)?.linkifiers;
+    if (linkifiers) applyLinkifiers(state, linkifiers);
+  });
 
   parser.validateLink = (url) => ALLOWED_LINK.test(url.trim());
   parser.linkify.set({ fuzzyLink: true, fuzzyEmail: true, fuzzyIP: false, urlAuth: true });
@@ -746,6 +788,7 @@ function createParser(): MarkdownItInstance {
     const token = tokens[idx]!;
     return renderReference(referenceOf(token), token.markup, renderStateOf(env));
   };
+  rules[REALM_EMOJI_TOKEN] = (tokens, idx) => renderRealmEmoji((tokens[idx]!.meta as { realmEmoji: EmojiInfo }).realmEmoji);
   rules[EMOJI_TOKEN] = (tokens, idx) => {
     const { name, code } = emojiOf(tokens[idx]!);
     const title = escapeAttribute(name.replace(/_/g, ' '));
@@ -755,6 +798,8 @@ function createParser(): MarkdownItInstance {
 }
 
 const md = createParser();
+/** Zulip renders mail of the e-mail gateway with its indented-code-block processor off. */
+const mdEmailGateway = createParser().disable('code');
 
 // ---------------------------------------------------------------------------------------------------
 // Small helpers

@@ -2,11 +2,12 @@
 // from a stored message and the people and channel it involves.
 import { createHash } from 'node:crypto';
 import type { Realm } from '../data/models.ts';
-import { gravatarUrl } from './user-format.ts';
+import { avatarUrl } from './avatar.ts';
 import { EmailVisibility, publicEmailOf } from '../access/users.ts';
 import { EMPTY_TOPIC_DISPLAY_NAME } from './message-limits.ts';
 import type { EditHistoryEntry } from '../data/message-edits.repo.ts';
 import type { MessageReaction } from './reactions.ts';
+import type { CompiledLinkifiers } from './linkifiers.ts';
 
 /** A stored message, as the data layer reads it. */
 export interface MessageRow {
@@ -63,6 +64,8 @@ export interface MessageFormatContext {
   allowEmptyTopicName: boolean;
   /** The messages' reactions (data/reactions.repo.ts reactionsOfMessages); a message missing here has none. */
   reactions?: ReadonlyMap<number, MessageReaction[]>;
+  /** The organization's linkifiers (queries/linkifiers.ts), for `topic_links`; none when absent. */
+  linkifiers?: Pick<CompiledLinkifiers, 'topicLinks'>;
 }
 
 export type FormattedMessage = Record<string, unknown>;
@@ -99,13 +102,13 @@ export function formatMessage(row: MessageRow, ctx: MessageFormatContext, viewer
     content: ctx.applyMarkdown ? row.rendered_content : row.content,
     content_type: ctx.applyMarkdown ? 'text/html' : 'text/x-markdown',
     subject: channel ? (row.topic === '' && !ctx.allowEmptyTopicName ? EMPTY_TOPIC_DISPLAY_NAME : row.topic) : '',
-    topic_links: [],
+    topic_links: channel && ctx.linkifiers ? ctx.linkifiers.topicLinks(row.topic) : [],
     is_me_message: isMeMessage(row.content),
     reactions: ctx.reactions?.get(row.id) ?? [],
     submessages: [],
     recipient_id: recipientIdOf(row, viewerId),
     type: channel ? 'stream' : 'private',
-    avatar_url: sender ? avatarUrlOf(sender, ctx.clientGravatar) : null,
+    avatar_url: sender ? avatarUrlOf(ctx.realm, sender, ctx.clientGravatar) : null,
   };
   if (channel) {
     out['stream_id'] = row.channel_id;
@@ -128,10 +131,14 @@ export function formatMessage(row: MessageRow, ctx: MessageFormatContext, viewer
   return out;
 }
 
-function avatarUrlOf(person: MessagePerson, clientGravatar: boolean): string | null {
+function avatarUrlOf(realm: Pick<Realm, 'id'>, person: MessagePerson, clientGravatar: boolean): string | null {
   if (clientGravatar && gravatarLeftToClient(person)) return null;
-  return gravatarUrl(person.delivery_email, person.avatar_version);
+  return avatarUrlOfPerson(realm, person);
 }
+
+/** A message person's avatar URL (uploaded or gravatar: lib/avatar.ts). */
+export const avatarUrlOfPerson = (realm: Pick<Realm, 'id'>, person: MessagePerson): string =>
+  avatarUrl({ id: person.id, realmId: realm.id, deliveryEmail: person.delivery_email, avatarSource: person.avatar_source, avatarVersion: person.avatar_version });
 
 /**
  * The entries of a stored history a viewer is shown under the organization's policy (`all`, or `moves`:

@@ -3,10 +3,11 @@
 // reaction objects of messages and `reaction` events.
 //
 // Three namespaces (reaction_type): `unicode_emoji` (code: lower-case hex code points joined by `-`,
-// lib/emoji.ts), `realm_emoji` (an organization's custom emoji; code: its id; Parley has none yet, so
-// no such code is valid) and `zulip_extra_emoji` (only `zulip`, code `zulip`).
+// lib/emoji.ts), `realm_emoji` (an organization's custom emoji; code: its id, lib/realm-emoji.ts) and
+// `zulip_extra_emoji` (only `zulip`, code `zulip`).
 import { JsonableError } from '../errors.ts';
 import { emojiCodeForName, isUnicodeEmojiCode } from './emoji.ts';
+import { NO_REALM_EMOJI, type RealmEmojiIndex } from './realm-emoji.ts';
 
 export const ReactionType = { UNICODE: 'unicode_emoji', REALM: 'realm_emoji', ZULIP_EXTRA: 'zulip_extra_emoji' } as const;
 
@@ -23,10 +24,12 @@ export interface MessageReaction {
 
 /**
  * The code and type of the emoji a name denotes (Zulip's get_emoji_data): an active custom emoji of
- * the organization (none in Parley), else `zulip`, else a Unicode emoji name; `Emoji '<name>' does
+ * the organization, else `zulip`, else a Unicode emoji name; `Emoji '<name>' does
  * not exist` otherwise.
  */
-export function emojiForName(name: string): { code: string; type: string } {
+export function emojiForName(name: string, realmEmoji: RealmEmojiIndex = NO_REALM_EMOJI): { code: string; type: string } {
+  const custom = realmEmoji.activeByName.get(name);
+  if (custom) return { code: custom.id, type: ReactionType.REALM };
   if (name === ZULIP_EMOJI) return { code: ZULIP_EMOJI, type: ReactionType.ZULIP_EXTRA };
   const code = emojiCodeForName(name);
   if (code !== undefined) return { code, type: ReactionType.UNICODE };
@@ -37,11 +40,15 @@ export function emojiForName(name: string): { code: string; type: string } {
  * Zulip's check_emoji_request: why a new reaction (not a vote for an existing one) may not name this
  * emoji, or null when it may. The caller raises it only once it knows the reaction is no vote.
  */
-export function emojiRequestError(name: string, code: string, type: string): JsonableError | null {
+export function emojiRequestError(name: string, code: string, type: string, realmEmoji: RealmEmojiIndex = NO_REALM_EMOJI): JsonableError | null {
   switch (type) {
-    case ReactionType.REALM:
-      // No custom emoji exist: every code is unknown.
-      return new JsonableError('Invalid custom emoji.');
+    case ReactionType.REALM: {
+      const custom = realmEmoji.byId.get(code);
+      if (!custom) return new JsonableError('Invalid custom emoji.');
+      if (custom.name !== name) return new JsonableError('Invalid custom emoji name.');
+      if (custom.deactivated) return new JsonableError('This custom emoji has been deactivated.');
+      return null;
+    }
     case ReactionType.ZULIP_EXTRA:
       if (code !== ZULIP_EMOJI) return new JsonableError('Invalid emoji code.');
       if (name !== code) return new JsonableError('Invalid emoji name.');

@@ -5,6 +5,7 @@ import type { CustomProfileFieldValue, Realm, User } from '../data/models.ts';
 import { isoWithOffset } from './timestamps.ts';
 import { roleFlagsOf } from '../access/roles.ts';
 import { addressesSeenBy } from '../access/users.ts';
+import { avatarUrl } from './avatar.ts';
 
 export interface FormatOptions {
   realm: Realm;
@@ -48,7 +49,7 @@ export function formatUser(user: User, options: FormatOptions): Schema<'User'> {
     is_active: user.isActive,
     date_joined: isoWithOffset(user.dateJoined),
     delivery_email: addresses.deliveryEmail,
-    avatar_url: options.clientGravatar && seesEmail && user.avatarSource === 'G' ? null : gravatarUrl(user.deliveryEmail, user.avatarVersion),
+    avatar_url: options.clientGravatar && seesEmail && user.avatarSource === 'G' ? null : avatarUrl(user),
   };
   if (!options.viewer) delete (out as Partial<typeof out>).timezone; // spectators do not see time zones
   if (user.isBot) {

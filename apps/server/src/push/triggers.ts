@@ -9,7 +9,10 @@ export interface PushRecipientState {
   isSender: boolean;
   /** A direct message (one-to-one or group). */
   direct: boolean;
-  /** The recipient has a client polling for messages now (Zulip: not idle). */
+  /**
+   * The recipient is not idle (Zulip's rule): a client of theirs polls for messages and their presence
+   * says active (actions/push.ts pushTargetsForMessage).
+   */
   active: boolean;
   settings: {
     /** enable_offline_push_notifications: direct messages and mentions. */
@@ -38,8 +41,8 @@ export interface PushRecipientState {
  * need offline push on, whatever the channel or topic. In a followed topic, wildcard mentions obey the
  * followed-topic setting and every message is pushed with followed-topic pushes on, even in a muted
  * channel. Otherwise wildcard mentions and channel-wide push obey the topic's and the channel's mute
- * (an unmuted topic of a muted channel counts as not muted) and the per-channel overrides. Muted users
- * are not modelled.
+ * (an unmuted topic of a muted channel counts as not muted) and the per-channel overrides. Recipients
+ * who muted the sender never get here: their devices are not push targets (data/push-devices.repo.ts).
  */
 export function pushTrigger(r: PushRecipientState): PushTrigger | null {
   if (r.isSender) return null;

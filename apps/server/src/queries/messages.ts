@@ -39,6 +39,7 @@ import {
 import { JsonableError, MissingArgumentError, UnauthorizedError } from '../errors.ts';
 import { flagNames } from '../lib/message-flags.ts';
 import { formatMessage, type MessageFormatContext, type MessagePerson, type MessageRow } from '../lib/message-format.ts';
+import { realmLinkifiers } from './linkifiers.ts';
 import { EMPTY_TOPIC_DISPLAY_NAME, MAX_MESSAGES_PER_FETCH } from '../lib/message-limits.ts';
 import {
   BadNarrowError,
@@ -433,14 +434,15 @@ async function formatContext(
   options: FormatOptions,
 ): Promise<MessageFormatContext> {
   // A page's rows carry their reactions; the others' are read here.
-  const [people, reactions] = await Promise.all([
+  const [people, reactions, linkifiers] = await Promise.all([
     messagePeople(db, realm.id, rows.flatMap((r) => [r.sender_id, ...r.direct_user_ids])),
     reactionsOfMessages(db, rows.filter((r) => r.reactions === undefined).map((r) => r.id)),
+    realmLinkifiers(db, realm),
   ]);
   for (const r of rows) if (r.reactions) reactions.set(r.id, r.reactions);
   const channelNames = new Map<number, string>();
   for (const r of rows) if (r.channel_id !== null && r.channel_name !== null) channelNames.set(r.channel_id, r.channel_name);
-  return { realm, people: new Map<number, MessagePerson>(people.map((p) => [p.id, p])), channelNames, reactions, ...options };
+  return { realm, people: new Map<number, MessagePerson>(people.map((p) => [p.id, p])), channelNames, reactions, linkifiers, ...options };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,6 +13,6 @@ export async function readReceipts(db: Db, realm: Realm, viewer: User, messageId
   const found = await readableMessage(db, realm, viewer, messageId);
   if (!found) throw new JsonableError('Invalid message(s)');
   if (!realm.enableReadReceipts) throw new JsonableError('Read receipts are disabled in this organization.');
-  // Issue 23 (muted users): also leave out users who muted the requester and users the requester muted.
-  return { user_ids: await readReceiptUserIds(db, found.message.id, found.message.sender_id) };
+  // Users who muted the requester, and users the requester muted, are left out (data/read-receipts.repo.ts).
+  return { user_ids: await readReceiptUserIds(db, found.message.id, found.message.sender_id, viewer.id) };
 }

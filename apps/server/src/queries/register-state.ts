@@ -19,17 +19,32 @@ import {
 import { isModeratorRole, roleFlagsOf } from '../access/roles.ts';
 import { settingsOf } from '../lib/group-settings.ts';
 import { MAX_CHANNEL_DESCRIPTION_LENGTH, MAX_CHANNEL_NAME_LENGTH } from '../lib/channel-format.ts';
-import { renderMarkdown } from '../lib/markdown.ts';
 import { MAX_MESSAGE_LENGTH, MAX_REMINDER_NOTE_LENGTH, MAX_TOPIC_LENGTH, EMPTY_TOPIC_DISPLAY_NAME } from '../lib/message-limits.ts';
 import { formatUsers } from './users.ts';
+import { avatarUrl } from '../lib/avatar.ts';
+import { realmEmojiDict } from './realm-emoji.ts';
 import { userGroupsOfRealm } from './user-groups.ts';
 import { customProfileFields } from './profile-fields.ts';
+import { defaultExternalAccounts } from '../lib/profile-fields.ts';
+import { defaultChannelGroups } from './default-channels.ts';
+import { savedSnippetsOf } from './saved-snippets.ts';
 import { formerSubscriptionsOfUser, neverSubscribedChannels, presentChannels, subscriptionsOfUser } from './channels.ts';
 import { formatGroupSettingValues } from './group-settings.ts';
+import { realmSettingsState, realmUserDefaultsState } from './realm-settings.ts';
 import { unreadMessagesState, recentDirectConversations } from './message-state.ts';
 import { remindersOf, scheduledMessagesOf } from './scheduled-messages.ts';
 import { draftsState } from './drafts.ts';
 import { mutedTopicsOfUser, userTopicsOfUser } from '../data/user-topics.repo.ts';
+import { userStatusState } from './user-status.ts';
+import { mutedUsersState } from './muted-users.ts';
+import { alertWordsOf } from './alert-words.ts';
+import { presenceState } from './presence.ts';
+import { linkifiersList } from './linkifiers.ts';
+import { playgroundsList } from './playgrounds.ts';
+import { OFFLINE_THRESHOLD_SECS, PRESENCE_PING_INTERVAL_SECS } from '../lib/presence.ts';
+import { realmBotsState } from './bots.ts';
+import type { ApiKeyCipher } from '../security/secrets.ts';
+import { serverThumbnailFormats } from '../lib/thumbnails.ts';
 
 export interface RegisterOptions {
   clientGravatar: boolean;
@@ -41,6 +56,18 @@ export interface RegisterOptions {
   emptyTopicName: boolean;
   longpollTimeoutSeconds: number;
   pushNotificationsEnabled: boolean;
+  /** The server's upload limit (config maxFileUploadSizeMib). */
+  maxFileUploadSizeMib: number;
+  /** `presences` in the modern format: `slim_presence`, or the `simplified_presence_events` capability. */
+  modernPresence: boolean;
+  /** `presence_history_limit_days` (null: Zulip's default of 14 days). */
+  presenceHistoryLimitDays: number | null;
+  /** The server has presence turned off (PARLEY_PRESENCE_DISABLED): `realm_presence_disabled`. */
+  presenceDisabled: boolean;
+  /** The client reads linkifiers' URL templates (the `linkifier_url_template` capability): `realm_linkifiers`. */
+  linkifierUrlTemplate: boolean;
+  /** Decrypts the bots' API keys of `realm_bots` (the server's API key cipher). */
+  apiKeyCipher: ApiKeyCipher;
 }
 
 interface StateContext {
@@ -74,22 +101,11 @@ interface StateContributor {
 
 /** Kinds Parley has no feature for yet: answered with their empty value so clients find every key. */
 const EMPTY_STATE: Record<string, Record<string, unknown>> = {
-  alert_words: { alert_words: [] },
-  muted_users: { muted_users: [] },
-  presence: { presences: {}, presence_last_update_id: -1, server_timestamp: 0 },
-  realm_emoji: { realm_emoji: {} },
-  realm_filters: { realm_filters: [] },
-  realm_linkifiers: { realm_linkifiers: [] },
-  realm_playgrounds: { realm_playgrounds: [] },
-  realm_bot: { realm_bots: [] },
   realm_domains: { realm_domains: [] },
-  default_stream_groups: { realm_default_stream_groups: [] },
-  user_status: { user_status: {} },
   starred_messages: { starred_messages: [] },
   stop_words: { stop_words: [] },
   video_calls: { has_zoom_token: false },
   onboarding_steps: { onboarding_steps: [] },
-  saved_snippets: { saved_snippets: [] },
   realm_export_consent: {},
   navigation_views: { navigation_views: [] },
   channel_folders: { channel_folders: [] },
@@ -106,41 +122,20 @@ const CONTRIBUTORS: StateContributor[] = [
         settings.map((s) => realm[s.column]).filter((id): id is number => id !== null),
       );
       const state: Record<string, unknown> = {
-        realm_name: realm.name,
-        realm_description: renderMarkdown(realm.description),
+        // Every organization setting (lib/realm-settings.ts) and what Zulip derives from them.
+        ...(await realmSettingsState(db, realm)),
         realm_url: realm.url,
         realm_uri: realm.url,
         realm_icon_url: `${realm.url}/static/icon.png`,
         realm_icon_source: 'G',
         realm_logo_url: '',
         realm_night_logo_url: '',
-        realm_default_language: realm.defaultLanguage,
-        realm_invite_required: realm.inviteRequired,
-        realm_email_changes_disabled: realm.emailChangesDisabled,
-        realm_name_changes_disabled: realm.nameChangesDisabled,
-        realm_enable_spectator_access: realm.enableSpectatorAccess,
-        realm_waiting_period_threshold: realm.waitingPeriodThreshold,
-        realm_message_retention_days: realm.messageRetentionDays ?? -1,
-        realm_topics_policy: realm.topicsPolicy,
-        realm_moderation_request_channel_id: realm.moderationRequestChannelId ?? -1,
         realm_date_created: Math.floor(realm.createdAt.getTime() / 1000),
         realm_push_notifications_enabled: options.pushNotificationsEnabled,
         realm_empty_topic_display_name: EMPTY_TOPIC_DISPLAY_NAME,
         realm_is_zephyr_mirror_realm: false,
-        realm_presence_disabled: false,
-        realm_mandatory_topics: realm.topicsPolicy === 'disable_empty_topic',
-        realm_allow_message_editing: realm.allowMessageEditing,
-        realm_message_content_edit_limit_seconds: realm.messageContentEditLimitSeconds,
-        realm_move_messages_within_stream_limit_seconds: realm.moveMessagesWithinStreamLimitSeconds,
-        realm_move_messages_between_streams_limit_seconds: realm.moveMessagesBetweenStreamsLimitSeconds,
-        realm_message_content_delete_limit_seconds: realm.messageContentDeleteLimitSeconds,
-        realm_message_edit_history_visibility_policy: realm.messageEditHistoryVisibilityPolicy,
-        // Deprecated (feature level 358): false only when no edit history is shown.
-        realm_allow_edit_history: realm.messageEditHistoryVisibilityPolicy !== 'none',
-        realm_enable_read_receipts: realm.enableReadReceipts,
+        realm_presence_disabled: options.presenceDisabled,
         realm_user_group_edit_policy: 1,
-        realm_available_video_chat_providers: {},
-        realm_authentication_methods: { Email: { enabled: true, available: true } },
         max_message_length: MAX_MESSAGE_LENGTH,
         max_topic_length: MAX_TOPIC_LENGTH,
         max_reminder_note_length: MAX_REMINDER_NOTE_LENGTH,
@@ -150,14 +145,16 @@ const CONTRIBUTORS: StateContributor[] = [
         max_channel_folder_description_length: 1024,
         max_bulk_new_subscription_messages: 100,
         max_avatar_file_size_mib: 5,
-        max_file_upload_size_mib: 25,
+        max_file_upload_size_mib: options.maxFileUploadSizeMib,
+        // Zulip's upload_quota_bytes in MiB (custom_upload_quota_gb is in GiB); null: no quota.
+        realm_upload_quota_mib: realm.customUploadQuotaGb === null ? null : realm.customUploadQuotaGb * 1024,
         max_icon_file_size_mib: 5,
         max_logo_file_size_mib: 5,
         server_typing_started_wait_period_milliseconds: 30_000,
         server_typing_stopped_wait_period_milliseconds: 12_000,
         server_typing_started_expiry_period_milliseconds: 45_000,
-        server_presence_ping_interval_seconds: 60,
-        server_presence_offline_threshold_seconds: 140,
+        server_presence_ping_interval_seconds: PRESENCE_PING_INTERVAL_SECS,
+        server_presence_offline_threshold_seconds: OFFLINE_THRESHOLD_SECS,
         server_min_deactivated_realm_deletion_days: 14,
         server_max_deactivated_realm_deletion_days: null,
         server_needs_upgrade: false,
@@ -169,14 +166,14 @@ const CONTRIBUTORS: StateContributor[] = [
         server_web_public_streams_enabled: true,
         server_inline_image_preview: false,
         server_inline_url_embed_preview: false,
+        // Thumbnail formats the server makes of uploaded images (lib/thumbnails.ts).
+        server_thumbnail_formats: serverThumbnailFormats(),
         giphy_api_key: '',
-        giphy_rating_options: {},
-        jitsi_server_url: null,
         development_environment: false,
         password_min_length: 6,
         password_max_length: 100,
         password_min_guesses: 10_000,
-        realm_default_external_accounts: {},
+        realm_default_external_accounts: defaultExternalAccounts(),
         upgrade_text_for_wide_organization_logo: '',
         zulip_plan_is_not_limited: true,
         demo_organization_scheduled_deletion_date: null,
@@ -205,9 +202,9 @@ const CONTRIBUTORS: StateContributor[] = [
         email: me.email,
         delivery_email: me.delivery_email ?? user.deliveryEmail,
         full_name: user.fullName,
-        avatar_url: me.avatar_url,
-        avatar_source: 'G',
-        avatar_url_medium: me.avatar_url,
+        avatar_url: avatarUrl(user),
+        avatar_source: user.avatarSource,
+        avatar_url_medium: avatarUrl(user, true),
         avatar_version: me.avatar_version,
         is_admin: roleFlagsOf(user).is_admin,
         is_owner: roleFlagsOf(user).is_owner,
@@ -262,13 +259,30 @@ const CONTRIBUTORS: StateContributor[] = [
     },
   },
   {
-    // Not for guests: Zulip pretends the organization has no default channels.
+    // Not for guests: Zulip pretends the organization has no default channels (IDs since feature level 330).
     kinds: ['default_streams'],
-    async read({ db, realm, user, shared }) {
-      if (!seesDefaultChannels(user)) return { realm_default_streams: [] };
-      const ids = new Set(await defaultChannelIds(db, realm.id));
-      const channels = (await shared.channels()).filter((c) => ids.has(c.id));
-      return { realm_default_streams: await presentChannels(db, realm.id, channels) };
+    async read({ db, realm, user }) {
+      return { realm_default_streams: seesDefaultChannels(user) ? await defaultChannelIds(db, realm.id) : [] };
+    },
+  },
+  {
+    // Not for guests either, as in Zulip.
+    kinds: ['default_stream_groups'],
+    async read({ db, realm, user }) {
+      return { realm_default_stream_groups: seesDefaultChannels(user) ? await defaultChannelGroups(db, realm.id) : [] };
+    },
+  },
+  {
+    kinds: ['saved_snippets'],
+    async read({ db, user }) {
+      return { saved_snippets: await savedSnippetsOf(db, user) };
+    },
+  },
+  {
+    // What new users' settings start as (PATCH /realm/user_settings_defaults).
+    kinds: ['realm_user_settings_defaults'],
+    async read({ db, realm }) {
+      return { realm_user_settings_defaults: await realmUserDefaultsState(db, realm) };
     },
   },
   // Personal settings (lib/user-settings.ts): the `user_settings` object, and for clients without
@@ -341,6 +355,54 @@ const CONTRIBUTORS: StateContributor[] = [
       return { recent_private_conversations: await recentDirectConversations(db, user.id) };
     },
   },
+  {
+    kinds: ['muted_users'],
+    async read({ db, user }) {
+      return { muted_users: await mutedUsersState(db, user) };
+    },
+  },
+  {
+    kinds: ['alert_words'],
+    async read({ db, user }) {
+      return { alert_words: await alertWordsOf(db, user) };
+    },
+  },
+  {
+    kinds: ['user_status'],
+    async read({ db, realm }) {
+      return { user_status: await userStatusState(db, realm) };
+    },
+  },
+  {
+    // Zulip's fetch_initial_state_data: the last presence_history_limit_days days, in the register's snapshot.
+    kinds: ['presence'],
+    async read({ db, realm, options }) {
+      return presenceState(db, realm, { format: options.modernPresence ? 'modern' : 'legacy', historyDays: options.presenceHistoryLimitDays, disabled: options.presenceDisabled });
+    },
+  },
+  {
+    // Zulip's: an empty list for clients that cannot read URL templates; the legacy `realm_filters`
+    // is always empty.
+    kinds: ['realm_linkifiers'],
+    async read({ db, realm, options }) {
+      return { realm_linkifiers: options.linkifierUrlTemplate ? await linkifiersList(db, realm.id) : [] };
+    },
+  },
+  { kinds: ['realm_filters'], read: async () => ({ realm_filters: [] }) },
+  { kinds: ['realm_emoji'], read: async ({ db, realm }) => ({ realm_emoji: await realmEmojiDict(db, realm.id) }) },
+  {
+    kinds: ['realm_playgrounds'],
+    async read({ db, realm }) {
+      return { realm_playgrounds: await playgroundsList(db, realm.id) };
+    },
+  },
+  {
+    // Zulip's get_owned_bot_dicts: the user's bots (every bot for administrators), with their API keys.
+    kinds: ['realm_bot'],
+    async read({ db, user, options }) {
+      return { realm_bots: await realmBotsState(db, options.apiKeyCipher, user) };
+    },
+  },
   ...Object.entries(EMPTY_STATE).map(([kind, value]) => ({ kinds: [kind], read: async () => value })),
 ];
 
@@ -364,7 +426,7 @@ const CUSTOM_PROFILE_FIELD_TYPES = {
   SHORT_TEXT: { id: 1, name: 'Text (short)' },
   LONG_TEXT: { id: 2, name: 'Text (long)' },
   SELECT: { id: 3, name: 'List of options' },
-  DATE: { id: 4, name: 'Date picker' },
+  DATE: { id: 4, name: 'Date' },
   URL: { id: 5, name: 'Link' },
   USER: { id: 6, name: 'Users' },
   EXTERNAL_ACCOUNT: { id: 7, name: 'External account' },

@@ -6,7 +6,7 @@ import type { Realm, User } from '../data/models.ts';
 import { listUsers } from '../data/users.repo.ts';
 import { emailVisibilityOf } from '../data/users-admin.repo.ts';
 import { profileValuesOfUsers } from '../data/profile-fields.repo.ts';
-import { accessUserById, checkSpectatorAccess } from '../access/users.ts';
+import { accessUserByAddress, accessUserById, checkSpectatorAccess } from '../access/users.ts';
 import { formatUser } from '../lib/user-format.ts';
 import type { RawJson } from '../lib/raw-json.ts';
 import type { UserDirectory } from './user-directory.ts';
@@ -61,6 +61,21 @@ export async function userById(db: Db, realm: Realm, viewer: User, userId: numbe
   const target = await accessUserById(db, realm, userId, { allowDeactivated: true });
   const [formatted] = await formatUsers(db, realm, viewer, [target], options);
   return formatted!;
+}
+
+/**
+ * GET /users/{email}: one user of the organization named by an address the viewer may use for them
+ * (access/users.ts accessUserByAddress); deactivated users and bots included.
+ */
+export async function userByAddress(db: Db, realm: Realm, viewer: User, address: string, options: UserFormatOptions): Promise<Schema<'User'>> {
+  const target = await accessUserByAddress(db, realm, viewer, address, { allowBots: true, allowDeactivated: true, forAdmin: false });
+  const [formatted] = await formatUsers(db, realm, viewer, [target], options);
+  return formatted!;
+}
+
+/** PATCH /users/{email}: the id of the user an address names for the viewer (whether they may change them is the action's check). */
+export async function userIdByAddress(db: Db, realm: Realm, viewer: User, address: string): Promise<number> {
+  return (await accessUserByAddress(db, realm, viewer, address, { allowBots: true, allowDeactivated: true, forAdmin: false })).id;
 }
 
 /** GET /users/me: the caller, with full avatar URL and custom profile fields (kept in memory until they change). */

@@ -38,6 +38,11 @@ export function createCredentialCache(listener: DatabaseListener, options: { max
   const ttlMs = options.ttlMs ?? 10 * 60_000;
   const entries = new Map<string, Entry>();
   const hashesByUser = new Map<number, Set<string>>();
+  /**
+   * One copy of each organization's row for all its cached users (the row is ~2 KB in memory: 10,000
+   * users present would otherwise hold 10,000 copies). Dropped with the organization's entries.
+   */
+  const realms = new Map<number, Realm>();
   let realmForAnonymous: { realm: Realm; expiresAt: number } | null = null;
   /** Bumped by every invalidation: loads that started before a bump are not cached. */
   let generation = 0;
@@ -54,6 +59,7 @@ export function createCredentialCache(listener: DatabaseListener, options: { max
     generation++;
     entries.clear();
     hashesByUser.clear();
+    realms.clear();
     realmForAnonymous = null;
   };
 
@@ -66,6 +72,7 @@ export function createCredentialCache(listener: DatabaseListener, options: { max
       for (const hash of [...(hashesByUser.get(id) ?? [])]) forget(hash);
     } else if (kind === 'realm') {
       for (const [hash, entry] of entries) if (entry.value.realm.id === id) forget(hash);
+      realms.delete(id);
       if (realmForAnonymous?.realm.id === id) realmForAnonymous = null;
     }
     // other kinds (profile values, directory) concern other caches
@@ -86,6 +93,11 @@ export function createCredentialCache(listener: DatabaseListener, options: { max
       const startedAt = generation;
       const value = await load();
       if (value && listener.listening && generation === startedAt) {
+        // No change to the organization since this load began (it would have bumped the generation
+        // and dropped the shared copy): the shared copy, when there is one, is the row as loaded.
+        const shared = realms.get(value.realm.id);
+        if (shared) value.realm = shared;
+        else realms.set(value.realm.id, value.realm);
         if (entries.size >= maxEntries) forget(entries.keys().next().value!);
         entries.set(lookupHash, { value, expiresAt: Date.now() + ttlMs });
         const set = hashesByUser.get(value.user.id) ?? new Set<string>();

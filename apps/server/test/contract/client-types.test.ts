@@ -27,8 +27,8 @@ describe('the typed client refuses what the server refuses', () => {
   });
 
   it('a path parameter of the wrong type', async () => {
-    // @ts-expect-error `user_id` is a number.
-    const res = await env.client('hamlet').GET('/users/{user_id}', { params: { path: { user_id: 'othello' } } });
+    // @ts-expect-error `message_id` is a number. (Not `/users/{user_id}`: there, text is `/users/{email}`.)
+    const res = await env.client('hamlet').GET('/messages/{message_id}', { params: { path: { message_id: 'latest' } } });
     expectJsonError(res, 404, 'Not Found');
   });
 });

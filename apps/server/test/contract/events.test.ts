@@ -12,6 +12,8 @@ import { createUser, uniqueEmail } from '../helpers/people.ts';
 import type { Person } from '../helpers/fixtures.ts';
 import { EVENT_SCHEMAS, KNOWN_EVENT_DIVERGENCES, checkStoredEvent, eventSchemaNameFor } from '../helpers/events.ts';
 import { useTestServer } from '../helpers/test-server.ts';
+import { multipart, postUpload } from '../helpers/uploads.ts';
+import { pngImage } from '../helpers/images.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -136,6 +138,10 @@ describe('stored events, after a representative run of API calls', () => {
     await ok(as('desdemona').PATCH('/realm', { body: { name: fresh('Event realm'), description: 'Events **everywhere**', invite_required: true } }), 'update realm');
     await ok(as('desdemona').PATCH('/realm', { body: { can_create_groups: { new: sys['role:administrators'] } } }), 'realm group setting');
     await ok(as('desdemona').PATCH('/realm', { body: { can_create_groups: { new: sys['role:members'] } } }), 'realm group setting back');
+    await ok(as('desdemona').PATCH('/realm', { body: { topics_policy: 'disable_empty_topic', waiting_period_threshold: 1, message_retention_days: 30 } }), 'realm settings');
+    await ok(as('desdemona').PATCH('/realm', { body: { topics_policy: 'allow_empty_topic', waiting_period_threshold: 0, message_retention_days: 'unlimited' } }), 'realm settings back');
+    await ok(as('iago').PATCH('/realm/user_settings_defaults', { body: { enter_sends: true, resolved_topic_notice_auto_read_policy: 'never' } }), 'new users\' defaults');
+    await ok(as('iago').PATCH('/realm/user_settings_defaults', { body: { enter_sends: false, resolved_topic_notice_auto_read_policy: 'except_followed' } }), 'new users\' defaults back');
 
     // User groups: creation, update, members, subgroups, deactivation and reactivation.
     const group = await createGroup(env, 'hamlet', { members: [env.users.hamlet.id] });
@@ -209,13 +215,66 @@ describe('stored events, after a representative run of API calls', () => {
     const draftIds = (await ok(as('hamlet').POST('/drafts', { body: { drafts: [{ type: 'stream', to: [pub.id], topic: 'd', content: 'draft', timestamp: 1700000000 }] } }), 'create draft')).data!.ids;
     await ok(as('hamlet').PATCH('/drafts/{draft_id}', { params: { path: { draft_id: draftIds[0]! } }, body: { draft: { type: '', to: [], topic: '', content: 'edited', timestamp: 1700000001 } } }), 'edit draft');
     await ok(as('hamlet').DELETE('/drafts/{draft_id}', { params: { path: { draft_id: draftIds[0]! } } }), 'delete draft');
+
+    // Saved snippets: create, edit, delete. Default channels and groups. Custom profile fields and values.
+    const snippetId = (await ok(as('hamlet').POST('/saved_snippets', { body: { title: 'Greeting', content: 'Hello' } }), 'create snippet')).data!.saved_snippet_id;
+    await ok(as('hamlet').PATCH('/saved_snippets/{saved_snippet_id}', { params: { path: { saved_snippet_id: snippetId } }, body: { title: 'Greeting!' } }), 'edit snippet');
+    await ok(as('hamlet').DELETE('/saved_snippets/{saved_snippet_id}', { params: { path: { saved_snippet_id: snippetId } } }), 'delete snippet');
+    await ok(as('iago').POST('/default_streams', { body: { stream_id: pub.id } }), 'add default channel');
+    await ok(as('iago').DELETE('/default_streams', { body: { stream_id: pub.id } }), 'remove default channel');
+    await ok(as('iago').POST('/default_stream_groups/create', { body: { group_name: fresh('Event group'), description: 'd', stream_names: [pubName] } }), 'create default channel group');
+    await ok(as('iago').PATCH('/realm/profile_fields/{field_id}', { params: { path: { field_id: fieldId } }, body: { hint: 'A hint' } }), 'update field');
+    await ok(as('hamlet').PATCH('/users/me/profile_data', { body: { data: [{ id: fieldId, value: 'Poet' }] } }), 'set own profile value');
+    await ok(as('hamlet').DELETE('/users/me/profile_data', { body: { data: [fieldId] } }), 'clear own profile value');
     await ok(as('hamlet').POST('/user_topics', { body: { stream_id: pub.id, topic: 'events', visibility_policy: 3 } }), 'follow topic');
     await ok(as('hamlet').PATCH('/users/me/subscriptions/muted_topics', { body: { stream_id: pub.id, topic: 'events', op: 'add' } }), 'mute topic');
     await ok(as('hamlet').POST('/users/me/subscriptions/properties', { body: { subscription_data: [{ stream_id: pub.id, property: 'is_muted', value: false }] } }), 'subscription settings');
+    // Muted users and alert words.
+    const cordelia = { params: { path: { muted_user_id: env.users.cordelia.id } } };
+    await ok(as('hamlet').POST('/users/me/muted_users/{muted_user_id}', cordelia), 'mute user');
+    await ok(as('hamlet').DELETE('/users/me/muted_users/{muted_user_id}', cordelia), 'unmute user');
+    await ok(as('hamlet').POST('/users/me/alert_words', { body: { alert_words: ['events'] } }), 'add alert words');
+    // User status: the user's own, and an administrator's for them.
+    await ok(as('hamlet').POST('/users/me/status', { body: { status_text: 'testing events', emoji_name: 'octopus' } }), 'set status');
+    await ok(as('iago').POST('/users/{user_id}/status', { params: { path: { user_id: env.users.hamlet.id } }, body: { status_text: '', emoji_name: '' } }), 'clear status for user');
+
+    // Uploaded files: an upload (attachment add), a message linking it (update), its deletion (remove).
+    const upload = await postUpload(env, 'hamlet', [{ name: 'file', filename: 'event.txt', contentType: 'text/plain', data: 'events' }]);
+    if (upload.status !== 200) throw new Error(`upload: ${upload.status} ${JSON.stringify(upload.body)}`);
+    await ok(as('hamlet').POST('/messages', { body: { type: 'direct', to: JSON.stringify([env.users.iago.id]), content: `[event.txt](${upload.body.url})` } }), 'send with a file');
+    const attachmentId = (await ok(as('hamlet').GET('/attachments'), 'list attachments')).data!.attachments[0]!.id;
+    await ok(as('hamlet').DELETE('/attachments/{attachment_id}', { params: { path: { attachment_id: attachmentId } } }), 'delete attachment');
+
+    // Custom emoji (realm_emoji): added, then deactivated.
+    const { body: emojiBody, contentType: emojiType } = multipart([{ name: 'file', filename: 'e.png', contentType: 'image/png', data: await pngImage(8, 8) }]);
+    const emoji = await env.raw('/realm/emoji/event_emoji', { method: 'POST', body: emojiBody, headers: { 'Content-Type': emojiType }, as: 'hamlet' });
+    if (emoji.status !== 200) throw new Error(`emoji: ${emoji.status} ${JSON.stringify(emoji.body)}`);
+    await ok(as('hamlet').DELETE('/realm/emoji/{emoji_name}', { params: { path: { emoji_name: 'event_emoji' } } }), 'deactivate emoji');
+
+    // Linkifiers (realm_linkifiers) and code playgrounds (realm_playgrounds): added, changed, removed.
+    const linkifierId = (await ok(as('iago').POST('/realm/filters', { body: { pattern: '#(?P<id>[0-9]+)', url_template: 'https://example.com/{id}' } }), 'add linkifier')).data!.id;
+    await ok(as('iago').PATCH('/realm/filters/{filter_id}', { params: { path: { filter_id: linkifierId } }, body: { pattern: 'T(?P<id>[0-9]+)', url_template: 'https://example.com/{id}' } }), 'update linkifier');
+    await ok(as('iago').DELETE('/realm/filters/{filter_id}', { params: { path: { filter_id: linkifierId } } }), 'remove linkifier');
+    const playgroundId = (await ok(as('iago').POST('/realm/playgrounds', { body: { name: 'Python', pygments_language: 'Python', url_template: 'https://python.example.com?code={code}' } }), 'add playground')).data!.id;
+    await ok(as('iago').DELETE('/realm/playgrounds/{playground_id}', { params: { path: { playground_id: playgroundId } } }), 'remove playground');
+
+    // Bots (realm_bot add, update, delete): created, renamed, given to another member, key regenerated,
+    // deactivated and reactivated.
+    const botId = (await ok(as('hamlet').POST('/bots', { body: { full_name: fresh('Event Bot'), short_name: `eventbot${Date.now()}` } }), 'create bot')).data!.user_id;
+    const botPath = { params: { path: { bot_id: botId } } };
+    await ok(as('hamlet').PATCH('/bots/{bot_id}', { ...botPath, body: { full_name: fresh('Event Bot Renamed') } }), 'rename bot');
+    await ok(as('hamlet').PATCH('/bots/{bot_id}', { ...botPath, body: { bot_owner_id: env.users.othello.id } }), 'new bot owner');
+    await ok(as('othello').POST('/bots/{bot_id}/api_key/regenerate', botPath), 'regenerate bot key');
+    await ok(as('othello').DELETE('/bots/{bot_id}', botPath), 'deactivate bot');
+    await ok(as('othello').POST('/users/{user_id}/reactivate', { params: { path: { user_id: botId } } }), 'reactivate bot');
 
     // Read state: mark all read, then unread again.
     await ok(as('hamlet').POST('/mark_all_as_read', {}), 'mark all as read');
     await ok(as('hamlet').POST('/messages/flags', { body: { messages: [directId], op: 'remove', flag: 'read' } }), 'mark unread');
+
+    // Presence: a first report (announced), written at once rather than with the next batch.
+    await ok(as('hamlet').POST('/users/me/presence', { body: { status: 'active' } }), 'report presence');
+    await env.running.deps.presence.flush();
   }
 
   it('every row of the event table matches the spec, and every emitted type/op occurs', async () => {

@@ -127,7 +127,11 @@ export type Action =
   | { kind: 'delete-topic'; actor: string; channel: string; topic: string }
   | { kind: 'reaction'; actor: string; message: string; op: 'add' | 'remove'; emoji: string }
   /** POST /messages/{id}/typing op=start: typing while editing it. */
-  | { kind: 'typing-edit'; actor: string; message: string };
+  | { kind: 'typing-edit'; actor: string; message: string }
+  /** POST /users/me/status: a text and an emoji, or (deprecated `away`) presence_enabled turned off or on. */
+  | { kind: 'status'; actor: string; text: string; away: boolean | null }
+  /** POST /users/me/presence, written at once (a first report, or a return, is announced to everyone). */
+  | { kind: 'presence'; actor: string; status: 'active' | 'idle' };
 
 export type PropagateMode = 'change_one' | 'change_later' | 'change_all';
 export const PROPAGATE_MODES: readonly PropagateMode[] = ['change_one', 'change_later', 'change_all'];
@@ -184,6 +188,10 @@ export function describeAction(a: Action): string {
       return `${a.actor} reaction ${a.op} ${a.emoji} on ${a.message}`;
     case 'typing-edit':
       return `${a.actor} typing while editing ${a.message}`;
+    case 'status':
+      return `${a.actor} status ${JSON.stringify(a.text)}${a.away === null ? '' : ` away=${a.away}`}`;
+    case 'presence':
+      return `${a.actor} presence ${a.status}`;
   }
 }
 
@@ -313,6 +321,8 @@ export function drawAction(rng: Rng, world: GenWorld): Action {
     'delete-topic': knownInChannels.length ? 1 : 0,
     reaction: known.length ? 6 : 0,
     'typing-edit': known.length ? 2 : 0,
+    status: 2,
+    presence: 2,
   });
   // Links point at private channels more often: those are the ones a sender may not see.
   const linkTarget = () => {
@@ -430,6 +440,10 @@ export function drawAction(rng: Rng, world: GenWorld): Action {
       const m = pickMessage();
       return { kind, actor: changer(m, 0.8), message: m.ref };
     }
+    case 'status':
+      return { kind, actor: anyone(), text: rng.pick(['', 'on vacation', 'in a meeting']), away: rng.chance(0.3) ? rng.chance(0.5) : null };
+    case 'presence':
+      return { kind, actor: anyone(), status: rng.chance(0.7) ? 'active' : 'idle' };
   }
 }
 

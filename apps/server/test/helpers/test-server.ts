@@ -1,9 +1,11 @@
 // A real Parley server for one test file, on its own copy of the seeded template database.
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { createParleyClient, type ParleyClient } from '@parley/client';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
 import { createDeps, listen, type RunningServer } from '../../src/server.ts';
 import { TEST_SECRET, type Person } from './fixtures.ts';
 import { basicAuth } from './auth.ts';
@@ -30,6 +32,11 @@ export interface TestServerOptions {
   emitQueryEvents?: boolean;
   rateLimit?: { points: number; durationSeconds: number };
   heartbeatMs?: number;
+  /**
+   * Configuration to override (file storage, upload limits …), or a function giving it when the server
+   * starts (after earlier hooks, e.g. an S3 stand-in's); storage defaults to a new temporary folder.
+   */
+  config?: Partial<Config> | (() => Partial<Config>);
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -37,7 +44,21 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const database = `t_${randomBytes(6).toString('hex')}`;
   await copyTemplateDatabase(template.adminUrl, template.templateDatabase, database);
   const databaseUrl = template.adminUrl.replace(/\/postgres$/, `/${database}`);
-  const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: template.realmUrl, validateResponses: true, rateLimit: options.rateLimit ?? null, logLevel: process.env.PARLEY_LOG_LEVEL ?? 'error', ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}) };
+  // Each server its own folder of uploaded files (unless the test gives storage), removed when it closes.
+  const overrides = typeof options.config === 'function' ? options.config() : (options.config ?? {});
+  const uploadsDir = overrides.storage ? null : mkdtempSync(path.join(os.tmpdir(), 'parley-uploads-'));
+  const config = {
+    ...loadConfig({}),
+    secretKey: TEST_SECRET,
+    dataDir: os.tmpdir(),
+    publicUrl: template.realmUrl,
+    validateResponses: true,
+    rateLimit: options.rateLimit ?? null,
+    logLevel: process.env.PARLEY_LOG_LEVEL ?? 'error',
+    ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+    ...(uploadsDir ? { storage: { kind: 'local' as const, dir: uploadsDir } } : {}),
+    ...overrides,
+  };
   const deps = await createDeps(config, databaseUrl, { poolSize: 8, emitQueryEvents: options.emitQueryEvents ?? false });
   const running = await listen(deps, '127.0.0.1', 0);
   const realmId = (await deps.db.realm.findFirstOrThrow()).id;
@@ -61,7 +82,10 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       } catch {}
       return { status: response.status, headers: response.headers, body };
     },
-    close: () => running.close(),
+    close: async () => {
+      await running.close();
+      if (uploadsDir) rmSync(uploadsDir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -131,10 +155,11 @@ export function expectJsonError(
  * connection, caches), as another machine would run it; started before the file's tests, stopped after.
  * Read `.running` in hooks and tests.
  */
-export function useSecondProcess(env: TestServer, options: { rateLimit?: { points: number; durationSeconds: number } | null } = {}): { readonly running: RunningServer } {
+export function useSecondProcess(env: TestServer, options: { rateLimit?: { points: number; durationSeconds: number } | null; config?: Partial<Config> } = {}): { readonly running: RunningServer } {
   let second: RunningServer | undefined;
   beforeAll(async () => {
-    const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: 'http://parley.test', validateResponses: true, rateLimit: options.rateLimit ?? null, logLevel: 'error' };
+    // The same file storage as the first process (as several machines share one bucket).
+    const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: 'http://parley.test', validateResponses: true, rateLimit: options.rateLimit ?? null, logLevel: 'error', storage: env.running.deps.config.storage, maxFileUploadSizeMib: env.running.deps.config.maxFileUploadSizeMib, ...options.config };
     second = await listen(await createDeps(config, env.databaseUrl, { poolSize: 4 }), '127.0.0.1', 0);
   });
   afterAll(async () => {

@@ -492,16 +492,31 @@ describe('routing errors are JSON', () => {
   it.each([
     ['GET', '/no_such_endpoint'],
     ['POST', '/no_such_endpoint'],
-    ['GET', '/users/abc'],
-    ['PATCH', '/users/abc'],
-    ['DELETE', '/users/-1'],
-    ['GET', '/users/12abc'],
     ['POST', '/users/abc/reactivate'],
+    ['GET', '/users/12abc/status'],
     ['GET', '/users/me/no_such_thing'],
   ])('%s %s → 404 JSON envelope', async (method, path) => {
     const res = await env.raw(path, { method, as: 'hamlet' });
     expect(res.status).toBe(404);
     expect(res.body).toMatchObject({ result: 'error', msg: 'Not Found' });
+    expectCleanError(res);
+  });
+
+  // A segment of other than digits after /users/ is an e-mail address (GET and PATCH /users/{email}), as in Zulip.
+  it.each([
+    ['GET', '/users/abc'],
+    ['GET', '/users/12abc'],
+    ['PATCH', '/users/abc'],
+  ])('%s %s → No such user (an address naming nobody)', async (method, path) => {
+    const res = await env.raw(path, { method, as: 'hamlet' });
+    expectJsonError(res, 400, 'No such user', 'BAD_REQUEST');
+    expectCleanError(res);
+  });
+
+  it('DELETE /users/-1 → 405 JSON envelope (the address form has no DELETE)', async () => {
+    const res = await env.raw('/users/-1', { method: 'DELETE', as: 'hamlet' });
+    expect(res.status).toBe(405);
+    expect(res.body).toMatchObject({ result: 'error', msg: 'Method Not Allowed', allowed_methods: ['GET', 'PATCH'] });
     expectCleanError(res);
   });
 

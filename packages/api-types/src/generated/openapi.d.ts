@@ -67,11 +67,14 @@ export interface paths {
          * Update organization settings
          * @description Changes organization-level settings; every parameter is optional, values equal to the current ones
          *     are ignored, and a request without parameters succeeds. Organization administrators only (`Must be an
-         *     organization administrator`, code `UNAUTHORIZED_PRINCIPAL`); `invite_required`, `can_create_groups`,
-         *     `can_invite_users_group` and `can_manage_all_groups` need an organization owner (`Must be an
-         *     organization owner`). The message editing, moving and deletion settings and `enable_read_receipts`
-         *     are for administrators.
+         *     organization administrator`, code `UNAUTHORIZED_PRINCIPAL`); `invite_required`,
+         *     `create_multiuse_invite_group`, `can_create_groups`, `can_invite_users_group`,
+         *     `can_manage_all_groups`, `can_manage_billing_group`, `emails_restricted_to_domains`,
+         *     `disallow_disposable_email_addresses`, `waiting_period_threshold`, `message_retention_days`,
+         *     `authentication_methods` and `string_id` need an organization owner (`Must be an organization
+         *     owner`).
          *
+         *     Every parameter is checked before anything changes: a request with one bad value changes nothing.
          *     Time limits (`message_content_edit_limit_seconds`, `move_messages_within_stream_limit_seconds`,
          *     `move_messages_between_streams_limit_seconds`, `message_content_delete_limit_seconds`) take a
          *     positive JSON integer of seconds or the JSON string `"unlimited"` (stored and reported as null);
@@ -82,9 +85,42 @@ export interface paths {
          *     mismatching `old` gives `'old' value does not match the expected value.`; some settings accept only
          *     certain system groups, answering `'<setting>' setting cannot be set to '<group>' group.` or
          *     `'<setting>' must be a system user group.`). The response echoes each setting that changed: string
-         *     settings as the word `updated`, others with their new value. Organization update events are sent.
+         *     settings as the word `updated`, others with their new value. Each change is announced to every
+         *     active user by a `realm` event: `update` with the setting's `property` and `value`, or
+         *     `update_dict` (`property: default`) for `allow_message_editing`,
+         *     `message_content_edit_limit_seconds`, `topics_policy` (with `mandatory_topics`) and the permission
+         *     settings, as Zulip sends them.
          */
         patch: operations["update-realm"];
+        trace?: never;
+    };
+    "/realm/user_settings_defaults": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update realm-level defaults of user settings
+         * @description Changes the settings new users of the organization start with: every personal preference of
+         *     `PATCH /settings` except the language (new users take the organization's `default_language`), the
+         *     time zone, login and marketing e-mails and private data exports. Users who exist already keep
+         *     their settings. Organization administrators only (`Must be an organization administrator`, code
+         *     `UNAUTHORIZED_PRINCIPAL`). Values are checked as `PATCH /settings` checks them, every one before
+         *     anything changes; values equal to the current ones are ignored, and parameters this endpoint does
+         *     not know are listed in `ignored_parameters_unsupported`. Each change is announced to every active
+         *     user by a `realm_user_settings_defaults` event (`op: update`, the setting's `property` and
+         *     `value`). The defaults are applied to accounts created afterwards: sign-up from an invitation,
+         *     `POST /users` and the `manage create-user` command.
+         */
+        patch: operations["update-realm-user-settings-defaults"];
         trace?: never;
     };
     "/realm/profile_fields": {
@@ -108,26 +144,123 @@ export interface paths {
          *     organization owners and administrators. Clients receive a `custom_profile_fields` event with the
          *     new list of fields.
          *
-         *     The checks, in order:
+         *     The checks, in Zulip's order:
          *     - Asking for `display_in_profile_summary` when two fields already have it gives `Only 2 custom
          *       profile fields can be displayed in the profile summary.`
-         *     - `field_data` must suit the type: a list-of-options field needs at least one option (`Field must
-         *       have at least one choice.`) with non-blank text and order; an external-account field needs a
-         *       known `subtype`, and a `custom` one a valid `url_pattern`.
-         *     - Except for predefined external accounts (`subtype` `github` or `twitter`, whose label and hint
-         *       are predefined and the sent ones ignored), the label is required (`Label cannot be blank.`,
-         *       surrounding whitespace is stripped) and limited to 40 characters, the hint to 80 (`name is too
-         *       long (limit: 40 characters)`, `hint is too long (limit: 80 characters)`).
+         *     - `field_data` must suit the type (see `CustomProfileFieldData`): a list-of-options field needs at
+         *       least one option (`Field must have at least one choice.`), each with non-blank `text` and
+         *       `order` and distinct texts; an external-account field needs a known `subtype` (`Invalid external
+         *       account type`) and, if given, a valid `url_pattern`.
+         *     - Except for predefined external accounts (any `subtype` but `custom`, whose label and hint are
+         *       Zulip's and the sent ones ignored), the label is required (`Label cannot be blank.`, surrounding
+         *       whitespace is stripped), the hint limited to 80 characters and the label to 40 (`hint is too
+         *       long (limit: 80 characters)`, `name is too long (limit: 40 characters)`).
          *     - An unknown `field_type` gives `Invalid field type.`
          *     - Long-text and users fields cannot be shown in the profile summary (`Field type not supported
          *       for display in profile summary.`).
-         *     - Labels are unique within the organization (`A field with that label already exists.`).
+         *     - Labels are unique within the organization, whatever their case (`A field with that label
+         *       already exists.`; Zulip compares them case-sensitively).
+         *
+         *     A new field's `order` is its ID, so it comes after the fields that exist.
          */
         post: operations["create-custom-profile-field"];
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Reorder custom profile fields
+         * @description Sets the display order of the organization's custom profile fields; limited to organization
+         *     owners and administrators. `order` must list every field of the organization (`Invalid order
+         *     mapping.` otherwise); each field's `order` becomes its position in the list (from 0; IDs that are
+         *     not fields of the organization are ignored, and a repeated ID takes its last position). Clients
+         *     receive a `custom_profile_fields` event with the reordered list.
+         */
+        patch: operations["reorder-custom-profile-fields"];
+        trace?: never;
+    };
+    "/realm/profile_fields/{field_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a custom profile field
+         * @description Deletes one of the organization's custom profile fields and every user's value for it; limited
+         *     to organization owners and administrators. Clients receive a `custom_profile_fields` event with
+         *     the remaining fields (and no `realm_user` events for the values, as in Zulip).
+         */
+        delete: operations["delete-custom-profile-field"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a custom profile field
+         * @description Changes the configuration of one of the organization's custom profile fields; limited to
+         *     organization owners and administrators. Every parameter is optional (feature level 252); the
+         *     type of a field cannot change. Clients receive a `custom_profile_fields` event with every field,
+         *     also when nothing changed.
+         *
+         *     The checks, in Zulip's order: the field must be one of the organization's (`Field id <id> not
+         *     found.`); turning `display_in_profile_summary` on when two other fields have it gives `Only 2
+         *     custom profile fields can be displayed in the profile summary.`; a predefined external-account
+         *     field (any `subtype` but `custom`) accepts only its current label, hint and `field_data` (`Default
+         *     custom field cannot be updated.`); then the field as it would be is checked as on creation
+         *     (`field_data`, label, hint, summary). Labels stay unique (`A field with that label already
+         *     exists.`).
+         *
+         *     Replacing the options of a list-of-options field removes the users' values that chose an option
+         *     no longer offered (without `realm_user` events, as in Zulip).
+         */
+        patch: operations["update-custom-profile-field"];
+        trace?: never;
+    };
+    "/users/me/profile_data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Clear your custom profile field values
+         * @description Clears some of the caller's custom profile field values; for humans only. Each field must be one
+         *     of the organization's (`Field id <id> not found.`) that the caller may edit (`You are not allowed
+         *     to change this field. Contact an administrator to update it.`); a field without a value is
+         *     skipped. The whole request applies or nothing does. For each value cleared, every user receives a
+         *     `realm_user` event with `op` `update` and `person.custom_profile_field.value` null.
+         */
+        delete: operations["remove-profile-data"];
+        options?: never;
+        head?: never;
+        /**
+         * Update your custom profile field values
+         * @description Sets some of the caller's custom profile field values; for humans only (`This endpoint does not
+         *     accept bot requests.`). Every entry is checked before anything is written, in order: the field
+         *     must be one of the organization's (`Field id <id> not found.`), one the caller may edit (fields
+         *     with `editable_by_user` false are for administrators only: `You are not allowed to change this
+         *     field. Contact an administrator to update it.`), and the value must suit its type:
+         *
+         *     - short text, external account and pronouns: a string of at most 50 characters (`<label> is too
+         *       long (limit: 50 characters)`), long text at most 500;
+         *     - list of options: the ID of one of the options (`'<value>' is not a valid choice for
+         *       '<label>'.`);
+         *     - date: `YYYY-MM-DD` (`<label> is not a date`); link: an http, https, ftp or ftps URL (`<label>
+         *       is not a URL`);
+         *     - users: a list of IDs of active human users of the organization (`Invalid user IDs: <ids>`,
+         *       `User with ID <id> is deactivated`, `User with ID <id> is a bot`).
+         *
+         *     An empty string is stored as given (use `DELETE` to clear a value). Values that do not change
+         *     are not written; for each value that does, every user receives a `realm_user` event with `op`
+         *     `update` and `person.custom_profile_field` (with `rendered_value` for text fields).
+         */
+        patch: operations["update-profile-data"];
         trace?: never;
     };
     "/users": {
@@ -279,6 +412,139 @@ export interface paths {
          *     its name. Clients receive `realm_user` (and for bots `realm_bot`) events for the change.
          */
         post: operations["reactivate-user"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/{email}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a user by e-mail address
+         * @description Returns one user of the organization, named by an e-mail address, in the same shape as `GET
+         *     /users/{user_id}`; bots and deactivated accounts can be fetched too. Two spellings name a user
+         *     (feature level 302):
+         *
+         *     - the address every user sees for them (their `email`): the fake `user<ID>@<domain>` form when
+         *       their real address is hidden;
+         *     - their real address (compared case-insensitively), but only when the requester's role may see it
+         *       under the user's `email_address_visibility`: every role for "everyone", members and above for
+         *       "members", moderators and administrators for "moderators", administrators for "admins", and
+         *       nobody for "nobody" (not even the user themselves). Bots' addresses are public.
+         *
+         *     Any other address gives `No such user`, so a hidden address cannot be confirmed by trying it.
+         *     Fetching by ID is the better choice where possible: a user's address, and its visibility, can
+         *     change. Paths in other than digits name an e-mail address; `/users/me` stays the caller's own
+         *     account.
+         */
+        get: operations["get-user-by-email"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update a user by e-mail address
+         * @description `PATCH /users/{user_id}` for a user named by an e-mail address (feature level 313), with the same
+         *     parameters, rules, errors and events. The address names the user as for `GET /users/{email}`; one
+         *     that names nobody for the requester gives `No such user`.
+         */
+        patch: operations["update-user-by-email"];
+        trace?: never;
+    };
+    "/users/me/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update your status
+         * @description Changes the caller's status. Only what the request names changes: sending just `status_text`
+         *     keeps the emoji, sending just the emoji keeps the text. A client that means to set the whole
+         *     status sends every parameter. At least one of `status_text`, `emoji_name` and `away` is required
+         *     (`Client did not pass any new values.`). Bots may not have a status.
+         *
+         *     `status_text` is stripped of surrounding whitespace and may then hold at most 60 characters; the
+         *     empty string clears it. `emoji_name` names the emoji; when `emoji_code` or `reaction_type` is left
+         *     out it is looked up from the name (an organization's custom emoji first, then `zulip`, then the
+         *     Unicode emoji names; `Emoji '<name>' does not exist` otherwise), and name, code and type must then
+         *     agree. The empty `emoji_name` clears the emoji, whatever code and type are sent. Sending
+         *     `emoji_code` or `reaction_type` without `emoji_name` is refused. Parley has no custom emoji yet, so
+         *     a `realm_emoji` status emoji is always refused (`Invalid custom emoji.`).
+         *
+         *     `away` (deprecated since feature level 148) sets the caller's `presence_enabled` setting to its
+         *     opposite, with the `user_settings` event of that change.
+         *
+         *     Nothing is changed unless everything is valid. Every user of the organization receives a
+         *     `user_status` event holding what changed.
+         */
+        post: operations["update-status"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/{user_id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a user's status
+         * @description Returns a user's status, in the shape of the `user_status` state of `POST /register`: only what is
+         *     set appears, and a user without a status gives `{}`. Any user may ask, bots included. Bots have no
+         *     status: a bot's ID gives `No such user`, as does an ID unknown in the organization; a deactivated
+         *     user gives `User is deactivated` (feature level 262).
+         */
+        get: operations["get-user-status"];
+        put?: never;
+        /**
+         * Update a user's status
+         * @description Lets an organization administrator change another user's status (feature level 407), with the
+         *     rules of `POST /users/me/status` except that there is no `away`. Callers who may not administer
+         *     the user get `Insufficient permission`; bots have no status (`No such user`); a deactivated user
+         *     gives `User is deactivated`. At least one of `status_text` and `emoji_name` is required. Every user
+         *     of the organization receives a `user_status` event for the user.
+         */
+        post: operations["update-status-for-user"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/{user_id}/subscriptions/{stream_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get subscription status
+         * @description Whether a user is subscribed to a channel. The requester must be able to see the channel's
+         *     subscribers (as for `GET /streams/{stream_id}/members`: public channels for non-guests, private
+         *     channels for their subscribers, administrators and the members of the groups their settings
+         *     name); otherwise, as for an unknown ID, `Invalid channel ID`. The user must be an active human
+         *     user of the organization: an unknown ID or a bot gives `No such user`, a deactivated user `User is
+         *     deactivated`.
+         */
+        get: operations["get-subscription-status"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -677,6 +943,40 @@ export interface paths {
          *     channel gives `Invalid channel ID`.
          */
         get: operations["get-subscribers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/streams/{stream_id}/email_address": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a channel's email address
+         * @description The address of the channel at the server's incoming e-mail gateway: mail sent to it becomes a
+         *     message in the channel (the subject gives the topic, the body the content). The caller needs
+         *     access to the channel's messages (subscribed, or a public channel for a non-guest); archived
+         *     channels have no address. An unknown or inaccessible channel gives `Invalid channel ID`.
+         *
+         *     The address has the form `<channel name>.<token>.show-sender@<gateway domain>`: the name part is
+         *     the channel's name reduced to ASCII letters, digits and dashes (`channel` when the name does not
+         *     reduce cleanly), the token belongs to this channel, this caller and the chosen sender, and
+         *     `show-sender` makes each message begin with the mail's `From:` line. Other options may be added
+         *     as further dot-separated parts: `include-footer` keeps a signature after a `--` line,
+         *     `include-quotes` keeps quoted replies, `prefer-html` uses the HTML part of the mail rather than
+         *     the plain-text one. The same caller asking again for the same sender gets the same address.
+         *
+         *     Mail to the address is accepted only while the caller (or, when the sender is the caller or one of
+         *     their bots, that sender) may still post in the channel.
+         */
+        get: operations["get-stream-email-address"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1852,6 +2152,810 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/users/me/presence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update your presence
+         * @description Reports that the user is connected (`idle`) or using a client right now (`active`), and answers the
+         *     presence of the organization's users, so that clients call it every
+         *     `server_presence_ping_interval_seconds` (60) both to report and to refresh who is online.
+         *
+         *     A report changes the stored presence at most once a minute or so (a report within 55 seconds of the
+         *     previous one changes nothing, as in Zulip); reports are written in batches, shortly after they
+         *     arrive, and the answer already shows the caller's own. A user who comes online after a while away
+         *     (or reports for the first time) is announced at once with a `presence` event to the organization,
+         *     when it has at most 100 active users. Users who turned `presence_enabled` off are not updated: others
+         *     see them offline. Bots cannot report presence.
+         *
+         *     With `last_update_id` (the `presence_last_update_id` of the previous answer; -1 the first time) the
+         *     answer holds only the users whose presence changed since, in the modern format; this is what clients
+         *     should use. Without it, the answer holds everyone who reported in the last `history_limit_days` (14
+         *     by default), keyed by e-mail address unless `slim_presence` is true.
+         */
+        post: operations["update-presence"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/realm/presence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get presence of all users
+         * @description The presence of the organization's active human users who reported any in the last 14 days, in
+         *     the legacy format keyed by e-mail address (as everyone sees it). Any user of the organization may
+         *     read it, bots included. Empty when the server has presence turned off. Reports of the last second
+         *     or so may not be written yet (they are written in batches).
+         */
+        get: operations["get-presence"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/{user_id_or_email}/presence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a user's presence
+         * @description One active human user's presence, named by user ID or by e-mail address (the address everyone sees,
+         *     or the real one where the caller may see it). In the legacy format (the default) `aggregated`'s
+         *     status is `offline` when the user's last report is older than
+         *     `server_presence_offline_threshold_seconds`; with `slim_presence` the answer is the modern format.
+         *     Any user of the organization may ask, bots included.
+         */
+        get: operations["get-user-presence"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/me/muted_users/{muted_user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mute a user
+         * @description Mutes a user for the caller. At once, every unread message the caller has from that user becomes
+         *     read (an `update_message_flags` event for `read`, and any mobile notification of them is
+         *     withdrawn); from then on, the user's new messages reach the caller already read, so they count in
+         *     no unread total and cause no push notification. They are still delivered: clients hide them. Read
+         *     receipts no longer list the muted user to the caller, nor the caller to the muted user. Bots and
+         *     deactivated users can be muted too. The caller's clients receive a `muted_users` event with the
+         *     whole new list.
+         */
+        post: operations["mute-user"];
+        /**
+         * Unmute a user
+         * @description Unmutes a user the caller muted. Messages that muting marked as read stay read. The caller's
+         *     clients receive a `muted_users` event with the whole new list.
+         */
+        delete: operations["unmute-user"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/me/alert_words": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get alert words
+         * @description Lists the caller's alert words: words or phrases that mark the messages containing them with the
+         *     `has_alert_word` flag for the caller, so that clients can highlight them.
+         */
+        get: operations["get-alert-words"];
+        put?: never;
+        /**
+         * Add alert words
+         * @description Adds words or phrases to the caller's alert words. Each is trimmed of surrounding whitespace
+         *     first, and left out when nothing remains. Alert words compare case-insensitively: one the caller
+         *     has already (in any case) is not added again, and of several in the request that differ only in
+         *     case, the last spelling is kept. A message matches an alert word when the word appears in it
+         *     (case-insensitively) as a whole: at the start of the message or after a space, a line break or
+         *     one of `( " . , ' ; [ * `` ` `` >`, and at the end or before a space, a line break or one of
+         *     `) ? : . , ' ; ] ! * `` ` ``; text inside fenced code blocks is not looked at. The flag is set
+         *     when a message is sent or edited, for every recipient (the sender too) whose alert word matches;
+         *     alert words never cause notifications. The caller's clients receive an `alert_words` event with
+         *     the whole new list, even when nothing changed.
+         */
+        post: operations["add-alert-words"];
+        /**
+         * Remove alert words
+         * @description Removes words or phrases from the caller's alert words, case-insensitively and as given (not
+         *     trimmed); words the caller does not have are ignored. Messages already flagged keep their flag.
+         *     The caller's clients receive an `alert_words` event with the whole new list, even when nothing
+         *     changed.
+         */
+        delete: operations["remove-alert-words"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/me/avatar": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload an avatar
+         * @description Replaces the user's avatar with an uploaded image: the one file part of a `multipart/form-data`
+         *     body (whatever its field name), an image of at most 5 MiB in one of the types Zulip decodes (AVIF,
+         *     GIF, HEIC, JPEG, PNG, TIFF, WebP). It is cropped to a square and stored re-encoded as PNG, 100 and
+         *     500 pixels wide. `avatar_source` becomes `U` and `avatar_version` goes up by one; everyone in the
+         *     organization receives a `realm_user` event with `op` `update`. Refused for users other than
+         *     administrators when `avatar_changes_disabled` is set.
+         */
+        post: operations["set-avatar"];
+        /**
+         * Delete the avatar
+         * @description Goes back to the default avatar, the gravatar of the user's address: `avatar_source` becomes `G`
+         *     and `avatar_version` goes up by one; everyone in the organization receives a `realm_user` event
+         *     with `op` `update`. Refused for users other than administrators when `avatar_changes_disabled` is set.
+         */
+        delete: operations["delete-avatar"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/realm/emoji": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get all custom emoji
+         * @description The organization's custom emoji, by id, removed (deactivated) ones included so that reactions
+         *     with them can still be shown. Any user of the organization may read it.
+         */
+        get: operations["get-custom-emoji"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/realm/emoji/{emoji_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The emoji's name. When adding, surrounding spaces are dropped and inner spaces become
+                 *     underscores; the name may hold lowercase English letters, digits, `-` and `_`, and must end with a
+                 *     letter or digit.
+                 * @example green_tick
+                 */
+                emoji_name: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a custom emoji
+         * @description Adds a custom emoji from the one image file of a `multipart/form-data` body (at most 5 MiB; AVIF,
+         *     GIF, JPEG, PNG or WebP). The image is cropped to a 64-pixel square and re-encoded in its type; an
+         *     animated GIF or WebP stays animated (fitted into the square) and gets a still PNG of its first
+         *     frame. Guests may not add emoji; others need to be in `can_add_custom_emoji_group`, and only
+         *     administrators may give an emoji the name of a built-in one. Everyone in the organization receives
+         *     a `realm_emoji` event.
+         */
+        post: operations["upload-custom-emoji"];
+        /**
+         * Deactivate a custom emoji
+         * @description Removes an active custom emoji by name: it is marked deactivated (reactions with it stay, and it
+         *     stays listed) and can no longer be used. Administrators may remove any; others only their own.
+         *     Everyone in the organization receives a `realm_emoji` event.
+         */
+        delete: operations["deactivate-custom-emoji"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/user_uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file
+         * @description Stores one file and answers the URL it can be linked with. At first only the uploader can read it;
+         *     a message whose content links to the URL (for example `[name](url)`) shares it with whoever can
+         *     read that message. The file is the one file part of a `multipart/form-data` body, whatever the
+         *     part's field name; the body is read as it arrives, so files of any size allowed by
+         *     `max_file_upload_size_mib` (in the `POST /register` answer) are never held in memory. A part's
+         *     `Content-Type` is kept as the file's type; without one, the type is guessed from the file name.
+         *     The uploader's clients receive an `attachment` event with `op` `add`.
+         */
+        post: operations["upload-file"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/user_uploads/{realm_id_str}/{filename}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a temporary URL of a file
+         * @description Answers a URL at which the file can be downloaded without credentials for the next 60 seconds
+         *     (`/user_uploads/temporary/<token>/<name>`, relative to the server), for handing a file to a
+         *     browser or another program. Only a user who may read the file gets one: its uploader, or a reader
+         *     of a message that links to it.
+         *
+         *     The file itself is served outside the API, at its own URL `/user_uploads/<realm id>/<path>` (HTTP
+         *     Basic credentials, or the API key in an `api_key` query parameter; spectators for files linked
+         *     from web-public channels), and at the temporary URL; both answer `Range` requests.
+         */
+        get: operations["get-file-temporary-url"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/attachments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get attachments
+         * @description Lists the files the user uploaded, with the messages that link to each, and the space the
+         *     organization's uploads take.
+         */
+        get: operations["get-attachments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/attachments/{attachment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an attachment
+         * @description Deletes one of the user's uploaded files: the stored file and its record. Links to it in messages
+         *     stay, but lead nowhere. The user's clients receive an `attachment` event with `op` `remove`.
+         */
+        delete: operations["remove-attachment"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/default_streams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a default channel
+         * @description Makes a channel one of the organization's default channels, which new users join when they sign
+         *     up (and invited users when their invitation includes the default channels); limited to
+         *     organization owners and administrators. Users who are not guests receive a `default_streams` event
+         *     with the new list of default channel IDs; adding a channel that is already a default one changes
+         *     nothing and sends no event.
+         *
+         *     The channel must be active and readable by the caller (`Invalid channel ID` otherwise, as for an
+         *     unknown ID), and public: a private channel cannot be a default one (`Private channels cannot be
+         *     made default.`).
+         */
+        post: operations["add-default-stream"];
+        /**
+         * Remove a default channel
+         * @description Removes a channel from the organization's default channels; limited to organization owners and
+         *     administrators. The caller needs to see the channel (a private channel they may administer will
+         *     do), and it must be active (`Invalid channel ID` otherwise). Users who are not guests receive a
+         *     `default_streams` event with the new list, also when the channel was not a default one.
+         */
+        delete: operations["remove-default-stream"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/default_stream_groups/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a default channel group
+         * @description Creates a default channel group: a named set of channels that new users may choose to join at
+         *     sign-up; limited to organization owners and administrators. Users who are not guests receive a
+         *     `default_stream_groups` event with every group.
+         *
+         *     The checks, in order: each channel is looked up by name among the active channels the caller can
+         *     read (`Invalid channel name '<name>'`); none may be a default channel already (`'<channel>' is a
+         *     default channel and cannot be added to '<group>'`); the name must not be blank (`Invalid default
+         *     channel group name '<name>'`) nor longer than 60 characters (`Default channel group name too long
+         *     (limit: 60 characters)`), and must not be taken (`Default channel group '<name>' already
+         *     exists`, case-sensitively).
+         */
+        post: operations["create-default-stream-group"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/default_stream_groups/{group_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a default channel group
+         * @description Deletes a default channel group (its channels are not affected); limited to organization owners
+         *     and administrators. Users who are not guests receive a `default_stream_groups` event.
+         */
+        delete: operations["remove-default-stream-group"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a default channel group
+         * @description Renames a default channel group or changes its description; limited to organization owners and
+         *     administrators. At least one of the two must be given and non-empty (`You must pass
+         *     "new_description" or "new_group_name".`). A new name must differ from the current one (`This
+         *     default channel group is already named '<name>'`), follow the rules of creation and not be taken
+         *     (`Default channel group '<name>' already exists`). Users who are not guests receive a
+         *     `default_stream_groups` event per change.
+         */
+        patch: operations["update-default-stream-group-info"];
+        trace?: never;
+    };
+    "/default_stream_groups/{group_id}/streams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Add or remove channels of a default channel group
+         * @description Adds channels to a default channel group or removes them from it; limited to organization owners
+         *     and administrators. The group is looked up first (`Default channel group with id '<id>' does not
+         *     exist.`), then each channel by name as on creation, then `op`. Adding refuses a default channel
+         *     and a channel already in the group (`Channel '<channel>' is already present in default channel
+         *     group '<group>'`); removing refuses a channel not in it (`Channel '<channel>' is not present in
+         *     default channel group '<group>'`). The whole request applies or nothing does. Users who are not
+         *     guests receive a `default_stream_groups` event.
+         */
+        patch: operations["update-default-stream-group-streams"];
+        trace?: never;
+    };
+    "/saved_snippets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get all saved snippets
+         * @description Lists the caller's saved snippets (feature level 297), oldest first. Saved snippets are personal:
+         *     nobody else sees them.
+         */
+        get: operations["get-saved-snippets"];
+        put?: never;
+        /**
+         * Create a saved snippet
+         * @description Saves a snippet of text the caller can insert when composing (feature level 297). Surrounding
+         *     whitespace is stripped from the title and the content; then neither may be empty (`title cannot
+         *     be blank`, `content cannot be blank`), the title may have at most 60 characters and the content at
+         *     most 10000 (`title is too long (limit: 60 characters)`). The caller's clients receive a
+         *     `saved_snippets` event with `op` `add`.
+         */
+        post: operations["create-saved-snippet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/saved_snippets/{saved_snippet_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a saved snippet
+         * @description Deletes one of the caller's saved snippets (feature level 297). The caller's clients receive a
+         *     `saved_snippets` event with `op` `remove`.
+         */
+        delete: operations["delete-saved-snippet"];
+        options?: never;
+        head?: never;
+        /**
+         * Edit a saved snippet
+         * @description Changes the title, the content or both of one of the caller's saved snippets (feature level 368),
+         *     checked as on creation. Without either, nothing happens and no event is sent (the snippet is not
+         *     even looked up). Otherwise the caller's clients receive a `saved_snippets` event with `op`
+         *     `update` and the whole snippet.
+         */
+        patch: operations["edit-saved-snippet"];
+        trace?: never;
+    };
+    "/realm/linkifiers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get linkifiers
+         * @description Lists the organization's linkifiers: regular expressions whose matches in messages and topics
+         *     become links. The list is in the order the linkifiers apply. Any user of the organization may read
+         *     it.
+         */
+        get: operations["get-linkifiers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Reorder linkifiers
+         * @description Sets the order in which the organization's linkifiers apply (where the matches of two linkifiers
+         *     overlap, the earlier one wins). The list must name every linkifier exactly once. Organization
+         *     administrators only. Messages already sent keep their rendering. Every user's clients receive a
+         *     `realm_linkifiers` event with the list in its new order (none when the organization has no
+         *     linkifiers).
+         */
+        patch: operations["reorder-linkifiers"];
+        trace?: never;
+    };
+    "/realm/filters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a linkifier
+         * @description Adds a linkifier, applied after the existing ones: from then on, text of new and edited messages
+         *     (and of topics) matching `pattern` becomes a link to `url_template` expanded with the match's named
+         *     groups. Messages already sent keep their rendering. Organization administrators only.
+         *
+         *     Both parameters are trimmed of surrounding whitespace. The pattern is a regular expression in RE2
+         *     syntax, matched in time linear in the text, so no pattern can make rendering slow: Python's
+         *     syntax where it runs in linear time (named groups `(?P<name>…)`, classes, repetitions up to 1000,
+         *     `\pL`-style Unicode classes), without backreferences or lookaround. A match must start at the
+         *     beginning of the text, after whitespace or after one of `' " ( , : <`, and end at the end of the
+         *     text or before a character that is not a letter or digit. The URL template must be an RFC 6570
+         *     template whose variables are exactly the pattern's named groups.
+         *
+         *     Every user's clients receive a `realm_linkifiers` event with the whole new list. Invalid input is
+         *     refused with the first problem in `msg` and all of them, by field, in `errors` (as Zulip's
+         *     validation reports them); nothing is stored.
+         */
+        post: operations["add-linkifier"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/realm/filters/{filter_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a linkifier
+         * @description Removes a linkifier; the others keep their order. Messages already sent keep their rendering.
+         *     Organization administrators only. Every user's clients receive a `realm_linkifiers` event with the
+         *     whole new list.
+         */
+        delete: operations["remove-linkifier"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a linkifier
+         * @description Replaces a linkifier's pattern and URL template, validated as when adding one; it keeps its place
+         *     in the order. Messages already sent keep their rendering. Organization administrators only. Every
+         *     user's clients receive a `realm_linkifiers` event with the whole new list.
+         */
+        patch: operations["update-linkifier"];
+        trace?: never;
+    };
+    "/realm/playgrounds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a code playground
+         * @description Adds a code playground: a site where code blocks of a language can be opened, which clients offer
+         *     beside such code blocks. Organization administrators only. The three parameters are trimmed of
+         *     surrounding whitespace. Several playgrounds may serve one language, under different names.
+         *
+         *     `url_template` must be an RFC 6570 template whose only variable is `code`. Every user's clients
+         *     receive a `realm_playgrounds` event with the whole new list. Invalid input is refused with the
+         *     first problem in `msg` (and, for the checks of the stored fields, all of them by field in
+         *     `errors`, as Zulip's validation reports them); nothing is stored.
+         */
+        post: operations["add-code-playground"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/realm/playgrounds/{playground_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a code playground
+         * @description Removes a code playground. When the organization's `default_code_block_language` is the
+         *     playground's language, it is reset to none (`""`, with its `realm` `update` event), as in Zulip.
+         *     Organization administrators only. Every user's clients receive a `realm_playgrounds` event with the
+         *     whole new list.
+         */
+        delete: operations["remove-code-playground"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/bots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get your bots
+         * @description Lists the caller's own active bots, oldest first, with their API keys. Administrators get only
+         *     the bots they own too (the `realm_bots` state of `POST /register` lists every bot for them).
+         *     Guests and bots may not call it.
+         */
+        get: operations["get-bots"];
+        put?: never;
+        /**
+         * Create a bot
+         * @description Creates a bot owned by the caller. Its e-mail address is `<short_name>-bot@<organization host>`
+         *     (the short name stripped of surrounding whitespace). Members of the organization's
+         *     `can_create_bots_group` may create every kind of bot; members of `can_create_write_only_bots_group`
+         *     only incoming webhook bots (`Insufficient permission` otherwise). Guests and bots may not create
+         *     bots. Checks run in Zulip's order and nothing is created unless every check passes: the short
+         *     name (`Bad name or username` when blank or unusable in an address), the name (as for every user),
+         *     embedded bots (`Embedded bots are not enabled.`: Parley runs none), the address (`Email is already
+         *     in use.`), the name among active users (`Name is already in use.`), the permission, the type
+         *     (`Invalid bot type`), the interface (`Invalid interface type`), then the default channels, which
+         *     the caller must be able to post to (`Invalid channel name '<name>'`).
+         *
+         *     An outgoing webhook bot (type 3) gets a service named `service_name` (the short name by default)
+         *     posting to `payload_url` with a new token; an incoming webhook bot (type 2) given a
+         *     `service_name` records it as its integration, with `config_data`. The bot joins no channel.
+         *     Every user receives a `realm_user` `add` event; the owner and the administrators a `realm_bot`
+         *     `add` event with the API key (only the owner when a default channel is private). Avatar uploads
+         *     are not supported yet: a bot starts with its gravatar.
+         */
+        post: operations["create-bot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/bots/{bot_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Deactivate a bot
+         * @description Deactivates a bot (its owner and administrators may): its API key stops working and its event
+         *     queues end. Deactivating a deactivated bot succeeds and changes nothing. Every user receives a
+         *     `realm_user` `update` event (`is_active` false), the owner and administrators a `realm_bot`
+         *     `update`. `POST /users/{user_id}/reactivate` brings it back.
+         */
+        delete: operations["deactivate-bot"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a bot
+         * @description Changes a bot: its owner and organization administrators may, guests and bots may not. Another
+         *     user's bot is `Insufficient permission`, a user who is not a bot `No such bot`. Every parameter is
+         *     optional; everything is checked before anything changes, and the whole request applies at once.
+         *
+         *     - `full_name`: checked like any name; a name an active user already has is `Name is already in
+         *       use.` (the bot's own current name is a no-op).
+         *     - `role`: as for `PATCH /users/{user_id}` (owners for the owner role, administrators otherwise).
+         *     - `bot_owner_id`: the new owner must be an active human of the organization (`Failed to change
+         *       owner, no such user`, `… user is deactivated`, `… bots can't own other bots`).
+         *     - `default_sending_stream`, `default_events_register_stream`: channel names the caller can post
+         *       to (`Invalid channel name '<name>'`), or the empty string for none.
+         *     - `service_payload_url` and `service_interface` (JSON-encoded): an outgoing webhook bot's URL and
+         *       interface (1 or 2, `Invalid interface type`); `service_interface` alone changes nothing.
+         *     - `config_data`: entries added to (or replacing those of) the bot's configuration, at most 10,000
+         *       characters in all.
+         *
+         *     Each change is announced: `realm_user` `update` events to every user for the name and the owner,
+         *     `realm_bot` events to the bot's owner and the administrators (only the owner when a default
+         *     channel is private); a new owner who is not an administrator gets a `realm_bot` `add`, a previous
+         *     owner who is not one a `realm_bot` `delete`.
+         */
+        patch: operations["update-bot"];
+        trace?: never;
+    };
+    "/bots/{bot_id}/api_key/regenerate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Regenerate a bot's API key
+         * @description Gives a bot a new API key (its owner and administrators may; guests and bots may not); the old key
+         *     stops working at once. The owner and administrators receive a `realm_bot` `update` event with the
+         *     new key (only the owner when a default channel is private).
+         */
+        post: operations["regenerate-bot-api-key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/bot_storage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a bot's stored data
+         * @description Reads entries of the calling bot's own storage (the key/value store of Zulip's interactive bots,
+         *     `bot_handler.storage`): the given `keys`, or every entry when `keys` is absent. A key the bot has
+         *     not stored fails the whole request (`Key does not exist.`). Only bots may use bot storage (Zulip
+         *     since feature level 494); each bot sees only its own entries.
+         */
+        get: operations["get-bot-storage"];
+        /**
+         * Store data for a bot
+         * @description Adds entries to the calling bot's storage, or replaces the values of keys it has. A bot's storage
+         *     holds at most 10,000,000 characters, keys and values counted together (Zulip's
+         *     `USER_STATE_SIZE_LIMIT`); a request that would go over stores nothing (`Request exceeds storage
+         *     limit by <n> characters. The limit is 10000000 characters.`). Only bots may use bot storage.
+         */
+        put: operations["update-bot-storage"];
+        post?: never;
+        /**
+         * Delete a bot's stored data
+         * @description Removes the given `keys` from the calling bot's storage, or every entry when `keys` is absent. A key
+         *     the bot has not stored fails the whole request and removes nothing (`Key does not exist.`). Only
+         *     bots may use bot storage.
+         */
+        delete: operations["remove-bot-storage"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2025,30 +3129,16 @@ export interface components {
             editable_by_user: boolean;
         };
         /**
-         * @description One option of a list-of-options custom profile field.
-         * @example {
-         *       "text": "Vim",
-         *       "order": "1"
-         *     }
-         */
-        CustomProfileFieldChoice: {
-            /**
-             * @description The option's label; must not be blank.
-             * @example Vim
-             */
-            text: string;
-            /**
-             * @description Position of the option among the field's options, as a decimal string.
-             * @example 1
-             */
-            order: string;
-        };
-        /**
-         * @description Type-specific configuration of a custom profile field, sent when creating one.
-         *     - List of options (type 3): at least one option, keyed by option ID (any non-blank string), each
-         *       `{"text": <label>, "order": <position as a decimal string>}`.
-         *     - External account (type 7): `subtype`, one of the predefined services (`github`, `twitter`) or
-         *       `custom`; a `custom` account also needs `url_pattern`, a URL containing `%(username)s` exactly once.
+         * @description Type-specific configuration of a custom profile field (a JSON object), checked by the server as
+         *     Zulip checks it:
+         *     - List of options (type 3): at least one option (`Field must have at least one choice.`), keyed by
+         *       option ID (any non-blank string), each exactly `{"text": <label>, "order": <position>}` with both
+         *       strings non-blank; two options may not have the same text (`Field must not have duplicate
+         *       choices.`).
+         *     - External account (type 7): `subtype`, one of Zulip's predefined services (`github`, `gitlab`,
+         *       `x`, `linkedin`, `mastodon`… as listed in `realm_default_external_accounts`) or `custom`, and
+         *       optionally `url_pattern`, a URL containing `%(username)s` exactly once (`URL pattern must contain
+         *       '%(username)s'.`); no other keys.
          *     Other types take no configuration and ignore it.
          * @example {
          *       "0": {
@@ -2062,7 +3152,9 @@ export interface components {
          *     }
          */
         CustomProfileFieldData: {
-            [key: string]: string | components["schemas"]["CustomProfileFieldChoice"];
+            [key: string]: string | {
+                [key: string]: string;
+            };
         };
         /**
          * @description Organization role: 100 owner, 200 administrator, 300 moderator, 400 member, 600 guest.
@@ -2353,6 +3445,50 @@ export interface components {
              * @example Bartender
              */
             value: string | number[] | null;
+        };
+        /**
+         * @description A user's status as other users see it. Only what is set appears: `status_text` when the user wrote
+         *     one, the three emoji fields together when they chose an emoji, and `away` (always `true`) when the
+         *     user has turned `presence_enabled` off, which is what the deprecated "away" flag now means. A user
+         *     with no status gives the empty object.
+         * @example {
+         *       "status_text": "on vacation",
+         *       "emoji_name": "car",
+         *       "emoji_code": "1f697",
+         *       "reaction_type": "unicode_emoji"
+         *     }
+         */
+        UserStatus: {
+            /**
+             * @deprecated
+             * @description Present (and true) when the user's `presence_enabled` setting is off. Deprecated since feature
+             *     level 148: clients should read `presence_enabled` instead.
+             * @example true
+             * @constant
+             */
+            away?: true;
+            /**
+             * @description The status message, at most 60 characters.
+             * @example on vacation
+             */
+            status_text?: string;
+            /**
+             * @description The name of the status emoji.
+             * @example car
+             */
+            emoji_name?: string;
+            /**
+             * @description Which emoji, within `reaction_type`: lower-case hexadecimal Unicode code points joined by `-`,
+             *     a custom emoji's ID, or `zulip`.
+             * @example 1f697
+             */
+            emoji_code?: string;
+            /**
+             * @description The namespace of `emoji_code`.
+             * @example unicode_emoji
+             * @enum {string}
+             */
+            reaction_type?: "unicode_emoji" | "realm_emoji" | "zulip_extra_emoji";
         };
         /**
          * @description A user group: a named group created by users, or one of the organization's system groups
@@ -3216,7 +4352,10 @@ export interface components {
              */
             timestamp: number;
             /**
-             * @description Links the organization's linkifiers found in the topic, in order.
+             * @description The links of a channel message's topic, in order of position: the organization's linkifiers'
+             *     matches, then its raw URLs (with `https://` where a URL has none), where two overlap the earlier
+             *     linkifier (and linkifiers before URLs) winning. Computed with the linkifiers of the moment; empty
+             *     for direct messages.
              * @example []
              */
             topic_links: {
@@ -3258,6 +4397,72 @@ export interface components {
              * @example <span class="highlight">castle</span>
              */
             match_subject?: string;
+        };
+        /**
+         * @description A file the user uploaded, as `GET /attachments` lists it and `attachment` events carry it.
+         * @example {
+         *       "id": 1,
+         *       "name": "zulip.txt",
+         *       "path_id": "2/ce/2Xpnnwgh8JWKxBXtTfD6BHKV/zulip.txt",
+         *       "size": 6,
+         *       "create_time": 1588145417000,
+         *       "messages": [
+         *         {
+         *           "id": 102,
+         *           "date_sent": 1588145424000
+         *         }
+         *       ]
+         *     }
+         */
+        Attachment: {
+            /**
+             * @description ID of the attachment.
+             * @example 1
+             */
+            id: number;
+            /**
+             * @description The file's name as uploaded.
+             * @example zulip.txt
+             */
+            name: string;
+            /**
+             * @description The file's path; its URL is `/user_uploads/<path_id>`.
+             * @example 2/ce/2Xpnnwgh8JWKxBXtTfD6BHKV/zulip.txt
+             */
+            path_id: string;
+            /**
+             * @description Size of the file in bytes.
+             * @example 6
+             */
+            size: number;
+            /**
+             * Format: int64
+             * @description When the file was uploaded, in milliseconds since the Unix epoch (whole seconds, times 1000).
+             * @example 1588145417000
+             */
+            create_time: number;
+            /**
+             * @description The messages whose content links to the file (the uploader's view of where it is shared).
+             * @example [
+             *       {
+             *         "id": 102,
+             *         "date_sent": 1588145424000
+             *       }
+             *     ]
+             */
+            messages: {
+                /**
+                 * @description ID of the message.
+                 * @example 102
+                 */
+                id: number;
+                /**
+                 * Format: int64
+                 * @description When the message was sent, in milliseconds since the Unix epoch (whole seconds, times 1000).
+                 * @example 1588145424000
+                 */
+                date_sent: number;
+            }[];
         };
         /**
          * @description A narrow: a list of terms that must all hold. Each term is an object `{"operator": …, "operand":
@@ -3512,6 +4717,408 @@ export interface components {
              */
             timestamp?: number | null;
         };
+        /**
+         * @description A user's presence in the modern format (keyed by user ID): when a client of theirs last reported them
+         *     active, and last reported them connected at all. Clients show a user whose `active_timestamp` is
+         *     within `server_presence_offline_threshold_seconds` as active, one whose `idle_timestamp` alone is as
+         *     idle, and anyone else as offline. A user who never reported being active shows the time they joined.
+         * @example {
+         *       "active_timestamp": 1656958485,
+         *       "idle_timestamp": 1656958530
+         *     }
+         */
+        PresenceModern: {
+            /**
+             * @description UNIX time (seconds) when a client last reported the user as actively using it.
+             * @example 1656958485
+             */
+            active_timestamp: number;
+            /**
+             * @description UNIX time (seconds) when a client of the user last reported at all (`idle` or `active`).
+             * @example 1656958530
+             */
+            idle_timestamp: number;
+        };
+        /**
+         * @description A user's presence in the legacy format (keyed by the user's e-mail address as everyone sees it): the
+         *     same data under `aggregated` and under `website`, since the server no longer records which client
+         *     reported it (Zulip feature level 178). `status` is `active` when the user was last reported active
+         *     within 70 seconds of their last report, else `idle`, with the time of that report.
+         * @example {
+         *       "aggregated": {
+         *         "client": "website",
+         *         "status": "active",
+         *         "timestamp": 1656958485
+         *       },
+         *       "website": {
+         *         "client": "website",
+         *         "status": "active",
+         *         "timestamp": 1656958485,
+         *         "pushable": false
+         *       }
+         *     }
+         */
+        PresenceLegacy: {
+            /** @description The user's presence. */
+            aggregated: {
+                /**
+                 * @description Always `website`.
+                 * @example website
+                 * @constant
+                 */
+                client: "website";
+                /**
+                 * @description Whether the user was last seen active or only connected.
+                 * @example active
+                 * @enum {string}
+                 */
+                status: "active" | "idle";
+                /**
+                 * @description UNIX time (seconds) of the report `status` describes.
+                 * @example 1656958485
+                 */
+                timestamp: number;
+            };
+            /** @description The same presence, as the one client it is recorded for. */
+            website: {
+                /**
+                 * @description Always `website`.
+                 * @example website
+                 * @constant
+                 */
+                client: "website";
+                /**
+                 * @description Whether the user was last seen active or only connected.
+                 * @example active
+                 * @enum {string}
+                 */
+                status: "active" | "idle";
+                /**
+                 * @description UNIX time (seconds) of the report `status` describes.
+                 * @example 1656958485
+                 */
+                timestamp: number;
+                /**
+                 * @description Always false.
+                 * @example false
+                 * @constant
+                 */
+                pushable: false;
+            };
+        };
+        /**
+         * @description The presence of the organization's active human users who reported any in the period asked for,
+         *     either all keyed by user ID in the modern format (`slim_presence`, or when `last_update_id` is given)
+         *     or all keyed by e-mail address in the legacy format. Users who never reported presence, bots and
+         *     deactivated users are left out; so is everyone when the server has presence turned off.
+         * @example {
+         *       "10": {
+         *         "active_timestamp": 1656958485,
+         *         "idle_timestamp": 1656958530
+         *       }
+         *     }
+         */
+        Presences: {
+            [key: string]: components["schemas"]["PresenceModern"] | components["schemas"]["PresenceLegacy"];
+        };
+        /**
+         * @description Kind of bot: 1 generic, 2 incoming webhook, 3 outgoing webhook, 4 embedded.
+         * @example 1
+         */
+        BotType: number;
+        /**
+         * @description A bot's service. Outgoing webhook bots have one, with the URL Parley posts to (`base_url`), the
+         *     interface of the payloads (`interface`: 1 generic, 2 Slack-compatible) and the `token` sent along;
+         *     embedded bots (not enabled on Parley) would have their `service_name` and `config_data`.
+         */
+        BotService: {
+            /**
+             * @description The URL messages that trigger the bot are posted to.
+             * @example https://bots.example.com/zulip
+             */
+            base_url: string;
+            /**
+             * @description Format of the payloads: 1 generic (Zulip's), 2 Slack-compatible.
+             * @example 1
+             */
+            interface: number;
+            /**
+             * @description A secret sent with every payload, so the receiving end can check it came from this server.
+             * @example Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP
+             */
+            token: string;
+        } | {
+            /**
+             * @description The embedded bot's name.
+             * @example converter
+             */
+            service_name: string;
+            /**
+             * @description The bot's configuration.
+             * @example {
+             *       "api_key": "ABCD"
+             *     }
+             */
+            config_data: {
+                [key: string]: string;
+            };
+        };
+        /**
+         * @description A bot as its owner (and the organization's administrators) see it: in the `realm_bots` state of
+         *     `POST /register` and in `realm_bot` events with `op` `add`. It holds the bot's API key.
+         * @example {
+         *       "email": "hambot-bot@parley.local",
+         *       "user_id": 25,
+         *       "full_name": "The Bot of Hamlet",
+         *       "bot_type": 1,
+         *       "is_active": true,
+         *       "api_key": "Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP",
+         *       "default_sending_stream": null,
+         *       "default_events_register_stream": null,
+         *       "default_all_public_streams": false,
+         *       "avatar_url": "https://secure.gravatar.com/avatar/6c2f16b20c10a3e8cc0ed7d1b4a7c2e1?d=identicon&version=1",
+         *       "owner_id": 10,
+         *       "services": []
+         *     }
+         */
+        Bot: {
+            /**
+             * @description The bot's e-mail address, `<short name>-bot@<organization host>`.
+             * @example hambot-bot@parley.local
+             */
+            email: string;
+            /**
+             * @description The bot's user ID.
+             * @example 25
+             */
+            user_id: number;
+            /**
+             * @description The bot's name.
+             * @example The Bot of Hamlet
+             */
+            full_name: string;
+            bot_type: components["schemas"]["BotType"];
+            /**
+             * @description False once the bot is deactivated.
+             * @example true
+             */
+            is_active: boolean;
+            /**
+             * @description The bot's API key.
+             * @example Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP
+             */
+            api_key: string;
+            /**
+             * @description Name of the bot's default channel for messages, if any.
+             * @example null
+             */
+            default_sending_stream: string | null;
+            /**
+             * @description Name of the channel whose messages the bot's event queues receive by default, if any.
+             * @example null
+             */
+            default_events_register_stream: string | null;
+            /**
+             * @description Whether the bot's event queues receive every public channel's messages by default.
+             * @example false
+             */
+            default_all_public_streams: boolean;
+            /**
+             * @description URL of the bot's avatar.
+             * @example https://secure.gravatar.com/avatar/6c2f16b20c10a3e8cc0ed7d1b4a7c2e1?d=identicon&version=1
+             */
+            avatar_url: string;
+            /**
+             * @description ID of the bot's owner. Always present in the `realm_bots` state (null for bots without an owner);
+             *     left out of `realm_bot` `add` events for such bots.
+             * @example 10
+             */
+            owner_id?: number | null;
+            /**
+             * @description The bot's services (one for outgoing webhook bots, none for others).
+             * @example []
+             */
+            services: components["schemas"]["BotService"][];
+        };
+        /**
+         * @description A default channel group: a named set of channels that new users may pick at sign-up. Since feature
+         *     level 330 it lists channel IDs rather than channel objects.
+         * @example {
+         *       "id": 1,
+         *       "name": "Engineering",
+         *       "description": "Channels for engineers",
+         *       "streams": [
+         *         7,
+         *         12
+         *       ]
+         *     }
+         */
+        DefaultChannelGroup: {
+            /**
+             * @description ID of the group.
+             * @example 1
+             */
+            id: number;
+            /**
+             * @description The group's name, unique in the organization (at most 60 characters).
+             * @example Engineering
+             */
+            name: string;
+            /**
+             * @description The group's description.
+             * @example Channels for engineers
+             */
+            description: string;
+            /**
+             * @description IDs of the group's channels, in the order of the channels' names.
+             * @example [
+             *       7,
+             *       12
+             *     ]
+             */
+            streams: number[];
+        };
+        /**
+         * @description One of the user's saved snippets, as `GET /saved_snippets` lists it and `saved_snippets` events carry it.
+         * @example {
+         *       "id": 2,
+         *       "title": "Welcome message",
+         *       "content": "**Welcome** to the organization.",
+         *       "date_created": 1681662420
+         *     }
+         */
+        SavedSnippet: {
+            /**
+             * @description ID of the saved snippet.
+             * @example 2
+             */
+            id: number;
+            /**
+             * @description The snippet's title (at most 60 characters).
+             * @example Welcome message
+             */
+            title: string;
+            /**
+             * @description The text the snippet inserts, in Zulip Markdown (at most 10000 characters).
+             * @example **Welcome** to the organization.
+             */
+            content: string;
+            /**
+             * @description When the snippet was created (UNIX seconds).
+             * @example 1681662420
+             */
+            date_created: number;
+        };
+        /**
+         * @description One of the organization's linkifiers.
+         * @example {
+         *       "pattern": "#(?P<id>[0-9]+)",
+         *       "url_template": "https://github.com/zulip/zulip/issues/{id}",
+         *       "id": 5
+         *     }
+         */
+        Linkifier: {
+            /**
+             * @description The regular expression (RE2 syntax, the subset of Python's that runs in linear time; named groups
+             *     written `(?P<name>…)`) whose matches become links.
+             * @example #(?P<id>[0-9]+)
+             */
+            pattern: string;
+            /**
+             * @description The RFC 6570 URL template of the links, expanded with the named groups of each match; its
+             *     variables are exactly the pattern's named groups.
+             * @example https://github.com/zulip/zulip/issues/{id}
+             */
+            url_template: string;
+            /**
+             * @description The linkifier's ID.
+             * @example 5
+             */
+            id: number;
+        };
+        /**
+         * @description The organization's linkifiers in the order they apply: where the matches of two linkifiers overlap,
+         *     the one listed first wins.
+         * @example [
+         *       {
+         *         "pattern": "#(?P<id>[0-9]+)",
+         *         "url_template": "https://github.com/zulip/zulip/issues/{id}",
+         *         "id": 5
+         *       }
+         *     ]
+         */
+        LinkifierList: components["schemas"]["Linkifier"][];
+        /**
+         * @description One of the organization's code playgrounds, where code blocks of a language can be opened.
+         * @example {
+         *       "id": 1,
+         *       "name": "Python playground",
+         *       "pygments_language": "Python",
+         *       "url_template": "https://python.example.com?code={code}"
+         *     }
+         */
+        RealmPlayground: {
+            /**
+             * @description The playground's ID.
+             * @example 1
+             */
+            id: number;
+            /**
+             * @description Its name, shown to pick among the playgrounds of a language.
+             * @example Python playground
+             */
+            name: string;
+            /**
+             * @description The language of the code blocks it opens (a Pygments lexer name, as code blocks name it).
+             * @example Python
+             */
+            pygments_language: string;
+            /**
+             * @description The RFC 6570 URL template of the playground, whose only variable is `code` (the code block's
+             *     text).
+             * @example https://python.example.com?code={code}
+             */
+            url_template: string;
+        };
+        /**
+         * @description The organization's code playgrounds.
+         * @example [
+         *       {
+         *         "id": 1,
+         *         "name": "Python playground",
+         *         "pygments_language": "Python",
+         *         "url_template": "https://python.example.com?code={code}"
+         *       }
+         *     ]
+         */
+        RealmPlaygroundList: components["schemas"]["RealmPlayground"][];
+        /**
+         * @description A user the current user has muted.
+         * @example {
+         *       "id": 10,
+         *       "timestamp": 1732300000
+         *     }
+         */
+        MutedUser: {
+            /**
+             * @description The muted user's ID.
+             * @example 10
+             */
+            id: number;
+            /**
+             * @description When the user was muted, in UNIX seconds.
+             * @example 1732300000
+             */
+            timestamp: number;
+        };
+        /**
+         * @description The user's alert words (words or phrases), as they typed them, in the order they were added.
+         * @example [
+         *       "deploy",
+         *       "release notes"
+         *     ]
+         */
+        AlertWordList: string[];
         /**
          * @description Sent to every user who can access the new user when a user joins the organization (or becomes
          *     accessible). `person` has the shape of a user in `GET /users`, always with `timezone`, with
@@ -3802,6 +5409,241 @@ export interface components {
         };
         /** @description A `realm_user` event (users joining, changing, becoming inaccessible), by `op`. */
         EventRealmUser: components["schemas"]["EventRealmUserAdd"] | components["schemas"]["EventRealmUserUpdate"] | components["schemas"]["EventRealmUserRemove"];
+        /**
+         * @description A bot was created (to its owner and the administrators), or its owner changed (to a new owner who
+         *     is not an administrator, who did not have it in their list before). Carries the whole bot.
+         * @example {
+         *       "id": 5,
+         *       "type": "realm_bot",
+         *       "op": "add",
+         *       "bot": {
+         *         "email": "hambot-bot@parley.local",
+         *         "user_id": 25,
+         *         "full_name": "The Bot of Hamlet",
+         *         "bot_type": 1,
+         *         "is_active": true,
+         *         "api_key": "Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP",
+         *         "default_sending_stream": null,
+         *         "default_events_register_stream": null,
+         *         "default_all_public_streams": false,
+         *         "avatar_url": "https://secure.gravatar.com/avatar/6c2f16b20c10a3e8cc0ed7d1b4a7c2e1?d=identicon&version=1",
+         *         "owner_id": 10,
+         *         "services": []
+         *       }
+         *     }
+         */
+        EventRealmBotAdd: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm_bot`.
+             * @example realm_bot
+             * @constant
+             */
+            type: "realm_bot";
+            /**
+             * @description Always `add`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "add";
+            bot: components["schemas"]["Bot"];
+        };
+        /**
+         * @description A property of a bot changed. `bot` holds the bot's ID and exactly one kind of change (one of the
+         *     shapes below); several changes at once are several events.
+         * @example {
+         *       "id": 5,
+         *       "type": "realm_bot",
+         *       "op": "update",
+         *       "bot": {
+         *         "user_id": 25,
+         *         "full_name": "Hamlet's Helper"
+         *       }
+         *     }
+         */
+        EventRealmBotUpdate: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm_bot`.
+             * @example realm_bot
+             * @constant
+             */
+            type: "realm_bot";
+            /**
+             * @description Always `update`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "update";
+            /** @description The bot and what changed. */
+            bot: {
+                /**
+                 * @description The bot's user ID.
+                 * @example 25
+                 */
+                user_id: number;
+                /**
+                 * @description The new name.
+                 * @example Hamlet's Helper
+                 */
+                full_name: string;
+            } | {
+                /**
+                 * @description The bot's user ID.
+                 * @example 25
+                 */
+                user_id: number;
+                /**
+                 * @description Whether the bot is now active.
+                 * @example false
+                 */
+                is_active: boolean;
+            } | {
+                /**
+                 * @description The bot's user ID.
+                 * @example 25
+                 */
+                user_id: number;
+                /**
+                 * @description The new API key.
+                 * @example Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP
+                 */
+                api_key: string;
+            } | {
+                /**
+                 * @description The bot's user ID.
+                 * @example 25
+                 */
+                user_id: number;
+                /**
+                 * @description The new owner's user ID.
+                 * @example 11
+                 */
+                owner_id: number;
+            } | {
+                /**
+                 * @description The bot's user ID.
+                 * @example 25
+                 */
+                user_id: number;
+                /**
+                 * @description The channel's name, or null for none.
+                 * @example Denmark
+                 */
+                default_sending_stream: string | null;
+            } | {
+                /**
+                 * @description The bot's user ID.
+                 * @example 25
+                 */
+                user_id: number;
+                /**
+                 * @description The channel's name, or null for none.
+                 * @example Denmark
+                 */
+                default_events_register_stream: string | null;
+            } | {
+                /**
+                 * @description The bot's user ID.
+                 * @example 25
+                 */
+                user_id: number;
+                /**
+                 * @description The new value.
+                 * @example true
+                 */
+                default_all_public_streams: boolean;
+            } | {
+                /**
+                 * @description The bot's user ID.
+                 * @example 25
+                 */
+                user_id: number;
+                /**
+                 * @description The bot's service as it is now.
+                 * @example [
+                 *       {
+                 *         "base_url": "https://bots.example.com/zulip",
+                 *         "interface": 1,
+                 *         "token": "Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP"
+                 *       }
+                 *     ]
+                 */
+                services: ({
+                    /**
+                     * @description The URL messages that trigger the bot are posted to.
+                     * @example https://bots.example.com/zulip
+                     */
+                    base_url: string;
+                    /**
+                     * @description Format of the payloads: 1 generic, 2 Slack-compatible.
+                     * @example 1
+                     */
+                    interface: number;
+                    /**
+                     * @description The secret sent with every payload.
+                     * @example Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP
+                     */
+                    token: string;
+                } | {
+                    /**
+                     * @description Every configuration entry of the bot.
+                     * @example {
+                     *       "api_key": "ABCD"
+                     *     }
+                     */
+                    config_data: {
+                        [key: string]: string;
+                    };
+                })[];
+            };
+        };
+        /**
+         * @description Sent to a bot's previous owner, when they are not an administrator, once the bot has a new owner:
+         *     the bot leaves their list of bots.
+         * @example {
+         *       "id": 5,
+         *       "type": "realm_bot",
+         *       "op": "delete",
+         *       "bot": {
+         *         "user_id": 25
+         *       }
+         *     }
+         */
+        EventRealmBotDelete: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm_bot`.
+             * @example realm_bot
+             * @constant
+             */
+            type: "realm_bot";
+            /**
+             * @description Always `delete`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "delete";
+            /** @description The bot. */
+            bot: {
+                /**
+                 * @description The bot's user ID.
+                 * @example 25
+                 */
+                user_id: number;
+            };
+        };
+        /** @description A `realm_bot` event, by `op`; sent to a bot's owner and (unless the bot's default channels are private) the organization's human administrators. */
+        EventRealmBot: components["schemas"]["EventRealmBotAdd"] | components["schemas"]["EventRealmBotUpdate"] | components["schemas"]["EventRealmBotDelete"];
         /**
          * @description Sent to every active user when a simple organization setting changes; `property` is the setting's
          *     name as in `PATCH /realm` (without the `realm_` prefix of `/register`).
@@ -4856,6 +6698,141 @@ export interface components {
             default_streams: number[];
         };
         /**
+         * @description Sent to users who are not guests when the organization's default channel groups change (one is
+         *     created, renamed, described, deleted, or gains or loses channels); carries every group, sorted by
+         *     name.
+         * @example {
+         *       "id": 5,
+         *       "type": "default_stream_groups",
+         *       "default_stream_groups": [
+         *         {
+         *           "id": 1,
+         *           "name": "Engineering",
+         *           "description": "Channels for engineers",
+         *           "streams": [
+         *             7,
+         *             12
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        EventDefaultStreamGroups: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `default_stream_groups`.
+             * @example default_stream_groups
+             * @constant
+             */
+            type: "default_stream_groups";
+            /** @description Every default channel group of the organization, sorted by name. */
+            default_stream_groups: components["schemas"]["DefaultChannelGroup"][];
+        };
+        /**
+         * @description Sent to the owner's clients when one of their saved snippets is created; carries the whole snippet.
+         * @example {
+         *       "id": 5,
+         *       "type": "saved_snippets",
+         *       "op": "add",
+         *       "saved_snippet": {
+         *         "id": 2,
+         *         "title": "Welcome message",
+         *         "content": "**Welcome** to the organization.",
+         *         "date_created": 1681662420
+         *       }
+         *     }
+         */
+        EventSavedSnippetsAdd: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `saved_snippets`.
+             * @example saved_snippets
+             * @constant
+             */
+            type: "saved_snippets";
+            /**
+             * @description Always `add`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "add";
+            saved_snippet: components["schemas"]["SavedSnippet"];
+        };
+        /**
+         * @description Sent to the owner's clients when one of their saved snippets is edited; carries the whole snippet.
+         * @example {
+         *       "id": 5,
+         *       "type": "saved_snippets",
+         *       "op": "update",
+         *       "saved_snippet": {
+         *         "id": 2,
+         *         "title": "Welcome message",
+         *         "content": "**Welcome** to the organization.",
+         *         "date_created": 1681662420
+         *       }
+         *     }
+         */
+        EventSavedSnippetsUpdate: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `saved_snippets`.
+             * @example saved_snippets
+             * @constant
+             */
+            type: "saved_snippets";
+            /**
+             * @description Always `update`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "update";
+            saved_snippet: components["schemas"]["SavedSnippet"];
+        };
+        /**
+         * @description Sent to the owner's clients when one of their saved snippets is deleted.
+         * @example {
+         *       "id": 5,
+         *       "type": "saved_snippets",
+         *       "op": "remove",
+         *       "saved_snippet_id": 2
+         *     }
+         */
+        EventSavedSnippetsRemove: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `saved_snippets`.
+             * @example saved_snippets
+             * @constant
+             */
+            type: "saved_snippets";
+            /**
+             * @description Always `remove`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "remove";
+            /**
+             * @description ID of the deleted snippet.
+             * @example 2
+             */
+            saved_snippet_id: number;
+        };
+        /** @description A `saved_snippets` event, by `op`. */
+        EventSavedSnippets: components["schemas"]["EventSavedSnippetsAdd"] | components["schemas"]["EventSavedSnippetsUpdate"] | components["schemas"]["EventSavedSnippetsRemove"];
+        /**
          * @description Sent to the owner's clients when drafts are created.
          * @example {
          *       "id": 5,
@@ -5326,7 +7303,7 @@ export interface components {
              */
             subject?: string;
             /**
-             * @description A topic change; the links found in the new topic (none until the organization has linkifiers).
+             * @description A topic change; the links of the new topic, as `topic_links` of messages: linkifier matches and raw URLs.
              * @example []
              */
             topic_links?: {
@@ -6061,6 +8038,60 @@ export interface components {
             ][];
         };
         /**
+         * @description Sent to a user's own clients when they mute or unmute someone, with every user they have muted now.
+         * @example {
+         *       "id": 6,
+         *       "type": "muted_users",
+         *       "muted_users": [
+         *         {
+         *           "id": 10,
+         *           "timestamp": 1732300000
+         *         }
+         *       ]
+         *     }
+         */
+        EventMutedUsers: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 6
+             */
+            id: number;
+            /**
+             * @description Always `muted_users`.
+             * @example muted_users
+             * @constant
+             */
+            type: "muted_users";
+            /** @description The users the user has muted, in the order they were muted. */
+            muted_users: components["schemas"]["MutedUser"][];
+        };
+        /**
+         * @description Sent to a user's own clients when their alert words change (or a request to change them was made),
+         *     with the whole list as it is now.
+         * @example {
+         *       "id": 6,
+         *       "type": "alert_words",
+         *       "alert_words": [
+         *         "deploy",
+         *         "release notes"
+         *       ]
+         *     }
+         */
+        EventAlertWords: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 6
+             */
+            id: number;
+            /**
+             * @description Always `alert_words`.
+             * @example alert_words
+             * @constant
+             */
+            type: "alert_words";
+            alert_words: components["schemas"]["AlertWordList"];
+        };
+        /**
          * @description Sent to the user's own clients when one of their personal settings changes (`PATCH /settings`):
          *     one event per changed setting. `value` has the setting's type (a boolean, an integer or a string,
          *     as in `user_settings` of `POST /register`). Clients that registered without the
@@ -6108,6 +8139,48 @@ export interface components {
              * @example Deutsch
              */
             language_name?: string;
+        };
+        /**
+         * @description Sent to every active user when an administrator changes what new users' settings start as
+         *     (`PATCH /realm/user_settings_defaults`): one event per changed setting. `value` has the setting's
+         *     type, as in `realm_user_settings_defaults` of `POST /register`.
+         * @example {
+         *       "id": 5,
+         *       "type": "realm_user_settings_defaults",
+         *       "op": "update",
+         *       "property": "emojiset",
+         *       "value": "google"
+         *     }
+         */
+        EventRealmUserSettingsDefaults: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm_user_settings_defaults`.
+             * @example realm_user_settings_defaults
+             * @constant
+             */
+            type: "realm_user_settings_defaults";
+            /**
+             * @description Always `update`.
+             * @example update
+             * @constant
+             */
+            op: "update";
+            /**
+             * @description The setting whose default changed, named as the parameter of `PATCH /realm/user_settings_defaults`.
+             * @example emojiset
+             * @enum {string}
+             */
+            property: "automatically_follow_topics_policy" | "automatically_follow_topics_where_mentioned" | "automatically_unmute_topics_in_muted_streams_policy" | "color_scheme" | "demote_inactive_streams" | "desktop_icon_count_display" | "display_emoji_reaction_users" | "email_address_visibility" | "email_notifications_batching_period_seconds" | "emojiset" | "enable_desktop_notifications" | "enable_digest_emails" | "enable_drafts_synchronization" | "enable_followed_topic_audible_notifications" | "enable_followed_topic_desktop_notifications" | "enable_followed_topic_email_notifications" | "enable_followed_topic_push_notifications" | "enable_followed_topic_wildcard_mentions_notify" | "enable_offline_email_notifications" | "enable_offline_push_notifications" | "enable_online_push_notifications" | "enable_sounds" | "enable_stream_audible_notifications" | "enable_stream_desktop_notifications" | "enable_stream_email_notifications" | "enable_stream_push_notifications" | "enter_sends" | "fluid_layout_width" | "hide_ai_features" | "high_contrast_mode" | "left_side_userlist" | "message_content_in_email_notifications" | "notification_sound" | "pm_content_in_desktop_notifications" | "presence_enabled" | "realm_name_in_email_notifications_policy" | "receives_typing_notifications" | "resolved_topic_notice_auto_read_policy" | "send_private_typing_notifications" | "send_read_receipts" | "send_stream_typing_notifications" | "starred_message_counts" | "translate_emoticons" | "twenty_four_hour_time" | "user_list_style" | "web_animate_image_previews" | "web_channel_default_view" | "web_escape_navigates_to_home_view" | "web_font_size_px" | "web_home_view" | "web_left_sidebar_show_channel_folders" | "web_left_sidebar_unreads_count_summary" | "web_line_height_percent" | "web_mark_read_on_scroll_policy" | "web_navigate_to_sent_message" | "web_stream_unreads_count_display_policy" | "web_suggest_update_timezone" | "wildcard_mentions_notify";
+            /**
+             * @description The new default.
+             * @example google
+             */
+            value: boolean | number | string;
         };
         /**
          * @description The legacy form of a `user_settings` event for a display setting (or the time zone), sent only to
@@ -6197,6 +8270,448 @@ export interface components {
             setting: boolean | number | string;
         };
         /**
+         * @description Sent to every user of the organization when someone changes their status (`POST /users/me/status`,
+         *     or an administrator through `POST /users/{user_id}/status`). Only what the request changed is
+         *     present: `status_text` (empty when cleared) when the text was given, the three emoji fields
+         *     together when the emoji was given (all empty strings but `reaction_type` `unicode_emoji` when it
+         *     was cleared), and `away` when the deprecated `away` parameter was given.
+         * @example {
+         *       "id": 7,
+         *       "type": "user_status",
+         *       "user_id": 10,
+         *       "status_text": "on vacation",
+         *       "emoji_name": "car",
+         *       "emoji_code": "1f697",
+         *       "reaction_type": "unicode_emoji"
+         *     }
+         */
+        EventUserStatus: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 7
+             */
+            id: number;
+            /**
+             * @description Always `user_status`.
+             * @example user_status
+             * @constant
+             */
+            type: "user_status";
+            /**
+             * @description The user whose status changed.
+             * @example 10
+             */
+            user_id: number;
+            /**
+             * @deprecated
+             * @description The new value of the deprecated "away" flag (the opposite of the user's new `presence_enabled`
+             *     setting), when the request set it.
+             * @example false
+             */
+            away?: boolean;
+            /**
+             * @description The new status message; empty when it was cleared.
+             * @example on vacation
+             */
+            status_text?: string;
+            /**
+             * @description The new status emoji's name; empty when the emoji was cleared.
+             * @example car
+             */
+            emoji_name?: string;
+            /**
+             * @description The new status emoji's code within `reaction_type`; empty when the emoji was cleared.
+             * @example 1f697
+             */
+            emoji_code?: string;
+            /**
+             * @description The namespace of `emoji_code`.
+             * @example unicode_emoji
+             * @enum {string}
+             */
+            reaction_type?: "unicode_emoji" | "realm_emoji" | "zulip_extra_emoji";
+        };
+        /**
+         * @description Sent to every active user of the organization (at most 100 of them) when a user comes online after
+         *     a while away, or reports presence for the first time, and to everyone whatever the size when a user
+         *     turns `presence_enabled` on or off. Most changes of presence are not sent: clients keep it current
+         *     with `POST /users/me/presence`. Its shape follows the queue's registration: clients declaring the
+         *     `simplified_presence_events` capability (feature level 419) get `presences`, in the modern format;
+         *     others get `user_id`, `server_timestamp` and `presence` in the legacy format, with `email` unless they
+         *     registered with `slim_presence`.
+         * @example {
+         *       "id": 4,
+         *       "type": "presence",
+         *       "user_id": 10,
+         *       "email": "hamlet@parley.local",
+         *       "server_timestamp": 1656958530.42,
+         *       "presence": {
+         *         "website": {
+         *           "client": "website",
+         *           "status": "active",
+         *           "timestamp": 1656958530,
+         *           "pushable": false
+         *         }
+         *       }
+         *     }
+         */
+        EventPresence: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 4
+             */
+            id: number;
+            /**
+             * @description Always `presence`.
+             * @example presence
+             * @constant
+             */
+            type: "presence";
+            /**
+             * @description The user whose presence changed (not in the modern form).
+             * @example 10
+             */
+            user_id?: number;
+            /**
+             * @description That user's e-mail address as everyone sees it (legacy form without `slim_presence` only).
+             * @example hamlet@parley.local
+             */
+            email?: string;
+            /**
+             * @description When the server processed the change (UNIX seconds, with a fraction; not in the modern form).
+             * @example 1656958530.42
+             */
+            server_timestamp?: number;
+            /** @description The user's presence, legacy form: one entry, `website`. */
+            presence?: {
+                /** @description The user's presence as the one client it is recorded for. */
+                website: {
+                    /**
+                     * @description Always `website`.
+                     * @example website
+                     * @constant
+                     */
+                    client: "website";
+                    /**
+                     * @description Whether the user was last seen active or only connected.
+                     * @example active
+                     * @enum {string}
+                     */
+                    status: "active" | "idle";
+                    /**
+                     * @description UNIX time (seconds) of the report `status` describes.
+                     * @example 1656958530
+                     */
+                    timestamp: number;
+                    /**
+                     * @description Always false.
+                     * @example false
+                     * @constant
+                     */
+                    pushable: false;
+                };
+            };
+            /**
+             * @description The modern form, keyed by user ID (one user).
+             * @example {
+             *       "10": {
+             *         "active_timestamp": 1656958530,
+             *         "idle_timestamp": 1656958530
+             *       }
+             *     }
+             */
+            presences?: {
+                [key: string]: components["schemas"]["PresenceModern"];
+            };
+        } & (unknown | {
+            email?: never;
+        } | unknown);
+        /**
+         * @description Sent to the uploader's clients when they upload a file.
+         * @example {
+         *       "id": 5,
+         *       "type": "attachment",
+         *       "op": "add",
+         *       "attachment": {
+         *         "id": 1,
+         *         "name": "zulip.txt",
+         *         "path_id": "2/ce/2Xpnnwgh8JWKxBXtTfD6BHKV/zulip.txt",
+         *         "size": 6,
+         *         "create_time": 1588145417000,
+         *         "messages": []
+         *       },
+         *       "upload_space_used": 6
+         *     }
+         */
+        EventAttachmentAdd: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `attachment`.
+             * @example attachment
+             * @constant
+             */
+            type: "attachment";
+            /**
+             * @description Always `add`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "add";
+            attachment: components["schemas"]["Attachment"];
+            /**
+             * Format: int64
+             * @description Bytes taken by all the files uploaded in the organization, after the change.
+             * @example 6
+             */
+            upload_space_used: number;
+        };
+        /**
+         * @description Sent to the uploader's clients when a message starts linking to one of their files (its `messages` changed).
+         * @example {
+         *       "id": 5,
+         *       "type": "attachment",
+         *       "op": "update",
+         *       "attachment": {
+         *         "id": 1,
+         *         "name": "zulip.txt",
+         *         "path_id": "2/ce/2Xpnnwgh8JWKxBXtTfD6BHKV/zulip.txt",
+         *         "size": 6,
+         *         "create_time": 1588145417000,
+         *         "messages": []
+         *       },
+         *       "upload_space_used": 6
+         *     }
+         */
+        EventAttachmentUpdate: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `attachment`.
+             * @example attachment
+             * @constant
+             */
+            type: "attachment";
+            /**
+             * @description Always `update`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "update";
+            attachment: components["schemas"]["Attachment"];
+            /**
+             * Format: int64
+             * @description Bytes taken by all the files uploaded in the organization, after the change.
+             * @example 6
+             */
+            upload_space_used: number;
+        };
+        /**
+         * @description Sent to the uploader's clients when they delete one of their files.
+         * @example {
+         *       "id": 5,
+         *       "type": "attachment",
+         *       "op": "remove",
+         *       "attachment": {
+         *         "id": 1
+         *       },
+         *       "upload_space_used": 0
+         *     }
+         */
+        EventAttachmentRemove: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `attachment`.
+             * @example attachment
+             * @constant
+             */
+            type: "attachment";
+            /**
+             * @description Always `remove`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "remove";
+            /** @description The deleted file. */
+            attachment: {
+                /**
+                 * @description ID of the deleted attachment.
+                 * @example 1
+                 */
+                id: number;
+            };
+            /**
+             * Format: int64
+             * @description Bytes taken by all the files uploaded in the organization, after the deletion.
+             * @example 0
+             */
+            upload_space_used: number;
+        };
+        /** @description An `attachment` event, by `op`. */
+        EventAttachment: components["schemas"]["EventAttachmentAdd"] | components["schemas"]["EventAttachmentUpdate"] | components["schemas"]["EventAttachmentRemove"];
+        /**
+         * @description Sent to every user of the organization when its linkifiers change (one is added, changed or removed,
+         *     or they are reordered), with the whole list as it is now. Only queues registered with the
+         *     `linkifier_url_template` client capability receive it.
+         * @example {
+         *       "id": 4,
+         *       "type": "realm_linkifiers",
+         *       "realm_linkifiers": [
+         *         {
+         *           "pattern": "#(?P<id>[0-9]+)",
+         *           "url_template": "https://github.com/zulip/zulip/issues/{id}",
+         *           "id": 5
+         *         }
+         *       ]
+         *     }
+         */
+        EventRealmLinkifiers: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 4
+             */
+            id: number;
+            /**
+             * @description Always `realm_linkifiers`.
+             * @example realm_linkifiers
+             * @constant
+             */
+            type: "realm_linkifiers";
+            realm_linkifiers: components["schemas"]["LinkifierList"];
+        };
+        /** @description A custom emoji of the organization (deactivated ones are listed too). */
+        RealmEmoji: {
+            /**
+             * @description The emoji's id, a number as a string; a reaction with it has `reaction_type` `realm_emoji` and this as `emoji_code`.
+             * @example 1
+             */
+            id: string;
+            /**
+             * @description The emoji's name, as written between colons.
+             * @example green_tick
+             */
+            name: string;
+            /**
+             * @description The image's URL, relative to the server (animated when the upload was).
+             * @example /user_avatars/2/emoji/images/1a2b3c4d.png
+             */
+            source_url: string;
+            /**
+             * @description For an animated emoji, the URL of a still PNG of its first frame; null otherwise.
+             * @example null
+             */
+            still_url: string | null;
+            /**
+             * @description Whether the emoji was removed; a removed emoji stays listed so that old reactions still show.
+             * @example false
+             */
+            deactivated: boolean;
+            /**
+             * @description The user who added it (null when unknown).
+             * @example 9
+             */
+            author_id: number | null;
+            /**
+             * @description When it was added (Unix seconds).
+             * @example 1700000000
+             */
+            date_created: number;
+        };
+        /**
+         * @description The organization's custom emoji, by id (as a string).
+         * @example {
+         *       "1": {
+         *         "id": "1",
+         *         "name": "green_tick",
+         *         "source_url": "/user_avatars/2/emoji/images/1a2b3c4d.png",
+         *         "still_url": null,
+         *         "deactivated": false,
+         *         "author_id": 9,
+         *         "date_created": 1700000000
+         *       }
+         *     }
+         */
+        RealmEmojiDict: {
+            [key: string]: components["schemas"]["RealmEmoji"];
+        };
+        /**
+         * @description Sent to every user of the organization when a custom emoji is added or removed (deactivated), with
+         *     the whole set as it is now.
+         * @example {
+         *       "id": 4,
+         *       "type": "realm_emoji",
+         *       "op": "update",
+         *       "realm_emoji": {
+         *         "1": {
+         *           "id": "1",
+         *           "name": "green_tick",
+         *           "source_url": "/user_avatars/2/emoji/images/1a2b3c4d.png",
+         *           "still_url": null,
+         *           "deactivated": false,
+         *           "author_id": 9,
+         *           "date_created": 1700000000
+         *         }
+         *       }
+         *     }
+         */
+        EventRealmEmoji: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 4
+             */
+            id: number;
+            /**
+             * @description Always `realm_emoji`.
+             * @example realm_emoji
+             * @constant
+             */
+            type: "realm_emoji";
+            /**
+             * @description Always `update`.
+             * @example update
+             * @constant
+             */
+            op: "update";
+            realm_emoji: components["schemas"]["RealmEmojiDict"];
+        };
+        /**
+         * @description Sent to every user of the organization when its code playgrounds change, with the whole list as it
+         *     is now.
+         * @example {
+         *       "id": 5,
+         *       "type": "realm_playgrounds",
+         *       "realm_playgrounds": [
+         *         {
+         *           "id": 1,
+         *           "name": "Python playground",
+         *           "pygments_language": "Python",
+         *           "url_template": "https://python.example.com?code={code}"
+         *         }
+         *       ]
+         *     }
+         */
+        EventRealmPlaygrounds: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm_playgrounds`.
+             * @example realm_playgrounds
+             * @constant
+             */
+            type: "realm_playgrounds";
+            realm_playgrounds: components["schemas"]["RealmPlaygroundList"];
+        };
+        /**
          * @description Answered to a long poll that found nothing to deliver for a while, so that clients and proxies
          *     see the connection alive. Clients acknowledge it like any other event.
          * @example {
@@ -6223,7 +8738,27 @@ export interface components {
          *     no `discriminator` object because its branches are themselves unions, which code generators do not
          *     accept as discriminator targets.
          */
-        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventReminders"] | components["schemas"]["EventMessage"] | components["schemas"]["EventUpdateMessage"] | components["schemas"]["EventDeleteMessage"] | components["schemas"]["EventUpdateMessageFlags"] | components["schemas"]["EventReaction"] | components["schemas"]["EventTyping"] | components["schemas"]["EventTypingEditMessage"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventUserTopic"] | components["schemas"]["EventMutedTopics"] | components["schemas"]["EventUserSettingsUpdate"] | components["schemas"]["EventUpdateDisplaySettings"] | components["schemas"]["EventUpdateGlobalNotifications"] | components["schemas"]["EventHeartbeat"];
+        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealmBot"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDefaultStreamGroups"] | components["schemas"]["EventSavedSnippets"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventReminders"] | components["schemas"]["EventMessage"] | components["schemas"]["EventUpdateMessage"] | components["schemas"]["EventDeleteMessage"] | components["schemas"]["EventUpdateMessageFlags"] | components["schemas"]["EventReaction"] | components["schemas"]["EventTyping"] | components["schemas"]["EventTypingEditMessage"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventUserTopic"] | components["schemas"]["EventMutedTopics"] | components["schemas"]["EventMutedUsers"] | components["schemas"]["EventAlertWords"] | components["schemas"]["EventUserSettingsUpdate"] | components["schemas"]["EventRealmUserSettingsDefaults"] | components["schemas"]["EventUpdateDisplaySettings"] | components["schemas"]["EventUpdateGlobalNotifications"] | components["schemas"]["EventUserStatus"] | components["schemas"]["EventPresence"] | components["schemas"]["EventAttachment"] | components["schemas"]["EventRealmLinkifiers"] | components["schemas"]["EventRealmEmoji"] | components["schemas"]["EventRealmPlaygrounds"] | components["schemas"]["EventHeartbeat"];
+        /**
+         * @description A linkifier's pattern and URL template, as sent to add or change one.
+         * @example {
+         *       "pattern": "#(?P<id>[0-9]+)",
+         *       "url_template": "https://github.com/zulip/zulip/issues/{id}"
+         *     }
+         */
+        LinkifierInput: {
+            /**
+             * @description The regular expression whose matches become links (RE2 syntax; see `Add a linkifier`).
+             * @example #(?P<id>[0-9]+)
+             */
+            pattern: string;
+            /**
+             * @description The RFC 6570 URL template of the links; insert a named group of the pattern with
+             *     `{name_of_group}`.
+             * @example https://github.com/zulip/zulip/issues/{id}
+             */
+            url_template: string;
+        };
     };
     responses: {
         /** @description Too many requests; retry after the given number of seconds. */
@@ -6362,14 +8897,38 @@ export interface components {
                 "application/json": components["schemas"]["JsonError"];
             };
         };
+        /**
+         * @description An invalid pattern or URL template (`msg` is the first problem, `errors` lists them by field, with
+         *     `__all__` for those of the pair), a pattern the organization has already, an unknown linkifier, or a
+         *     caller who is not an administrator.
+         */
+        LinkifierInvalid: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["JsonError"];
+            };
+        };
+        /** @description The caller is not a bot, a key it has not stored, the storage limit, or a malformed parameter. */
+        BotStorageError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["JsonError"];
+            };
+        };
     };
     parameters: {
+        /** @description The custom profile field. */
+        FieldId: number;
         /** @description The target user. */
         UserId: number;
-        /** @description The user group. */
-        UserGroupId: number;
         /** @description The channel. */
         StreamId: number;
+        /** @description The user group. */
+        UserGroupId: number;
         /** @description The target message. */
         MessageId: number;
         /** @description The scheduled message. */
@@ -6378,8 +8937,61 @@ export interface components {
         ReminderId: number;
         /** @description The draft. */
         DraftId: number;
+        /** @description The user to mute or unmute (bots and deactivated users included). */
+        MutedUserId: number;
+        /** @description The attachment (the `id` of an entry of `GET /attachments`). */
+        AttachmentId: number;
+        /** @description The default channel group. */
+        DefaultChannelGroupId: number;
+        /** @description The saved snippet. */
+        SavedSnippetId: number;
+        /** @description The linkifier. */
+        FilterId: number;
+        /** @description The code playground. */
+        PlaygroundId: number;
+        /** @description The bot's user ID. */
+        BotId: number;
     };
     requestBodies: {
+        /** @description The changes to make to the user; every parameter is optional. */
+        UpdateUser: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The user's new display name.
+                     * @example Prince Hamlet
+                     */
+                    full_name?: string;
+                    role?: components["schemas"]["Role"];
+                    /**
+                     * @description Changes of the user's custom profile field values, one entry per field.
+                     * @example [
+                     *       {
+                     *         "id": 3,
+                     *         "value": "Bartender"
+                     *       },
+                     *       {
+                     *         "id": 5,
+                     *         "value": [
+                     *           10,
+                     *           12
+                     *         ]
+                     *       },
+                     *       {
+                     *         "id": 6,
+                     *         "value": null
+                     *       }
+                     *     ]
+                     */
+                    profile_data?: components["schemas"]["ProfileDataUpdate"][];
+                    /**
+                     * @description The user's new e-mail address.
+                     * @example prince.hamlet@parley.local
+                     */
+                    new_email?: string;
+                };
+            };
+        };
         /** @description The settings to change (every parameter optional), shared by `PATCH /settings` and its deprecated aliases. */
         UpdateSettings: {
             content: {
@@ -7039,91 +9651,55 @@ export interface operations {
             content: {
                 "application/x-www-form-urlencoded": {
                     /**
-                     * @description The organization's name.
-                     * @example Acme
-                     */
-                    name?: string;
-                    /**
-                     * @description The organization's description, in Markdown.
-                     * @example The Acme team chat.
-                     */
-                    description?: string;
-                    /**
-                     * @description Whether spectators without an account may read web-public channels.
-                     * @example true
-                     */
-                    enable_spectator_access?: boolean;
-                    /**
-                     * @description Whether users other than administrators are prevented from changing their e-mail address.
-                     * @example true
-                     */
-                    email_changes_disabled?: boolean;
-                    /**
-                     * @description Whether users other than administrators are prevented from changing their name.
-                     * @example true
-                     */
-                    name_changes_disabled?: boolean;
-                    /**
-                     * @description Whether an invitation is needed to join the organization (owners only).
-                     * @example true
-                     */
-                    invite_required?: boolean;
-                    /**
                      * @description Whether senders may edit the content of their messages (moving topics and channels is governed by the group settings below).
                      * @example true
                      */
                     allow_message_editing?: boolean;
                     /**
-                     * @description How long after sending a message its sender may edit its content. A positive number of seconds, or `"unlimited"` for no limit.
-                     * @example 600
+                     * @description Owners only. Which ways of logging in are enabled, by method name (`{"Email": true}`). Parley
+                     *     has one method, `Email` (e-mail address and password), which must stay enabled: another name gives
+                     *     `Invalid authentication method: <name>. Valid methods are: ['Email']`, and disabling it
+                     *     `At least one authentication method must be enabled.`
+                     * @example {
+                     *       "Email": true
+                     *     }
                      */
-                    message_content_edit_limit_seconds?: number | string;
+                    authentication_methods?: {
+                        [key: string]: boolean;
+                    };
                     /**
-                     * @description How long after sending a message users who are not moderators may move it to another topic. A positive number of seconds, or `"unlimited"` for no limit.
-                     * @example 600
-                     */
-                    move_messages_within_stream_limit_seconds?: number | string;
-                    /**
-                     * @description How long after sending a message users who are not moderators may move it to another channel. A positive number of seconds, or `"unlimited"` for no limit.
-                     * @example 600
-                     */
-                    move_messages_between_streams_limit_seconds?: number | string;
-                    /**
-                     * @description How long after sending a message its sender may delete it. A positive number of seconds, or `"unlimited"` for no limit.
-                     * @example 600
-                     */
-                    message_content_delete_limit_seconds?: number | string;
-                    /**
-                     * @description Which edit history users may see: `all`, only `moves` (topic and channel changes), or `none`. A plain string, not JSON-encoded; another value gives `Invalid message_edit_history_visibility_policy`.
-                     * @example moves
-                     * @enum {string}
-                     */
-                    message_edit_history_visibility_policy?: "all" | "moves" | "none";
-                    /**
-                     * @description Whether users may see who has read a message.
+                     * @description Whether users other than administrators are prevented from changing their avatar (stored; Parley has no avatar uploads).
                      * @example true
                      */
-                    enable_read_receipts?: boolean;
+                    avatar_changes_disabled?: boolean;
                     /** @description Who may see every user of the organization; users outside it (guests) see only users they share channels or conversations with. Must be the `role:everyone` or `role:members` system group. */
                     can_access_all_users_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may add custom emoji (stored; Parley has no custom emoji yet). */
+                    can_add_custom_emoji_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may subscribe other users to channels. */
                     can_add_subscribers_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may create bots (stored; Parley has no bot creation through the API yet). */
+                    can_create_bots_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may create user groups (owners only may change this). */
                     can_create_groups?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may create private channels. */
                     can_create_private_channel_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may create public channels. */
                     can_create_public_channel_group?: components["schemas"]["GroupSettingUpdate"];
-                    /** @description Who may create web-public channels. */
+                    /** @description Who may create web-public channels: one of the system groups `role:moderators`, `role:administrators`, `role:owners` or `role:nobody`. */
                     can_create_web_public_channel_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may create incoming-webhook bots (stored). */
+                    can_create_write_only_bots_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may delete any message, without time limit. Cannot be `role:everyone`. */
                     can_delete_any_message_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may delete the messages they sent (within `message_content_delete_limit_seconds`). */
                     can_delete_own_message_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may invite people to the organization (owners only may change this). */
                     can_invite_users_group?: components["schemas"]["GroupSettingUpdate"];
-                    /** @description Who may manage every user group (owners only may change this). */
+                    /** @description Who may manage every user group (owners only may change this; cannot be `role:everyone` or `role:nobody`). */
                     can_manage_all_groups?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may manage the plan and billing (owners only may change this; stored: Parley has no billing). */
+                    can_manage_billing_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may use wildcard mentions in large channels. */
                     can_mention_many_users_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may move messages to another channel. Cannot be `role:everyone`. */
@@ -7132,6 +9708,232 @@ export interface operations {
                     can_move_messages_between_topics_group?: components["schemas"]["GroupSettingUpdate"];
                     /** @description Who may mark topics as resolved or unresolved. */
                     can_resolve_topics_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may change the delete permissions of individual channels (stored). */
+                    can_set_delete_message_policy_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may change the topics policy of individual channels. */
+                    can_set_topics_policy_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may ask for topic summaries (stored; Parley has no summaries). */
+                    can_summarize_topics_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may create reusable invitation links (owners only may change this). */
+                    create_multiuse_invite_group?: components["schemas"]["GroupSettingUpdate"];
+                    /**
+                     * @description The language assumed for code blocks that name none (stored; Parley does not highlight code).
+                     * @example python
+                     */
+                    default_code_block_language?: string;
+                    /**
+                     * @description The language of new users (their `default_language` setting) and of the organization's notices. One of the language codes Zulip has translations for; another gives `Invalid language '<code>'`.
+                     * @example de
+                     */
+                    default_language?: string;
+                    /**
+                     * @description The organization's description, in Markdown.
+                     * @example The Acme team chat.
+                     */
+                    description?: string;
+                    /**
+                     * @description Whether digest e-mails of recent activity are sent (stored; Parley sends no digests, so `/register` reports false, as Zulip does on servers without digest e-mails).
+                     * @example false
+                     */
+                    digest_emails_enabled?: boolean;
+                    /**
+                     * @description The day digests go out: 0 Monday … 6 Sunday (stored).
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    digest_weekday?: 0 | 1 | 2 | 3 | 4 | 5 | 6;
+                    /** @description Who may start direct-message conversations (stored; Parley does not restrict starting them). */
+                    direct_message_initiator_group?: components["schemas"]["GroupSettingUpdate"];
+                    /** @description Who may take part in direct messages: every direct-message conversation must include someone of this group. */
+                    direct_message_permission_group?: components["schemas"]["GroupSettingUpdate"];
+                    /**
+                     * @description Whether sign-ups from disposable e-mail domains are refused (owners only; stored).
+                     * @example true
+                     */
+                    disallow_disposable_email_addresses?: boolean;
+                    /**
+                     * @description Whether users other than administrators are prevented from changing their e-mail address.
+                     * @example true
+                     */
+                    email_changes_disabled?: boolean;
+                    /**
+                     * @description Whether only addresses of the organization's domains may join (owners only; stored: Parley has no organization domains).
+                     * @example false
+                     */
+                    emails_restricted_to_domains?: boolean;
+                    /**
+                     * @description Whether clients warn before sending a direct message that includes a guest (applied by clients).
+                     * @example true
+                     */
+                    enable_guest_user_dm_warning?: boolean;
+                    /**
+                     * @description Whether clients mark guests' names with "(guest)" (applied by clients).
+                     * @example true
+                     */
+                    enable_guest_user_indicator?: boolean;
+                    /**
+                     * @description Whether users may see who has read a message.
+                     * @example true
+                     */
+                    enable_read_receipts?: boolean;
+                    /**
+                     * @description Whether spectators without an account may read web-public channels.
+                     * @example true
+                     */
+                    enable_spectator_access?: boolean;
+                    /**
+                     * @description The most mature GIPHY rating clients may offer: 0 disabled, 1 Y, 2 G, 3 PG, 4 PG-13, 5 R (stored; Parley has no GIPHY key). Another value gives `Invalid giphy_rating <value>`.
+                     * @example 2
+                     */
+                    giphy_rating?: number;
+                    /**
+                     * @description Whether linked images are previewed in messages (stored; Parley renders no previews).
+                     * @example true
+                     */
+                    inline_image_preview?: boolean;
+                    /**
+                     * @description Whether linked web pages are previewed in messages (stored; Parley renders no previews).
+                     * @example false
+                     */
+                    inline_url_embed_preview?: boolean;
+                    /**
+                     * @description Whether an invitation is needed to join the organization (owners only).
+                     * @example true
+                     */
+                    invite_required?: boolean;
+                    /**
+                     * @description The Jitsi Meet server video calls use, as a JSON string: a URL of at most 200 characters, or
+                     *     `"default"` for the server's (none in Parley). Anything else gives `jitsi_server_url is not an
+                     *     allowed_type`. Applied by clients (`jitsi_server_url` in `/register`).
+                     * @example https://jitsi.example.com
+                     */
+                    jitsi_server_url?: string;
+                    /**
+                     * @description Whether notification e-mails may include message content (stored; Parley sends no message notification e-mails).
+                     * @example true
+                     */
+                    message_content_allowed_in_email_notifications?: boolean;
+                    /**
+                     * @description How long after sending a message its sender may delete it. A positive number of seconds, or `"unlimited"` for no limit.
+                     * @example 600
+                     */
+                    message_content_delete_limit_seconds?: number | string;
+                    /**
+                     * @description How long after sending a message its sender may edit its content. A positive number of seconds, or `"unlimited"` for no limit.
+                     * @example 600
+                     */
+                    message_content_edit_limit_seconds?: number | string;
+                    /**
+                     * @description Which edit history users may see: `all`, only `moves` (topic and channel changes), or `none`. A plain string, not JSON-encoded; another value gives `Invalid message_edit_history_visibility_policy`.
+                     * @example moves
+                     * @enum {string}
+                     */
+                    message_edit_history_visibility_policy?: "all" | "moves" | "none";
+                    /**
+                     * @description Owners only. How many days messages are kept: a positive number of days, or `"unlimited"` to keep
+                     *     them forever (the default). Older messages are deleted by a periodic job, in batches, with no
+                     *     events (as Zulip's retention) and no archive to restore them from; channels may override it.
+                     *     Anything else gives `Bad value for 'message_retention_days': <value>`.
+                     * @example 365
+                     */
+                    message_retention_days?: number | string;
+                    /**
+                     * @description The private channel where message reports go, or -1 for none (stored; Parley has no message reports). A public channel gives `Moderation request channel must be private.`
+                     * @example 7
+                     */
+                    moderation_request_channel_id?: number;
+                    /**
+                     * @description How long after sending a message users who are not moderators may move it to another channel. A positive number of seconds, or `"unlimited"` for no limit.
+                     * @example 604800
+                     */
+                    move_messages_between_streams_limit_seconds?: number | string;
+                    /**
+                     * @description How long after sending a message users who are not moderators may move it to another topic. A positive number of seconds, or `"unlimited"` for no limit.
+                     * @example 604800
+                     */
+                    move_messages_within_stream_limit_seconds?: number | string;
+                    /**
+                     * @description The organization's name.
+                     * @example Acme
+                     */
+                    name?: string;
+                    /**
+                     * @description Whether users other than administrators are prevented from changing their name.
+                     * @example true
+                     */
+                    name_changes_disabled?: boolean;
+                    /**
+                     * @description The channel where new channels are announced, or -1 for none (stored; Parley sends no such announcements).
+                     * @example 7
+                     */
+                    new_stream_announcements_stream_id?: number;
+                    /**
+                     * @description The kind of organization: 0 unspecified, 10 business, 20 open-source project, 30 education (non-profit), 35 education (for-profit), 40 research, 50 event or conference, 60 non-profit, 70 government, 80 political group, 90 community, 100 personal, 1000 other (stored).
+                     * @example 10
+                     * @enum {integer}
+                     */
+                    org_type?: 0 | 10 | 20 | 30 | 35 | 40 | 50 | 60 | 70 | 80 | 90 | 100 | 1000;
+                    /**
+                     * @description Whether push notifications must be end-to-end encrypted (stored; Parley sends APNs pushes unencrypted).
+                     * @example false
+                     */
+                    require_e2ee_push_notifications?: boolean;
+                    /**
+                     * @description Whether two users may not have the same name (stored).
+                     * @example false
+                     */
+                    require_unique_names?: boolean;
+                    /**
+                     * @description Whether the notification bot posts channel events (stored; Parley posts none).
+                     * @example false
+                     */
+                    send_channel_events_messages?: boolean;
+                    /**
+                     * @description Whether new users get welcome e-mails (stored; Parley sends none).
+                     * @example true
+                     */
+                    send_welcome_emails?: boolean;
+                    /**
+                     * @description The channel where new users are announced, or -1 for none (stored; Parley sends no such announcements).
+                     * @example 7
+                     */
+                    signup_announcements_stream_id?: number;
+                    /**
+                     * @description The subdomain of a demo organization (owners only). Parley has no demo organizations: `Must be a demo organization.`
+                     * @example acme
+                     */
+                    string_id?: string;
+                    /**
+                     * @description Whether messages may go to the empty ("general chat") topic in channels that inherit the organization's policy. A plain string; another value gives `Invalid topics_policy`.
+                     * @example disable_empty_topic
+                     * @enum {string}
+                     */
+                    topics_policy?: "allow_empty_topic" | "disable_empty_topic";
+                    /**
+                     * @description The video call provider clients offer: 0 none, 1 Jitsi Meet (Zulip's other providers need server configuration Parley lacks). Another value gives `Invalid video_chat_provider <value>`.
+                     * @example 1
+                     */
+                    video_chat_provider?: number;
+                    /**
+                     * @description How many days new members wait before they join `role:fullmembers` (owners only). A member whose account is at least this many days old is a full member; a periodic job promotes them as their waiting period ends.
+                     * @example 3
+                     */
+                    waiting_period_threshold?: number;
+                    /**
+                     * @description Whether the organization wants to be listed in Zulip's communities directory (stored).
+                     * @example false
+                     */
+                    want_advertise_in_communities_directory?: boolean;
+                    /**
+                     * @description The custom text of the welcome bot's message to new users (stored; Parley sends no welcome messages).
+                     * @example Welcome to Acme!
+                     */
+                    welcome_message_custom_text?: string;
+                    /**
+                     * @description The channel where Zulip update announcements go, or -1 for none (stored; Parley sends none).
+                     * @example 7
+                     */
+                    zulip_update_announcements_stream_id?: number;
                 };
             };
         };
@@ -7153,77 +9955,32 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["JsonSuccess"] & {
                         /**
-                         * @description Present when the name changed; always `updated`.
-                         * @example updated
-                         * @constant
-                         */
-                        name?: "updated";
-                        /**
-                         * @description Present when the description changed; always `updated`.
-                         * @example updated
-                         * @constant
-                         */
-                        description?: "updated";
-                        /**
                          * @description Present when the setting changed; its new value.
                          * @example true
-                         */
-                        enable_spectator_access?: boolean;
-                        /**
-                         * @description Present when the setting changed; its new value.
-                         * @example true
-                         */
-                        email_changes_disabled?: boolean;
-                        /**
-                         * @description Present when the setting changed; its new value.
-                         * @example true
-                         */
-                        name_changes_disabled?: boolean;
-                        /**
-                         * @description Present when the setting changed; its new value.
-                         * @example true
-                         */
-                        invite_required?: boolean;
-                        /**
-                         * @description Present when the setting changed; its new value.
-                         * @example false
                          */
                         allow_message_editing?: boolean;
                         /**
-                         * @description Present when the setting changed; its new value in seconds, null for no limit.
-                         * @example 600
+                         * @description Present when the methods changed (never, in Parley).
+                         * @example {
+                         *       "Email": true
+                         *     }
                          */
-                        message_content_edit_limit_seconds?: number | null;
-                        /**
-                         * @description Present when the setting changed; its new value in seconds, null for no limit.
-                         * @example 600
-                         */
-                        move_messages_within_stream_limit_seconds?: number | null;
-                        /**
-                         * @description Present when the setting changed; its new value in seconds, null for no limit.
-                         * @example 600
-                         */
-                        move_messages_between_streams_limit_seconds?: number | null;
-                        /**
-                         * @description Present when the setting changed; its new value in seconds, null for no limit.
-                         * @example 600
-                         */
-                        message_content_delete_limit_seconds?: number | null;
-                        /**
-                         * @description Present when the setting changed; the new policy as Zulip echoes it, by number (1 `all`, 2 `moves`, 3 `none`).
-                         * @example 2
-                         * @enum {integer}
-                         */
-                        message_edit_history_visibility_policy?: 1 | 2 | 3;
+                        authentication_methods?: {
+                            [key: string]: boolean;
+                        };
                         /**
                          * @description Present when the setting changed; its new value.
                          * @example true
                          */
-                        enable_read_receipts?: boolean;
+                        avatar_changes_disabled?: boolean;
                         /** @description Present when the setting changed; its new value. */
                         can_access_all_users_group?: components["schemas"]["GroupSettingValue"];
                         /** @description Present when the setting changed; its new value. */
+                        can_add_custom_emoji_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
                         can_add_subscribers_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
+                        can_create_bots_group?: components["schemas"]["GroupSettingValue"];
                         /** @description Present when the setting changed; its new value. */
                         can_create_groups?: components["schemas"]["GroupSettingValue"];
                         /** @description Present when the setting changed; its new value. */
@@ -7233,6 +9990,8 @@ export interface operations {
                         /** @description Present when the setting changed; its new value. */
                         can_create_web_public_channel_group?: components["schemas"]["GroupSettingValue"];
                         /** @description Present when the setting changed; its new value. */
+                        can_create_write_only_bots_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
                         can_delete_any_message_group?: components["schemas"]["GroupSettingValue"];
                         /** @description Present when the setting changed; its new value. */
                         can_delete_own_message_group?: components["schemas"]["GroupSettingValue"];
@@ -7241,6 +10000,8 @@ export interface operations {
                         /** @description Present when the setting changed; its new value. */
                         can_manage_all_groups?: components["schemas"]["GroupSettingValue"];
                         /** @description Present when the setting changed; its new value. */
+                        can_manage_billing_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
                         can_mention_many_users_group?: components["schemas"]["GroupSettingValue"];
                         /** @description Present when the setting changed; its new value. */
                         can_move_messages_between_channels_group?: components["schemas"]["GroupSettingValue"];
@@ -7248,9 +10009,562 @@ export interface operations {
                         can_move_messages_between_topics_group?: components["schemas"]["GroupSettingValue"];
                         /** @description Present when the setting changed; its new value. */
                         can_resolve_topics_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
+                        can_set_delete_message_policy_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
+                        can_set_topics_policy_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
+                        can_summarize_topics_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
+                        create_multiuse_invite_group?: components["schemas"]["GroupSettingValue"];
+                        /**
+                         * @description Present when the setting changed; always `updated`.
+                         * @example updated
+                         * @constant
+                         */
+                        default_code_block_language?: "updated";
+                        /**
+                         * @description Present when the setting changed; always `updated`.
+                         * @example updated
+                         * @constant
+                         */
+                        default_language?: "updated";
+                        /**
+                         * @description Present when the setting changed; always `updated`.
+                         * @example updated
+                         * @constant
+                         */
+                        description?: "updated";
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example false
+                         */
+                        digest_emails_enabled?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example 1
+                         */
+                        digest_weekday?: number;
+                        /** @description Present when the setting changed; its new value. */
+                        direct_message_initiator_group?: components["schemas"]["GroupSettingValue"];
+                        /** @description Present when the setting changed; its new value. */
+                        direct_message_permission_group?: components["schemas"]["GroupSettingValue"];
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example true
+                         */
+                        disallow_disposable_email_addresses?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example true
+                         */
+                        email_changes_disabled?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example false
+                         */
+                        emails_restricted_to_domains?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example true
+                         */
+                        enable_guest_user_dm_warning?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example true
+                         */
+                        enable_guest_user_indicator?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example true
+                         */
+                        enable_read_receipts?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example true
+                         */
+                        enable_spectator_access?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example 2
+                         */
+                        giphy_rating?: number;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example true
+                         */
+                        inline_image_preview?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example false
+                         */
+                        inline_url_embed_preview?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example true
+                         */
+                        invite_required?: boolean;
+                        /**
+                         * @description Present when the setting changed; `updated`, or null when set back to the server's.
+                         * @example updated
+                         */
+                        jitsi_server_url?: string | null;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example true
+                         */
+                        message_content_allowed_in_email_notifications?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value in seconds, null for no limit.
+                         * @example 600
+                         */
+                        message_content_delete_limit_seconds?: number | null;
+                        /**
+                         * @description Present when the setting changed; its new value in seconds, null for no limit.
+                         * @example 600
+                         */
+                        message_content_edit_limit_seconds?: number | null;
+                        /**
+                         * @description Present when the setting changed; the new policy as Zulip echoes it, by number (1 `all`, 2 `moves`, 3 `none`).
+                         * @example 2
+                         * @enum {integer}
+                         */
+                        message_edit_history_visibility_policy?: 1 | 2 | 3;
+                        /**
+                         * @description Present when the setting changed; the new number of days, -1 for unlimited.
+                         * @example 365
+                         */
+                        message_retention_days?: number;
+                        /**
+                         * @description Present when the setting changed; the channel ID sent (-1 for none).
+                         * @example 7
+                         */
+                        moderation_request_channel_id?: number;
+                        /**
+                         * @description Present when the setting changed; its new value in seconds, null for no limit.
+                         * @example 604800
+                         */
+                        move_messages_between_streams_limit_seconds?: number | null;
+                        /**
+                         * @description Present when the setting changed; its new value in seconds, null for no limit.
+                         * @example 604800
+                         */
+                        move_messages_within_stream_limit_seconds?: number | null;
+                        /**
+                         * @description Present when the setting changed; always `updated`.
+                         * @example updated
+                         * @constant
+                         */
+                        name?: "updated";
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example true
+                         */
+                        name_changes_disabled?: boolean;
+                        /**
+                         * @description Present when the setting changed; the channel ID sent (-1 for none).
+                         * @example 7
+                         */
+                        new_stream_announcements_stream_id?: number;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example 10
+                         */
+                        org_type?: number;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example false
+                         */
+                        require_e2ee_push_notifications?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example false
+                         */
+                        require_unique_names?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example false
+                         */
+                        send_channel_events_messages?: boolean;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example true
+                         */
+                        send_welcome_emails?: boolean;
+                        /**
+                         * @description Present when the setting changed; the channel ID sent (-1 for none).
+                         * @example 7
+                         */
+                        signup_announcements_stream_id?: number;
+                        /**
+                         * @description Present when the setting changed; the new policy as Zulip echoes it, by number (2 `allow_empty_topic`, 3 `disable_empty_topic`).
+                         * @example 3
+                         * @enum {integer}
+                         */
+                        topics_policy?: 2 | 3;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example 1
+                         */
+                        video_chat_provider?: number;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example 3
+                         */
+                        waiting_period_threshold?: number;
+                        /**
+                         * @description Present when the setting changed; its new value.
+                         * @example false
+                         */
+                        want_advertise_in_communities_directory?: boolean;
+                        /**
+                         * @description Present when the setting changed; always `updated`.
+                         * @example updated
+                         * @constant
+                         */
+                        welcome_message_custom_text?: "updated";
+                        /**
+                         * @description Present when the setting changed; the channel ID sent (-1 for none).
+                         * @example 7
+                         */
+                        zulip_update_announcements_stream_id?: number;
                     };
                 };
             };
+            /** @description Invalid parameters or insufficient permission. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-realm-user-settings-defaults": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Show times in 24-hour notation. New accounts start with `false`.
+                     * @example true
+                     */
+                    twenty_four_hour_time?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). When the web app marks messages as read while scrolling: 1 always, 2 only in conversation views, 3 never. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    web_mark_read_on_scroll_policy?: 1 | 2 | 3;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Where clicking a channel in the web app's sidebar leads: 1 the channel's top topic, 2 the channel feed, 3 the list of topics, 4 the top unread topic. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    web_channel_default_view?: 1 | 2 | 3 | 4;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Show the number of starred messages in the sidebar. New accounts start with `true`.
+                     * @example true
+                     */
+                    starred_message_counts?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Receive `typing` events showing when others are composing. New accounts start with `true`.
+                     * @example true
+                     */
+                    receives_typing_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Offer to update the profile's time zone when the browser's differs. New accounts start with `true`.
+                     * @example true
+                     */
+                    web_suggest_update_timezone?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Let the web app's message area use the full window width. New accounts start with `false`.
+                     * @example false
+                     */
+                    fluid_layout_width?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Use the high-contrast colour theme tweaks. New accounts start with `false`.
+                     * @example false
+                     */
+                    high_contrast_mode?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Base font size of the web app, in pixels. New accounts start with `16` (Zulip's older, denser default was 14).
+                     * @example 16
+                     */
+                    web_font_size_px?: number;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Line height of the web app as a percentage of the font size (140 means 1.4). New accounts start with `140` (Zulip's older, denser default was 122).
+                     * @example 140
+                     */
+                    web_line_height_percent?: number;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Colour theme: 1 follow the system, 2 dark, 3 light. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    color_scheme?: 1 | 2 | 3;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Keep drafts on the server so all clients see them. Turning it off deletes every draft stored on the server without sending removal events to clients. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_drafts_synchronization?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Replace typed emoticons such as `:)` with emoji. New accounts start with `false`.
+                     * @example false
+                     */
+                    translate_emoticons?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Show who reacted (rather than a count) on messages with few reactions. New accounts start with `true`.
+                     * @example true
+                     */
+                    display_emoji_reaction_users?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). The web app's home view: `recent_topics`, `inbox` or `all_messages`. New accounts start with `inbox`.
+                     * @example inbox
+                     * @enum {string}
+                     */
+                    web_home_view?: "recent_topics" | "inbox" | "all_messages";
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Pressing Escape in the web app returns to the home view. New accounts start with `true`.
+                     * @example true
+                     */
+                    web_escape_navigates_to_home_view?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Show the user list in the left sidebar in narrow windows. New accounts start with `false`.
+                     * @example false
+                     */
+                    left_side_userlist?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Emoji style: `google`, `google-blob`, `twitter`, or `text` (plain-text emoji names). New accounts start with `google`.
+                     * @example google
+                     * @enum {string}
+                     */
+                    emojiset?: "google" | "google-blob" | "twitter" | "text";
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Whether inactive channels are moved down in the sidebar: 1 automatically, 2 always, 3 never. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    demote_inactive_streams?: 1 | 2 | 3;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Look of the user list: 1 compact, 2 with status text, 3 with avatar and status text. New accounts start with `2`.
+                     * @example 2
+                     * @enum {integer}
+                     */
+                    user_list_style?: 1 | 2 | 3;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). When animated image previews play: `always`, `on_hover`, or `never`. New accounts start with `on_hover`.
+                     * @example on_hover
+                     * @enum {string}
+                     */
+                    web_animate_image_previews?: "always" | "on_hover" | "never";
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Which channels show unread counts in the sidebar: 1 all channels, 2 unmuted channels and topics only, 3 none. New accounts start with `2`.
+                     * @example 2
+                     * @enum {integer}
+                     */
+                    web_stream_unreads_count_display_policy?: 1 | 2 | 3;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Hide features that rely on AI models. New accounts start with `false`.
+                     * @example false
+                     */
+                    hide_ai_features?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Group channels by folder in the web app's left sidebar. New accounts start with `true`.
+                     * @example true
+                     */
+                    web_left_sidebar_show_channel_folders?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Show a summary of unread counts in the web app's left sidebar. New accounts start with `true`.
+                     * @example true
+                     */
+                    web_left_sidebar_unreads_count_summary?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Visual desktop notifications for channel messages. New accounts start with `false`.
+                     * @example false
+                     */
+                    enable_stream_desktop_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). E-mail notifications for channel messages. New accounts start with `false`.
+                     * @example false
+                     */
+                    enable_stream_email_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Mobile push notifications for channel messages. New accounts start with `false`.
+                     * @example false
+                     */
+                    enable_stream_push_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Audible desktop notifications for channel messages. New accounts start with `false`.
+                     * @example false
+                     */
+                    enable_stream_audible_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Name of the sound played for audible notifications, one of the server's `available_notification_sounds` or `none`; any other value gives `Invalid notification sound '<name>'`. New accounts start with `zulip`.
+                     * @example ding
+                     */
+                    notification_sound?: string;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Visual desktop notifications for direct messages and mentions. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_desktop_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Audible desktop notifications for direct messages and mentions. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_sounds?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). How long, in seconds, e-mail notifications are collected before one e-mail is sent. Must be between 1 and 604800 (one week); other values give `Invalid email batching period: <n> seconds`. New accounts start with `120`.
+                     * @example 300
+                     */
+                    email_notifications_batching_period_seconds?: number;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). E-mail notifications for direct messages and mentions received while offline. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_offline_email_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Mobile push notifications for direct messages and mentions received while offline. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_offline_push_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Mobile push notifications even while the user is online. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_online_push_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Visual desktop notifications for messages in followed topics. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_followed_topic_desktop_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). E-mail notifications for messages in followed topics. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_followed_topic_email_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Mobile push notifications for messages in followed topics. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_followed_topic_push_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Audible desktop notifications for messages in followed topics. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_followed_topic_audible_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Send digest e-mails summarising activity while the user is away. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_digest_emails?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Include the message text in notification e-mails. New accounts start with `true`.
+                     * @example true
+                     */
+                    message_content_in_email_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Include the text of direct messages in desktop notifications. New accounts start with `true`.
+                     * @example true
+                     */
+                    pm_content_in_desktop_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Treat wildcard mentions (such as `@**all**`) like personal mentions for notifications. New accounts start with `true`.
+                     * @example true
+                     */
+                    wildcard_mentions_notify?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Treat wildcard mentions in followed topics like personal mentions for notifications. New accounts start with `true`.
+                     * @example true
+                     */
+                    enable_followed_topic_wildcard_mentions_notify?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). What the unread count on the desktop app's icon counts: 1 all unread messages, 2 direct messages, mentions and followed topics, 3 direct messages and mentions, 4 nothing. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    desktop_icon_count_display?: 1 | 2 | 3 | 4;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Whether notification e-mail subjects name the organization: 1 automatically (only for users of several organizations), 2 always, 3 never. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    realm_name_in_email_notifications_policy?: 1 | 2 | 3;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Which topics are followed automatically: 1 those the user takes part in, 2 those the user sends a message to, 3 those the user starts, 4 none. New accounts start with `3`.
+                     * @example 3
+                     * @enum {integer}
+                     */
+                    automatically_follow_topics_policy?: 1 | 2 | 3 | 4;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Which topics in muted channels are unmuted automatically: 1 those the user takes part in, 2 those the user sends a message to, 3 those the user starts, 4 none. New accounts start with `2`.
+                     * @example 2
+                     * @enum {integer}
+                     */
+                    automatically_unmute_topics_in_muted_streams_policy?: 1 | 2 | 3 | 4;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Follow a topic automatically when the user is mentioned in it. New accounts start with `true`.
+                     * @example true
+                     */
+                    automatically_follow_topics_where_mentioned?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Whether the notices posted when topics are resolved or unresolved are marked as read automatically: `always`, `except_followed` (except in followed topics), or `never`. New accounts start with `except_followed`.
+                     * @example except_followed
+                     * @enum {string}
+                     */
+                    resolved_topic_notice_auto_read_policy?: "always" | "except_followed" | "never";
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Let other users see when this user is online. New accounts start with `true`.
+                     * @example true
+                     */
+                    presence_enabled?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Pressing Enter sends the message being composed (instead of Ctrl+Enter). New accounts start with `false`.
+                     * @example false
+                     */
+                    enter_sends?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Tell others when the user is typing a direct message. When false, direct typing requests are refused. New accounts start with `true`.
+                     * @example true
+                     */
+                    send_private_typing_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Tell others when the user is typing in a channel. When false, channel typing requests are refused. New accounts start with `true`.
+                     * @example true
+                     */
+                    send_stream_typing_notifications?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Let others see whether the user has read their messages. New accounts start with `true`.
+                     * @example true
+                     */
+                    send_read_receipts?: boolean;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). Who may see the user's real e-mail address: 1 everyone, 2 members, 3 administrators only, 4 nobody, 5 moderators and administrators. New accounts start with `1`.
+                     * @example 1
+                     * @enum {integer}
+                     */
+                    email_address_visibility?: 1 | 2 | 3 | 4 | 5;
+                    /**
+                     * @description The value new users start with (see `PATCH /settings`). After sending, take the web app to the conversation the message was sent to. New accounts start with `true`.
+                     * @example true
+                     */
+                    web_navigate_to_sent_message?: boolean;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
             /** @description Invalid parameters or insufficient permission. */
             400: {
                 headers: {
@@ -7402,6 +10716,215 @@ export interface operations {
                 };
             };
             /** @description Invalid field definition, or the caller is not an administrator. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "reorder-custom-profile-fields": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The IDs of all the organization's custom profile fields, in the new order.
+                     * @example [
+                     *       3,
+                     *       1,
+                     *       2
+                     *     ]
+                     */
+                    order: number[];
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Not an administrator, or a list that leaves out a field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "delete-custom-profile-field": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The custom profile field. */
+                field_id: components["parameters"]["FieldId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Not an administrator, or an unknown field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-custom-profile-field": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The custom profile field. */
+                field_id: components["parameters"]["FieldId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The field's new label (surrounding whitespace is stripped).
+                     * @example Cell
+                     */
+                    name?: string;
+                    /**
+                     * @description The field's new hint.
+                     * @example Contact number.
+                     */
+                    hint?: string;
+                    field_data?: components["schemas"]["CustomProfileFieldData"];
+                    /**
+                     * @description Whether to show the field in the user profile summary card.
+                     * @example false
+                     */
+                    display_in_profile_summary?: boolean;
+                    /**
+                     * @description Whether users are asked to fill in the field.
+                     * @example false
+                     */
+                    required?: boolean;
+                    /**
+                     * @description Whether users may change their own value of the field.
+                     * @example true
+                     */
+                    editable_by_user?: boolean;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Not an administrator, an unknown field, or an invalid configuration. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "remove-profile-data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description IDs of the fields whose values to clear.
+                     * @example [
+                     *       3
+                     *     ]
+                     */
+                    data: number[];
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description A bot, or an unknown or locked field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-profile-data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The values to set.
+                     * @example [
+                     *       {
+                     *         "id": 3,
+                     *         "value": "Bartender"
+                     *       }
+                     *     ]
+                     */
+                    data: {
+                        /**
+                         * @description ID of the custom profile field.
+                         * @example 3
+                         */
+                        id: number;
+                        /**
+                         * @description The new value.
+                         * @example Bartender
+                         */
+                        value: string | number[];
+                    }[];
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description A bot, an unknown or locked field, or a value that does not suit its field. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7779,44 +11302,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
-            content: {
-                "application/x-www-form-urlencoded": {
-                    /**
-                     * @description The user's new display name.
-                     * @example Prince Hamlet
-                     */
-                    full_name?: string;
-                    role?: components["schemas"]["Role"];
-                    /**
-                     * @description Changes of the user's custom profile field values, one entry per field.
-                     * @example [
-                     *       {
-                     *         "id": 3,
-                     *         "value": "Bartender"
-                     *       },
-                     *       {
-                     *         "id": 5,
-                     *         "value": [
-                     *           10,
-                     *           12
-                     *         ]
-                     *       },
-                     *       {
-                     *         "id": 6,
-                     *         "value": null
-                     *       }
-                     *     ]
-                     */
-                    profile_data?: components["schemas"]["ProfileDataUpdate"][];
-                    /**
-                     * @description The user's new e-mail address.
-                     * @example prince.hamlet@parley.local
-                     */
-                    new_email?: string;
-                };
-            };
-        };
+        requestBody?: components["requestBodies"]["UpdateUser"];
         responses: {
             200: components["responses"]["Success"];
             /** @description Unknown user, insufficient permission, or invalid values. */
@@ -7847,6 +11333,302 @@ export interface operations {
         responses: {
             200: components["responses"]["Success"];
             /** @description Unknown user or insufficient permission. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-user-by-email": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whether the client computes gravatar URLs itself. When true (the default), `avatar_url` is null
+                 *     if the user's avatar is their gravatar and the requester may see their real address.
+                 */
+                client_gravatar?: boolean;
+                /** @description Whether to include the user's custom profile field values as `profile_data` (humans only). */
+                include_custom_profile_fields?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The user's address, as the rules above allow (`@` may be sent as is or as `%40`). */
+                email: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "user": {
+                     *         "email": "user10@parley.local",
+                     *         "user_id": 10,
+                     *         "avatar_version": 1,
+                     *         "is_admin": false,
+                     *         "is_owner": false,
+                     *         "is_guest": false,
+                     *         "role": 400,
+                     *         "is_bot": false,
+                     *         "full_name": "King Hamlet",
+                     *         "timezone": "Europe/Copenhagen",
+                     *         "is_active": true,
+                     *         "date_joined": "2026-01-02T03:04:05.678000+00:00",
+                     *         "delivery_email": "hamlet@parley.local",
+                     *         "avatar_url": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        user: components["schemas"]["User"];
+                    };
+                };
+            };
+            /** @description No user the address may name for the requester, or invalid parameters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-user-by-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user's address, as `GET /users/{email}` accepts it. */
+                email: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["UpdateUser"];
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description No user the address may name for the requester, insufficient permission, or invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The status message; the empty string clears it. At most 60 characters once surrounding
+                     *     whitespace is stripped (`status_text is too long (limit: 60 characters)`).
+                     * @example on vacation
+                     */
+                    status_text?: string;
+                    /**
+                     * @deprecated
+                     * @description Whether the user is away: sets their `presence_enabled` setting to the opposite value
+                     *     (feature level 148; before that it was a separate flag).
+                     * @example false
+                     */
+                    away?: boolean;
+                    /**
+                     * @description The status emoji's name, without colons; the empty string clears the emoji.
+                     * @example car
+                     */
+                    emoji_name?: string;
+                    /**
+                     * @description Which emoji, within `reaction_type`: lower-case hexadecimal Unicode code points joined
+                     *     by `-` (`1f697`), a custom emoji's ID, or `zulip`. Looked up from `emoji_name` when left
+                     *     out.
+                     * @example 1f697
+                     */
+                    emoji_code?: string;
+                    /**
+                     * @description The namespace of `emoji_code`: `unicode_emoji`, `realm_emoji` or `zulip_extra_emoji`.
+                     *     Looked up from `emoji_name` when left out; any other value is refused with `Invalid
+                     *     emoji type.`.
+                     * @example unicode_emoji
+                     */
+                    reaction_type?: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Nothing to change, an over-long text, an unknown or inconsistent emoji, or a bot caller. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-user-status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The target user. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user's status. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        status: components["schemas"]["UserStatus"];
+                    };
+                };
+            };
+            /** @description Unknown user, a bot, or a deactivated user. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-status-for-user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The target user. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The status message; the empty string clears it. At most 60 characters once surrounding
+                     *     whitespace is stripped.
+                     * @example in a meeting
+                     */
+                    status_text?: string;
+                    /**
+                     * @description The status emoji's name, without colons; the empty string clears the emoji.
+                     * @example calendar
+                     */
+                    emoji_name?: string;
+                    /**
+                     * @description Which emoji, within `reaction_type`; looked up from `emoji_name` when left out.
+                     * @example 1f4c5
+                     */
+                    emoji_code?: string;
+                    /**
+                     * @description The namespace of `emoji_code`: `unicode_emoji`, `realm_emoji` or `zulip_extra_emoji`;
+                     *     looked up from `emoji_name` when left out.
+                     * @example unicode_emoji
+                     */
+                    reaction_type?: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Unknown, bot or deactivated user, insufficient permission, or invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-subscription-status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The target user. */
+                user_id: components["parameters"]["UserId"];
+                /** @description The channel. */
+                stream_id: components["parameters"]["StreamId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription status. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "is_subscribed": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description Whether the user is subscribed to the channel.
+                         * @example true
+                         */
+                        is_subscribed: boolean;
+                    };
+                };
+            };
+            /** @description Unknown, bot or deactivated user, or an unknown or hidden channel. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8787,6 +12569,62 @@ export interface operations {
                 };
             };
             /** @description The channel does not exist or the caller cannot see it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-stream-email-address": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Who appears as the sender of the messages posted through the address: the organization's
+                 *     Email Gateway bot (the default, also chosen by passing its ID), the caller, or a bot the caller
+                 *     may administer (their own bots; any bot for an organization administrator). Another user gives
+                 *     `No such bot`, another person's bot `Insufficient permission`.
+                 */
+                sender_id?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The channel. */
+                stream_id: components["parameters"]["StreamId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The channel's address for this caller and sender. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "email": "general.3c1b2a9f0e8d7c6b5a4f3e2d1c0b9a8f.show-sender@parley.example.com"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The e-mail address that posts to the channel.
+                         * @example general.3c1b2a9f0e8d7c6b5a4f3e2d1c0b9a8f.show-sender@parley.example.com
+                         */
+                        email: string;
+                    };
+                };
+            };
+            /** @description The channel cannot be reached by the caller, or the sender is not allowed. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10038,11 +13876,12 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["JsonSuccess"] & {
                         /**
-                         * @description Files the edit removed from the message that no message refers to any more
-                         *     (feature level 285). Parley stores no uploads yet, so this is always empty.
+                         * @description The editor's uploaded files that the edit removed from the message and that no
+                         *     other message links to any more (feature level 285): now reachable only through
+                         *     the message's edit history.
                          * @example []
                          */
-                        detached_uploads: Record<string, never>[];
+                        detached_uploads: components["schemas"]["Attachment"][];
                     };
                 };
             };
@@ -12051,7 +15890,10 @@ export interface operations {
                      * @description Features of the client that change the format of events and state, for example
                      *     `notification_settings_null`, `bulk_message_deletion`, `user_avatar_url_field_optional`,
                      *     `stream_typing_notifications`, `user_settings_object`, `include_deactivated_groups`,
-                     *     `empty_topic_name`; each true or false.
+                     *     `empty_topic_name`, `simplified_presence_events` (`presence` events and the `presences`
+                     *     state in the modern format), `linkifier_url_template` (`realm_linkifiers` events and
+                     *     state; without it the state is an empty list and no such event is sent); each true or
+                     *     false.
                      * @example {
                      *       "notification_settings_null": true,
                      *       "bulk_message_deletion": true
@@ -12171,6 +16013,25 @@ export interface operations {
                          */
                         zulip_merge_base: string;
                         /**
+                         * @description With `presence` state: the presence of the organization's users who reported any in
+                         *     the last `presence_history_limit_days` (14 by default), as `POST /users/me/presence`
+                         *     answers it; in the modern format (keyed by user ID) with `slim_presence` or the
+                         *     `simplified_presence_events` capability, else in the legacy format.
+                         */
+                        presences?: components["schemas"]["Presences"];
+                        /**
+                         * Format: int64
+                         * @description With `presence` state: the newest change included in `presences` (-1 when it is
+                         *     empty), to pass as `last_update_id` to `POST /users/me/presence`. Feature level 263.
+                         * @example 7
+                         */
+                        presence_last_update_id?: number;
+                        /**
+                         * @description With `presence` state: the server's time when it read the presence data (UNIX seconds, with a fraction).
+                         * @example 1656958539.123
+                         */
+                        server_timestamp?: number;
+                        /**
                          * @deprecated
                          * @description With `message` state: the highest ID among the messages the user had received when
                          *     the queue was registered (-1 when none). Kept for older clients; to find the newest
@@ -12192,6 +16053,12 @@ export interface operations {
                          *     `is_system_bot` true.
                          */
                         cross_realm_bots?: components["schemas"]["User"][];
+                        /**
+                         * @description With `realm_bot` state: the bots the user owns, deactivated ones included; for
+                         *     organization administrators every bot of the organization (the server's own
+                         *     bots aside). Each carries its API key.
+                         */
+                        realm_bots?: components["schemas"]["Bot"][];
                         /**
                          * @description With `realm_user_groups` state: the organization's user groups, system groups
                          *     included. Deactivated groups are listed only to clients declaring the
@@ -12250,6 +16117,58 @@ export interface operations {
                         streams?: components["schemas"]["Channel"][];
                         /** @description With `custom_profile_fields` state: the organization's custom profile fields, in display order. */
                         custom_profile_fields?: components["schemas"]["CustomProfileField"][];
+                        /**
+                         * @description With `default_streams` state: IDs of the organization's default channels (feature
+                         *     level 330; channel objects before). Guests get an empty list.
+                         * @example [
+                         *       7,
+                         *       8
+                         *     ]
+                         */
+                        realm_default_streams?: number[];
+                        /**
+                         * @description With `default_stream_groups` state: the organization's default channel groups,
+                         *     sorted by name (channel IDs since feature level 330). Guests get an empty list.
+                         */
+                        realm_default_stream_groups?: components["schemas"]["DefaultChannelGroup"][];
+                        /** @description With `saved_snippets` state (feature level 297): the user's saved snippets, by ID. */
+                        saved_snippets?: components["schemas"]["SavedSnippet"][];
+                        /**
+                         * @description With `realm_linkifiers` state: the organization's linkifiers in the order they
+                         *     apply; an empty list for clients without the `linkifier_url_template` capability
+                         *     (who cannot read URL templates), as in Zulip.
+                         */
+                        realm_linkifiers?: components["schemas"]["LinkifierList"];
+                        /**
+                         * @deprecated
+                         * @description With `realm_filters` state: always an empty list (the legacy form of
+                         *     `realm_linkifiers`, whose URL format strings Zulip no longer has).
+                         * @example []
+                         */
+                        realm_filters?: (string | number)[][];
+                        realm_playgrounds?: components["schemas"]["RealmPlaygroundList"];
+                        /** @description With `muted_users` state: the users the user has muted, in the order they were muted. */
+                        muted_users?: components["schemas"]["MutedUser"][];
+                        alert_words?: components["schemas"]["AlertWordList"];
+                        /**
+                         * @description With `user_status` state: the statuses of the organization's active users, keyed by
+                         *     user ID (as a string). Only users with something set appear (a text, an emoji, or
+                         *     `away` for a user whose `presence_enabled` is off), and only what is set appears.
+                         * @example {
+                         *       "10": {
+                         *         "status_text": "on vacation",
+                         *         "emoji_name": "car",
+                         *         "emoji_code": "1f697",
+                         *         "reaction_type": "unicode_emoji"
+                         *       },
+                         *       "12": {
+                         *         "away": true
+                         *       }
+                         *     }
+                         */
+                        user_status?: {
+                            [key: string]: components["schemas"]["UserStatus"];
+                        };
                         /**
                          * @description With `user_settings` state (feature level 89): the user's personal settings, one key
                          *     per setting that `PATCH /settings` changes (display, notification and privacy
@@ -12391,6 +16310,30 @@ export interface operations {
                         realm_can_delete_any_message_group?: components["schemas"]["GroupSettingValue"];
                         /** @description With `realm` state: who may delete the messages they sent. */
                         realm_can_delete_own_message_group?: components["schemas"]["GroupSettingValue"];
+                        /**
+                         * @description With `realm` state: how many days messages are kept, -1 for ever (`PATCH /realm` lists every `realm_*` setting).
+                         * @example -1
+                         */
+                        realm_message_retention_days?: number;
+                        /**
+                         * @description With `realm` state: how many days new members wait before they are full members.
+                         * @example 0
+                         */
+                        realm_waiting_period_threshold?: number;
+                        /**
+                         * @description With `realm_user_settings_defaults` state: the settings new users start with, keyed as in
+                         *     `PATCH /realm/user_settings_defaults` (and `default_language`, `enable_login_emails`,
+                         *     `enable_marketing_emails`, `allow_private_data_export` at their defaults), with
+                         *     `emojiset_choices` and `available_notification_sounds` as in `user_settings`.
+                         * @example {
+                         *       "enter_sends": false,
+                         *       "emojiset": "google",
+                         *       "color_scheme": 1
+                         *     }
+                         */
+                        realm_user_settings_defaults?: {
+                            [key: string]: unknown;
+                        };
                         /**
                          * @description With `realm` state: the longest channel name accepted, in Unicode code points.
                          * @example 60
@@ -12859,6 +16802,2097 @@ export interface operations {
                     "application/json": components["schemas"]["JsonError"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-presence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description `active` when the user is using the client now (a focused window, recent input), else
+                     *     `idle`. Any other value gives `Invalid status: <value>`.
+                     * @example active
+                     */
+                    status: string;
+                    /**
+                     * @description Report only; the answer carries no presence data.
+                     * @default false
+                     * @example false
+                     */
+                    ping_only?: boolean;
+                    /**
+                     * @description Whether the user interacted with the client since its previous report.
+                     * @default false
+                     * @example true
+                     */
+                    new_user_input?: boolean;
+                    /**
+                     * @description Answer in the modern format, keyed by user ID (implied by `last_update_id`).
+                     * @default false
+                     * @example true
+                     */
+                    slim_presence?: boolean;
+                    /**
+                     * Format: int64
+                     * @description The `presence_last_update_id` of the previous answer: only presence that changed since is
+                     *     answered. -1 (or any value of 0 or less) asks for everything, as the first call of a
+                     *     client does. Implies `slim_presence`. Feature level 263.
+                     * @example 5
+                     */
+                    last_update_id?: number;
+                    /**
+                     * @description Leave out users last connected more than this many days ago (14 when absent; 0 answers
+                     *     nobody). Ignored when `last_update_id` is above 0. Feature level 288.
+                     * @example 365
+                     */
+                    history_limit_days?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The report was taken; unless `ping_only`, the presence of the organization. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        presences?: components["schemas"]["Presences"];
+                        /**
+                         * @description The server's time when it read the presence data (UNIX seconds, with a fraction).
+                         * @example 1656958539.123
+                         */
+                        server_timestamp?: number;
+                        /**
+                         * Format: int64
+                         * @description The newest change included, to pass as `last_update_id` next time; the value sent
+                         *     when nothing changed since, -1 when nothing was answered at all. Feature level 263.
+                         * @example 7
+                         */
+                        presence_last_update_id?: number;
+                    };
+                };
+            };
+            /** @description An unknown status, a malformed parameter, or a bot caller. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-presence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Everyone's presence. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "presences": {
+                     *         "hamlet@parley.local": {
+                     *           "aggregated": {
+                     *             "client": "website",
+                     *             "status": "idle",
+                     *             "timestamp": 1656958530
+                     *           },
+                     *           "website": {
+                     *             "client": "website",
+                     *             "status": "idle",
+                     *             "timestamp": 1656958530,
+                     *             "pushable": false
+                     *           }
+                     *         }
+                     *       },
+                     *       "server_timestamp": 1656958539.123
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        presences: components["schemas"]["Presences"];
+                        /**
+                         * @description The server's time when it read the presence data (UNIX seconds, with a fraction).
+                         * @example 1656958539.123
+                         */
+                        server_timestamp: number;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-user-presence": {
+        parameters: {
+            query?: {
+                /** @description Answer in the modern format (`active_timestamp`, `idle_timestamp`). */
+                slim_presence?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The user's ID, or their e-mail address. */
+                user_id_or_email: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user's presence. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        presence: components["schemas"]["PresenceModern"] | {
+                            /** @description The user's presence, `offline` when their last report is too old. */
+                            aggregated: {
+                                /**
+                                 * @description Whether the user is active, only connected, or gone.
+                                 * @example offline
+                                 * @enum {string}
+                                 */
+                                status: "active" | "idle" | "offline";
+                                /**
+                                 * @description UNIX time (seconds) of the report the status is taken from.
+                                 * @example 1656958530
+                                 */
+                                timestamp: number;
+                            };
+                            /** @description The same presence, as last reported (never `offline`). */
+                            website: {
+                                /**
+                                 * @description Whether the user was last seen active or only connected.
+                                 * @example idle
+                                 * @enum {string}
+                                 */
+                                status: "active" | "idle";
+                                /**
+                                 * @description UNIX time (seconds) of that report.
+                                 * @example 1656958530
+                                 */
+                                timestamp: number;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description No such active user, a bot, or no presence reported. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "mute-user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user to mute or unmute (bots and deactivated users included). */
+                muted_user_id: components["parameters"]["MutedUserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description The caller themselves, an unknown user, or a user already muted. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "unmute-user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user to mute or unmute (bots and deactivated users included). */
+                muted_user_id: components["parameters"]["MutedUserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description An unknown user, or a user the caller has not muted. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-alert-words": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's alert words. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "alert_words": [
+                     *         "deploy",
+                     *         "outage",
+                     *         "release notes"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        alert_words: components["schemas"]["AlertWordList"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "add-alert-words": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The words or phrases to add, each at most 100 characters (before trimming).
+                     * @example [
+                     *       "deploy",
+                     *       "release notes"
+                     *     ]
+                     */
+                    alert_words: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The caller's alert words after the change. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "alert_words": [
+                     *         "outage",
+                     *         "deploy",
+                     *         "release notes"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        alert_words: components["schemas"]["AlertWordList"];
+                    };
+                };
+            };
+            /** @description No list, something other than a list of strings, or a word over 100 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "remove-alert-words": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The words or phrases to remove.
+                     * @example [
+                     *       "outage"
+                     *     ]
+                     */
+                    alert_words: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The caller's alert words after the change. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "alert_words": [
+                     *         "deploy",
+                     *         "release notes"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        alert_words: components["schemas"]["AlertWordList"];
+                    };
+                };
+            };
+            /** @description No list, or something other than a list of strings. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "set-avatar": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The image, with its type in the part's `Content-Type` (or guessed from its file name).
+                     * @example /path/to/avatar.png
+                     */
+                    file?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The avatar was replaced. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "avatar_url": "/user_avatars/2/0f3a0c0e7c4f4b8c2a1c9d1e6f3b2a1c0d9e8f7a.png?version=2"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The new avatar's URL (100 pixels), relative to the server.
+                         * @example /user_avatars/2/0f3a0c0e7c4f4b8c2a1c9d1e6f3b2a1c0d9e8f7a.png?version=2
+                         */
+                        avatar_url: string;
+                    };
+                };
+            };
+            /** @description No file or several, too large, not an image, or avatar changes disabled; nothing is stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "delete-avatar": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The avatar is the gravatar again. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "avatar_url": "https://secure.gravatar.com/avatar/6c2f16b20c10a3e8cc0ed7d1b4a7c2e1?d=identicon&version=3"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The gravatar's URL.
+                         * @example https://secure.gravatar.com/avatar/6c2f16b20c10a3e8cc0ed7d1b4a7c2e1?d=identicon&version=3
+                         */
+                        avatar_url: string;
+                    };
+                };
+            };
+            /** @description Avatar changes are disabled in the organization. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-custom-emoji": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The custom emoji. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "emoji": {
+                     *         "1": {
+                     *           "id": "1",
+                     *           "name": "green_tick",
+                     *           "source_url": "/user_avatars/2/emoji/images/1a2b3c4d.png",
+                     *           "still_url": null,
+                     *           "deactivated": false,
+                     *           "author_id": 9,
+                     *           "date_created": 1700000000
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        emoji: components["schemas"]["RealmEmojiDict"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "upload-custom-emoji": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The emoji's name. When adding, surrounding spaces are dropped and inner spaces become
+                 *     underscores; the name may hold lowercase English letters, digits, `-` and `_`, and must end with a
+                 *     letter or digit.
+                 * @example green_tick
+                 */
+                emoji_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The image, with its type in the part's `Content-Type` (or guessed from its file name).
+                     * @example /path/to/img.png
+                     */
+                    filename?: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description A bad name, no permission, the name taken, not exactly one file, or not a usable image; nothing is stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "deactivate-custom-emoji": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The emoji's name. When adding, surrounding spaces are dropped and inner spaces become
+                 *     underscores; the name may hold lowercase English letters, digits, `-` and `_`, and must end with a
+                 *     letter or digit.
+                 * @example green_tick
+                 */
+                emoji_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description No active emoji of that name, or not the user's to remove. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "upload-file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The file's content, with its name in the part's `Content-Disposition`.
+                     * @example /path/to/file.txt
+                     */
+                    filename?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The file was stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "uri": "/user_uploads/1/4e/m2A3MSqFnWRLUf9SaPzQ0Up_/zulip.txt",
+                     *       "url": "/user_uploads/1/4e/m2A3MSqFnWRLUf9SaPzQ0Up_/zulip.txt",
+                     *       "filename": "zulip.txt"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The file's URL, relative to the server (`/user_uploads/<realm id>/…/<name>`).
+                         * @example /user_uploads/1/4e/m2A3MSqFnWRLUf9SaPzQ0Up_/zulip.txt
+                         */
+                        url: string;
+                        /**
+                         * @deprecated
+                         * @description The same as `url` (its name before feature level 272).
+                         * @example /user_uploads/1/4e/m2A3MSqFnWRLUf9SaPzQ0Up_/zulip.txt
+                         */
+                        uri: string;
+                        /**
+                         * @description The file's name as uploaded (feature level 285), which may differ from the last
+                         *     part of `url`: link text for a Markdown link to the file.
+                         * @example zulip.txt
+                         */
+                        filename: string;
+                    };
+                };
+            };
+            /** @description No file, more than one file, a file over the size limit, or the organization's quota reached; nothing is stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-file-temporary-url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's ID, the first part of the file's path. */
+                realm_id_str: number;
+                /** @description The rest of the file's path (it contains slashes), as in the URL `POST /user_uploads` answered. */
+                filename: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A temporary URL of the file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "url": "/user_uploads/temporary/MTcwMDAwMDAwMDoxLzRlL20yQTNNU3FGbldSTFVmOVNhUHpRMFVwXy96dWxpcC50eHQ.k8h2Qx/zulip.txt"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The temporary URL, relative to the server; it expires 60 seconds after it was made.
+                         * @example /user_uploads/temporary/MTcwMDAwMDAwMDoxLzRlL20yQTNNU3FGbldSTFVmOVNhUHpRMFVwXy96dWxpcC50eHQ.k8h2Qx/zulip.txt
+                         */
+                        url: string;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The file exists but the user may not read it. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "error",
+                     *       "msg": "You are not authorized to view this file.",
+                     *       "code": "BAD_REQUEST"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            /** @description No such file (never uploaded, or deleted). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "error",
+                     *       "msg": "This file does not exist or has been deleted.",
+                     *       "code": "BAD_REQUEST"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-attachments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user's uploads. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "attachments": [
+                     *         {
+                     *           "id": 1,
+                     *           "name": "zulip.txt",
+                     *           "path_id": "2/ce/2Xpnnwgh8JWKxBXtTfD6BHKV/zulip.txt",
+                     *           "size": 6,
+                     *           "create_time": 1588145417000,
+                     *           "messages": [
+                     *             {
+                     *               "id": 102,
+                     *               "date_sent": 1588145424000
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "upload_space_used": 6
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /** @description The user's uploaded files. */
+                        attachments: components["schemas"]["Attachment"][];
+                        /**
+                         * Format: int64
+                         * @description Bytes taken by all the files uploaded in the organization (as in Zulip, not only the user's).
+                         * @example 6
+                         */
+                        upload_space_used: number;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "remove-attachment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The attachment (the `id` of an entry of `GET /attachments`). */
+                attachment_id: components["parameters"]["AttachmentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /**
+             * @description No such attachment among the user's own (another user's is refused the same way), or the
+             *     storage could not delete the file (nothing was changed; try again).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "add-default-stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description ID of the channel to make a default channel.
+                     * @example 7
+                     */
+                    stream_id: number;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Not an administrator, an unknown or unreadable channel, or a private one. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "remove-default-stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description ID of the channel to remove from the default channels.
+                     * @example 7
+                     */
+                    stream_id: number;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Not an administrator, or an unknown or invisible channel. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "create-default-stream-group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description Name of the new group.
+                     * @example Engineering
+                     */
+                    group_name: string;
+                    /**
+                     * @description Description of the new group.
+                     * @example Channels for engineers
+                     */
+                    description: string;
+                    /**
+                     * @description Names of the group's channels.
+                     * @example [
+                     *       "Denmark",
+                     *       "Verona"
+                     *     ]
+                     */
+                    stream_names: string[];
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Not an administrator, an unknown channel, a default channel, or a bad or taken name. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "remove-default-stream-group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The default channel group. */
+                group_id: components["parameters"]["DefaultChannelGroupId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Not an administrator, or an unknown group. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-default-stream-group-info": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The default channel group. */
+                group_id: components["parameters"]["DefaultChannelGroupId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The group's new name.
+                     * @example Developers
+                     */
+                    new_group_name?: string;
+                    /**
+                     * @description The group's new description.
+                     * @example Channels for developers
+                     */
+                    new_description?: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Not an administrator, nothing to change, an unknown group, or a bad name. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-default-stream-group-streams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The default channel group. */
+                group_id: components["parameters"]["DefaultChannelGroupId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description `add` or `remove`.
+                     * @example add
+                     */
+                    op: string;
+                    /**
+                     * @description Names of the channels to add or remove.
+                     * @example [
+                     *       "Denmark"
+                     *     ]
+                     */
+                    stream_names: string[];
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Not an administrator, an unknown group or channel, or a channel that cannot be added or removed. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-saved-snippets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's saved snippets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "saved_snippets": [
+                     *         {
+                     *           "id": 1,
+                     *           "title": "Example",
+                     *           "content": "Welcome to the organization.",
+                     *           "date_created": 1681662420
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /** @description The saved snippets, by ID. */
+                        saved_snippets: components["schemas"]["SavedSnippet"][];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "create-saved-snippet": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The snippet's title.
+                     * @example Welcome message
+                     */
+                    title: string;
+                    /**
+                     * @description The snippet's text, in Zulip Markdown.
+                     * @example **Welcome** to the organization.
+                     */
+                    content: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The snippet was saved. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "saved_snippet_id": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description ID of the new saved snippet.
+                         * @example 1
+                         */
+                        saved_snippet_id: number;
+                    };
+                };
+            };
+            /** @description A missing, blank or too long title or content. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "delete-saved-snippet": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The saved snippet. */
+                saved_snippet_id: components["parameters"]["SavedSnippetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The snippet does not exist or belongs to another user (code `BAD_REQUEST`, as in Zulip). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "error",
+                     *       "msg": "Saved snippet does not exist.",
+                     *       "code": "BAD_REQUEST"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "edit-saved-snippet": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The saved snippet. */
+                saved_snippet_id: components["parameters"]["SavedSnippetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The snippet's new title.
+                     * @example New welcome message
+                     */
+                    title?: string;
+                    /**
+                     * @description The snippet's new text.
+                     * @example Welcome to Zulip!
+                     */
+                    content?: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description A blank or too long title or content. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The snippet does not exist or belongs to another user (code `BAD_REQUEST`, as in Zulip). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "error",
+                     *       "msg": "Saved snippet does not exist.",
+                     *       "code": "BAD_REQUEST"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-linkifiers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization's linkifiers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "linkifiers": [
+                     *         {
+                     *           "pattern": "#(?P<id>[0-9]+)",
+                     *           "url_template": "https://github.com/zulip/zulip/issues/{id}",
+                     *           "id": 5
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        linkifiers: components["schemas"]["LinkifierList"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "reorder-linkifiers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The IDs of all the organization's linkifiers, in the order they should apply.
+                     * @example [
+                     *       6,
+                     *       5
+                     *     ]
+                     */
+                    ordered_linkifier_ids: number[];
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description A list that repeats a linkifier or does not name each exactly once, or a caller who is not an administrator. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "add-linkifier": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["LinkifierInput"];
+            };
+        };
+        responses: {
+            /** @description The new linkifier's ID. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "id": 5
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The ID of the new linkifier.
+                         * @example 5
+                         */
+                        id: number;
+                    };
+                };
+            };
+            400: components["responses"]["LinkifierInvalid"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "remove-linkifier": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The linkifier. */
+                filter_id: components["parameters"]["FilterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description No such linkifier in the organization (code `BAD_REQUEST`, as in Zulip), or a caller who is not an administrator. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-linkifier": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The linkifier. */
+                filter_id: components["parameters"]["FilterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["LinkifierInput"];
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            400: components["responses"]["LinkifierInvalid"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "add-code-playground": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The name shown to pick among the playgrounds of the language.
+                     * @example Python playground
+                     */
+                    name: string;
+                    /**
+                     * @description The language of the code blocks it opens: a Pygments lexer name (or a language of the
+                     *     organization's own), of letters, digits, spaces and `_ + , - . / #`.
+                     * @example Python
+                     */
+                    pygments_language: string;
+                    /**
+                     * @description The RFC 6570 URL template of the playground, with `{code}` where the code goes.
+                     * @example https://python.example.com?code={code}
+                     */
+                    url_template: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The new playground's ID. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "id": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The ID of the new code playground.
+                         * @example 1
+                         */
+                        id: number;
+                    };
+                };
+            };
+            /**
+             * @description An invalid language or URL template, an empty field, a playground of that name for that
+             *     language already, or a caller who is not an administrator.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "remove-code-playground": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The code playground. */
+                playground_id: components["parameters"]["PlaygroundId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description No such playground in the organization, or a caller who is not an administrator. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-bots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's active bots. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "bots": [
+                     *         {
+                     *           "username": "hambot-bot@parley.local",
+                     *           "full_name": "The Bot of Hamlet",
+                     *           "api_key": "Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP",
+                     *           "avatar_url": "https://secure.gravatar.com/avatar/6c2f16b20c10a3e8cc0ed7d1b4a7c2e1?d=identicon&version=1",
+                     *           "default_sending_stream": null,
+                     *           "default_events_register_stream": null,
+                     *           "default_all_public_streams": false
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /** @description The bots, oldest first. */
+                        bots: {
+                            /**
+                             * @description The bot's e-mail address (Zulip calls it `username` here).
+                             * @example hambot-bot@parley.local
+                             */
+                            username: string;
+                            /**
+                             * @description The bot's name.
+                             * @example The Bot of Hamlet
+                             */
+                            full_name: string;
+                            /**
+                             * @description The bot's API key.
+                             * @example Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP
+                             */
+                            api_key: string;
+                            /**
+                             * @description URL of the bot's avatar.
+                             * @example https://secure.gravatar.com/avatar/6c2f16b20c10a3e8cc0ed7d1b4a7c2e1?d=identicon&version=1
+                             */
+                            avatar_url: string;
+                            /**
+                             * @description Name of the bot's default channel for messages, if any.
+                             * @example null
+                             */
+                            default_sending_stream: string | null;
+                            /**
+                             * @description Name of the channel the bot's event queues follow by default, if any.
+                             * @example null
+                             */
+                            default_events_register_stream: string | null;
+                            /**
+                             * @description Whether the bot's event queues follow every public channel by default.
+                             * @example false
+                             */
+                            default_all_public_streams: boolean;
+                        }[];
+                    };
+                };
+            };
+            /** @description The caller is a guest or a bot. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "create-bot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The bot's name.
+                     * @example The Bot of Hamlet
+                     */
+                    full_name: string;
+                    /**
+                     * @description The part of the bot's e-mail address before `-bot@`.
+                     * @example hambot
+                     */
+                    short_name: string;
+                    bot_type?: components["schemas"]["BotType"];
+                    /**
+                     * @description Outgoing webhook bots: the URL Parley posts to (JSON-encoded, as Zulip's web app sends
+                     *     it); must be an http, https, ftp or ftps URL (`Invalid payload_url: Value error, Not a URL`).
+                     * @example https://bots.example.com/zulip
+                     */
+                    payload_url?: string;
+                    /**
+                     * @description Outgoing webhook bots: the service's name (the short name by default). Incoming webhook
+                     *     bots: the integration the bot is for.
+                     * @example hambot
+                     */
+                    service_name?: string;
+                    /**
+                     * @description Incoming webhook (and embedded) bots' configuration, keys and values as strings.
+                     * @example {
+                     *       "api_key": "ABCD"
+                     *     }
+                     */
+                    config_data?: {
+                        [key: string]: string;
+                    };
+                    /**
+                     * @description Outgoing webhook bots: 1 (generic, the default) or 2 (Slack-compatible).
+                     * @default 1
+                     * @example 1
+                     */
+                    interface_type?: number;
+                    /**
+                     * @description Name of the bot's default channel for messages.
+                     * @example Denmark
+                     */
+                    default_sending_stream?: string;
+                    /**
+                     * @description Name of the channel the bot's event queues follow by default.
+                     * @example Denmark
+                     */
+                    default_events_register_stream?: string;
+                    /**
+                     * @description Whether the bot's event queues follow every public channel by default.
+                     * @example false
+                     */
+                    default_all_public_streams?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The bot was created. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "user_id": 25,
+                     *       "api_key": "Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP",
+                     *       "avatar_url": "https://secure.gravatar.com/avatar/6c2f16b20c10a3e8cc0ed7d1b4a7c2e1?d=identicon&version=1",
+                     *       "default_sending_stream": null,
+                     *       "default_events_register_stream": null,
+                     *       "default_all_public_streams": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The bot's user ID.
+                         * @example 25
+                         */
+                        user_id: number;
+                        /**
+                         * @description The bot's API key.
+                         * @example Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP
+                         */
+                        api_key: string;
+                        /**
+                         * @description URL of the bot's avatar.
+                         * @example https://secure.gravatar.com/avatar/6c2f16b20c10a3e8cc0ed7d1b4a7c2e1?d=identicon&version=1
+                         */
+                        avatar_url: string;
+                        /**
+                         * @description Name of the bot's default channel for messages, if any.
+                         * @example null
+                         */
+                        default_sending_stream: string | null;
+                        /**
+                         * @description Name of the channel the bot's event queues follow by default, if any.
+                         * @example null
+                         */
+                        default_events_register_stream: string | null;
+                        /**
+                         * @description Whether the bot's event queues follow every public channel by default.
+                         * @example false
+                         */
+                        default_all_public_streams: boolean;
+                    };
+                };
+            };
+            /** @description A bad name, an address or name in use, a refused type or permission, an unknown channel. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "deactivate-bot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The bot's user ID. */
+                bot_id: components["parameters"]["BotId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Not a bot, or not the caller's bot. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-bot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The bot's user ID. */
+                bot_id: components["parameters"]["BotId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The bot's new name.
+                     * @example Hamlet's Helper
+                     */
+                    full_name?: string;
+                    role?: components["schemas"]["Role"];
+                    /**
+                     * @description User ID of the bot's new owner.
+                     * @example 11
+                     */
+                    bot_owner_id?: number;
+                    /**
+                     * @description Configuration entries to set, keys and values as strings.
+                     * @example {
+                     *       "api_key": "ABCD"
+                     *     }
+                     */
+                    config_data?: {
+                        [key: string]: string;
+                    };
+                    /**
+                     * @description An outgoing webhook bot's new URL (JSON-encoded); an http, https, ftp or ftps URL.
+                     * @example https://bots.example.com/zulip
+                     */
+                    service_payload_url?: string;
+                    /**
+                     * @description With `service_payload_url`: the interface, 1 generic (the default) or 2 Slack-compatible.
+                     * @default 1
+                     * @example 1
+                     */
+                    service_interface?: number;
+                    /**
+                     * @description Name of the bot's new default channel for messages; the empty string for none.
+                     * @example Denmark
+                     */
+                    default_sending_stream?: string;
+                    /**
+                     * @description Name of the channel the bot's event queues follow by default; the empty string for none.
+                     * @example Denmark
+                     */
+                    default_events_register_stream?: string;
+                    /**
+                     * @description Whether the bot's event queues follow every public channel by default.
+                     * @example true
+                     */
+                    default_all_public_streams?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The bot as it is now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "full_name": "Hamlet's Helper",
+                     *       "avatar_url": "https://secure.gravatar.com/avatar/6c2f16b20c10a3e8cc0ed7d1b4a7c2e1?d=identicon&version=1",
+                     *       "service_interface": 1,
+                     *       "service_payload_url": null,
+                     *       "config_data": null,
+                     *       "default_sending_stream": null,
+                     *       "default_events_register_stream": null,
+                     *       "default_all_public_streams": false,
+                     *       "bot_owner": "hamlet@parley.local"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The bot's name.
+                         * @example Hamlet's Helper
+                         */
+                        full_name: string;
+                        /**
+                         * @description URL of the bot's avatar.
+                         * @example https://secure.gravatar.com/avatar/6c2f16b20c10a3e8cc0ed7d1b4a7c2e1?d=identicon&version=1
+                         */
+                        avatar_url: string;
+                        /**
+                         * @description The `service_interface` of the request (1 when absent), as Zulip answers it.
+                         * @example 1
+                         */
+                        service_interface: number;
+                        /**
+                         * @description The `service_payload_url` of the request, or null.
+                         * @example null
+                         */
+                        service_payload_url: string | null;
+                        /**
+                         * @description The `config_data` of the request, or null.
+                         * @example null
+                         */
+                        config_data: {
+                            [key: string]: string;
+                        } | null;
+                        /**
+                         * @description Name of the bot's default channel for messages, if any.
+                         * @example null
+                         */
+                        default_sending_stream: string | null;
+                        /**
+                         * @description Name of the channel the bot's event queues follow by default, if any.
+                         * @example null
+                         */
+                        default_events_register_stream: string | null;
+                        /**
+                         * @description Whether the bot's event queues follow every public channel by default.
+                         * @example false
+                         */
+                        default_all_public_streams: boolean;
+                        /**
+                         * @description The e-mail address of the bot's owner, when it has one.
+                         * @example hamlet@parley.local
+                         */
+                        bot_owner?: string;
+                    };
+                };
+            };
+            /** @description Not a bot, not the caller's bot, or a refused change. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "regenerate-bot-api-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The bot's user ID. */
+                bot_id: components["parameters"]["BotId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "api_key": "Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The bot's new API key.
+                         * @example Mq3t2ejmH1YRzvfSGhzUb6UTm2VHGxBP
+                         */
+                        api_key: string;
+                    };
+                };
+            };
+            /** @description Not a bot, or not the caller's bot. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-bot-storage": {
+        parameters: {
+            query?: {
+                /** @description The keys to read (a JSON list of strings); every entry when absent. */
+                keys?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "storage": {
+                     *         "number": "3",
+                     *         "message_id": "42"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The entries read, by key.
+                         * @example {
+                         *       "number": "3"
+                         *     }
+                         */
+                        storage: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BotStorageError"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "update-bot-storage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The entries to store (a JSON object of strings).
+                     * @example {
+                     *       "number": "3"
+                     *     }
+                     */
+                    storage: {
+                        [key: string]: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            400: components["responses"]["BotStorageError"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "remove-bot-storage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description The keys to remove (a JSON list of strings); every entry when absent.
+                     * @example [
+                     *       "number"
+                     *     ]
+                     */
+                    keys?: string[];
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            400: components["responses"]["BotStorageError"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["Overloaded"];

@@ -2,6 +2,20 @@
 import type { WireOperation } from '../types.ts';
 
 export const wirePlan = {
+  "add-alert-words": {
+    "operationId": "add-alert-words",
+    "method": "post",
+    "path": "/users/me/alert_words",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "alert_words": {
+        "json": true,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
   "add-apns-token": {
     "operationId": "add-apns-token",
     "method": "post",
@@ -21,6 +35,44 @@ export const wirePlan = {
       }
     }
   },
+  "add-code-playground": {
+    "operationId": "add-code-playground",
+    "method": "post",
+    "path": "/realm/playgrounds",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "name": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "pygments_language": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "url_template": {
+        "json": false,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
+  "add-default-stream": {
+    "operationId": "add-default-stream",
+    "method": "post",
+    "path": "/default_streams",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "stream_id": {
+        "json": true,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
   "add-fcm-token": {
     "operationId": "add-fcm-token",
     "method": "post",
@@ -29,6 +81,25 @@ export const wirePlan = {
     "auth": "required",
     "params": {
       "token": {
+        "json": false,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
+  "add-linkifier": {
+    "operationId": "add-linkifier",
+    "method": "post",
+    "path": "/realm/filters",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "pattern": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "url_template": {
         "json": false,
         "in": "body",
         "required": true
@@ -90,6 +161,65 @@ export const wirePlan = {
       }
     }
   },
+  "create-bot": {
+    "operationId": "create-bot",
+    "method": "post",
+    "path": "/bots",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "full_name": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "short_name": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "bot_type": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "payload_url": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "service_name": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "config_data": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "interface_type": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "default_sending_stream": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "default_events_register_stream": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "default_all_public_streams": {
+        "json": true,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
   "create-custom-profile-field": {
     "operationId": "create-custom-profile-field",
     "method": "post",
@@ -131,6 +261,30 @@ export const wirePlan = {
         "json": true,
         "in": "body",
         "required": false
+      }
+    }
+  },
+  "create-default-stream-group": {
+    "operationId": "create-default-stream-group",
+    "method": "post",
+    "path": "/default_stream_groups/create",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "group_name": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "description": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "stream_names": {
+        "json": true,
+        "in": "body",
+        "required": true
       }
     }
   },
@@ -208,6 +362,25 @@ export const wirePlan = {
         "json": false,
         "in": "body",
         "required": false
+      }
+    }
+  },
+  "create-saved-snippet": {
+    "operationId": "create-saved-snippet",
+    "method": "post",
+    "path": "/saved_snippets",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "title": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "content": {
+        "json": false,
+        "in": "body",
+        "required": true
       }
     }
   },
@@ -333,6 +506,29 @@ export const wirePlan = {
       }
     }
   },
+  "deactivate-bot": {
+    "operationId": "deactivate-bot",
+    "method": "delete",
+    "path": "/bots/{bot_id}",
+    "pathParams": [
+      "bot_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
+  "deactivate-custom-emoji": {
+    "operationId": "deactivate-custom-emoji",
+    "method": "delete",
+    "path": "/realm/emoji/{emoji_name}",
+    "pathParams": [
+      "emoji_name"
+    ],
+    "textPathParams": [
+      "emoji_name"
+    ],
+    "auth": "required",
+    "params": {}
+  },
   "deactivate-own-user": {
     "operationId": "deactivate-own-user",
     "method": "delete",
@@ -363,6 +559,24 @@ export const wirePlan = {
     "path": "/user_groups/{user_group_id}/deactivate",
     "pathParams": [
       "user_group_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
+  "delete-avatar": {
+    "operationId": "delete-avatar",
+    "method": "delete",
+    "path": "/users/me/avatar",
+    "pathParams": [],
+    "auth": "required",
+    "params": {}
+  },
+  "delete-custom-profile-field": {
+    "operationId": "delete-custom-profile-field",
+    "method": "delete",
+    "path": "/realm/profile_fields/{field_id}",
+    "pathParams": [
+      "field_id"
     ],
     "auth": "required",
     "params": {}
@@ -411,6 +625,16 @@ export const wirePlan = {
     "auth": "required",
     "params": {}
   },
+  "delete-saved-snippet": {
+    "operationId": "delete-saved-snippet",
+    "method": "delete",
+    "path": "/saved_snippets/{saved_snippet_id}",
+    "pathParams": [
+      "saved_snippet_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
   "delete-scheduled-message": {
     "operationId": "delete-scheduled-message",
     "method": "delete",
@@ -453,6 +677,27 @@ export const wirePlan = {
       }
     }
   },
+  "edit-saved-snippet": {
+    "operationId": "edit-saved-snippet",
+    "method": "patch",
+    "path": "/saved_snippets/{saved_snippet_id}",
+    "pathParams": [
+      "saved_snippet_id"
+    ],
+    "auth": "required",
+    "params": {
+      "title": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "content": {
+        "json": false,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
   "fetch-api-key": {
     "operationId": "fetch-api-key",
     "method": "post",
@@ -471,6 +716,52 @@ export const wirePlan = {
         "required": true
       }
     }
+  },
+  "get-alert-words": {
+    "operationId": "get-alert-words",
+    "method": "get",
+    "path": "/users/me/alert_words",
+    "pathParams": [],
+    "auth": "required",
+    "params": {}
+  },
+  "get-attachments": {
+    "operationId": "get-attachments",
+    "method": "get",
+    "path": "/attachments",
+    "pathParams": [],
+    "auth": "required",
+    "params": {}
+  },
+  "get-bot-storage": {
+    "operationId": "get-bot-storage",
+    "method": "get",
+    "path": "/bot_storage",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "keys": {
+        "json": true,
+        "in": "query",
+        "required": false
+      }
+    }
+  },
+  "get-bots": {
+    "operationId": "get-bots",
+    "method": "get",
+    "path": "/bots",
+    "pathParams": [],
+    "auth": "required",
+    "params": {}
+  },
+  "get-custom-emoji": {
+    "operationId": "get-custom-emoji",
+    "method": "get",
+    "path": "/realm/emoji",
+    "pathParams": [],
+    "auth": "required",
+    "params": {}
   },
   "get-custom-profile-fields": {
     "operationId": "get-custom-profile-fields",
@@ -512,6 +803,23 @@ export const wirePlan = {
       }
     }
   },
+  "get-file-temporary-url": {
+    "operationId": "get-file-temporary-url",
+    "method": "get",
+    "path": "/user_uploads/{realm_id_str}/{filename}",
+    "pathParams": [
+      "realm_id_str",
+      "filename"
+    ],
+    "textPathParams": [
+      "filename"
+    ],
+    "restPathParams": [
+      "filename"
+    ],
+    "auth": "required",
+    "params": {}
+  },
   "get-invites": {
     "operationId": "get-invites",
     "method": "get",
@@ -536,6 +844,14 @@ export const wirePlan = {
         "required": false
       }
     }
+  },
+  "get-linkifiers": {
+    "operationId": "get-linkifiers",
+    "method": "get",
+    "path": "/realm/linkifiers",
+    "pathParams": [],
+    "auth": "required",
+    "params": {}
   },
   "get-message": {
     "operationId": "get-message",
@@ -646,6 +962,14 @@ export const wirePlan = {
     "auth": "required",
     "params": {}
   },
+  "get-presence": {
+    "operationId": "get-presence",
+    "method": "get",
+    "path": "/realm/presence",
+    "pathParams": [],
+    "auth": "required",
+    "params": {}
+  },
   "get-read-receipts": {
     "operationId": "get-read-receipts",
     "method": "get",
@@ -660,6 +984,14 @@ export const wirePlan = {
     "operationId": "get-reminders",
     "method": "get",
     "path": "/reminders",
+    "pathParams": [],
+    "auth": "required",
+    "params": {}
+  },
+  "get-saved-snippets": {
+    "operationId": "get-saved-snippets",
+    "method": "get",
+    "path": "/saved_snippets",
     "pathParams": [],
     "auth": "required",
     "params": {}
@@ -689,6 +1021,22 @@ export const wirePlan = {
     ],
     "auth": "required",
     "params": {}
+  },
+  "get-stream-email-address": {
+    "operationId": "get-stream-email-address",
+    "method": "get",
+    "path": "/streams/{stream_id}/email_address",
+    "pathParams": [
+      "stream_id"
+    ],
+    "auth": "required",
+    "params": {
+      "sender_id": {
+        "json": true,
+        "in": "query",
+        "required": false
+      }
+    }
   },
   "get-stream-id": {
     "operationId": "get-stream-id",
@@ -784,6 +1132,17 @@ export const wirePlan = {
     "auth": "required",
     "params": {}
   },
+  "get-subscription-status": {
+    "operationId": "get-subscription-status",
+    "method": "get",
+    "path": "/users/{user_id}/subscriptions/{stream_id}",
+    "pathParams": [
+      "user_id",
+      "stream_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
   "get-subscriptions": {
     "operationId": "get-subscriptions",
     "method": "get",
@@ -804,6 +1163,30 @@ export const wirePlan = {
     "path": "/users/{user_id}",
     "pathParams": [
       "user_id"
+    ],
+    "auth": "required",
+    "params": {
+      "client_gravatar": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "include_custom_profile_fields": {
+        "json": true,
+        "in": "query",
+        "required": false
+      }
+    }
+  },
+  "get-user-by-email": {
+    "operationId": "get-user-by-email",
+    "method": "get",
+    "path": "/users/{email}",
+    "pathParams": [
+      "email"
+    ],
+    "textPathParams": [
+      "email"
     ],
     "auth": "required",
     "params": {
@@ -864,6 +1247,35 @@ export const wirePlan = {
         "required": false
       }
     }
+  },
+  "get-user-presence": {
+    "operationId": "get-user-presence",
+    "method": "get",
+    "path": "/users/{user_id_or_email}/presence",
+    "pathParams": [
+      "user_id_or_email"
+    ],
+    "textPathParams": [
+      "user_id_or_email"
+    ],
+    "auth": "required",
+    "params": {
+      "slim_presence": {
+        "json": true,
+        "in": "query",
+        "required": false
+      }
+    }
+  },
+  "get-user-status": {
+    "operationId": "get-user-status",
+    "method": "get",
+    "path": "/users/{user_id}/status",
+    "pathParams": [
+      "user_id"
+    ],
+    "auth": "required",
+    "params": {}
   },
   "get-users": {
     "operationId": "get-users",
@@ -959,12 +1371,32 @@ export const wirePlan = {
       }
     }
   },
+  "mute-user": {
+    "operationId": "mute-user",
+    "method": "post",
+    "path": "/users/me/muted_users/{muted_user_id}",
+    "pathParams": [
+      "muted_user_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
   "reactivate-user": {
     "operationId": "reactivate-user",
     "method": "post",
     "path": "/users/{user_id}/reactivate",
     "pathParams": [
       "user_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
+  "regenerate-bot-api-key": {
+    "operationId": "regenerate-bot-api-key",
+    "method": "post",
+    "path": "/bots/{bot_id}/api_key/regenerate",
+    "pathParams": [
+      "bot_id"
     ],
     "auth": "required",
     "params": {}
@@ -1033,6 +1465,20 @@ export const wirePlan = {
       }
     }
   },
+  "remove-alert-words": {
+    "operationId": "remove-alert-words",
+    "method": "delete",
+    "path": "/users/me/alert_words",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "alert_words": {
+        "json": true,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
   "remove-apns-token": {
     "operationId": "remove-apns-token",
     "method": "delete",
@@ -1047,6 +1493,64 @@ export const wirePlan = {
       }
     }
   },
+  "remove-attachment": {
+    "operationId": "remove-attachment",
+    "method": "delete",
+    "path": "/attachments/{attachment_id}",
+    "pathParams": [
+      "attachment_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
+  "remove-bot-storage": {
+    "operationId": "remove-bot-storage",
+    "method": "delete",
+    "path": "/bot_storage",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "keys": {
+        "json": true,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "remove-code-playground": {
+    "operationId": "remove-code-playground",
+    "method": "delete",
+    "path": "/realm/playgrounds/{playground_id}",
+    "pathParams": [
+      "playground_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
+  "remove-default-stream": {
+    "operationId": "remove-default-stream",
+    "method": "delete",
+    "path": "/default_streams",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "stream_id": {
+        "json": true,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
+  "remove-default-stream-group": {
+    "operationId": "remove-default-stream-group",
+    "method": "delete",
+    "path": "/default_stream_groups/{group_id}",
+    "pathParams": [
+      "group_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
   "remove-fcm-token": {
     "operationId": "remove-fcm-token",
     "method": "delete",
@@ -1056,6 +1560,30 @@ export const wirePlan = {
     "params": {
       "token": {
         "json": false,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
+  "remove-linkifier": {
+    "operationId": "remove-linkifier",
+    "method": "delete",
+    "path": "/realm/filters/{filter_id}",
+    "pathParams": [
+      "filter_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
+  "remove-profile-data": {
+    "operationId": "remove-profile-data",
+    "method": "delete",
+    "path": "/users/me/profile_data",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "data": {
+        "json": true,
         "in": "body",
         "required": true
       }
@@ -1096,6 +1624,34 @@ export const wirePlan = {
     "params": {
       "content": {
         "json": false,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
+  "reorder-custom-profile-fields": {
+    "operationId": "reorder-custom-profile-fields",
+    "method": "patch",
+    "path": "/realm/profile_fields",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "order": {
+        "json": true,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
+  "reorder-linkifiers": {
+    "operationId": "reorder-linkifiers",
+    "method": "patch",
+    "path": "/realm/linkifiers",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "ordered_linkifier_ids": {
+        "json": true,
         "in": "body",
         "required": true
       }
@@ -1185,6 +1741,7 @@ export const wirePlan = {
     "method": "post",
     "path": "/messages",
     "pathParams": [],
+    "incomingWebhookBots": true,
     "auth": "required",
     "params": {
       "type": {
@@ -1223,6 +1780,15 @@ export const wirePlan = {
         "required": false
       }
     }
+  },
+  "set-avatar": {
+    "operationId": "set-avatar",
+    "method": "post",
+    "path": "/users/me/avatar",
+    "pathParams": [],
+    "streamBody": true,
+    "auth": "required",
+    "params": {}
   },
   "set-typing-status": {
     "operationId": "set-typing-status",
@@ -1407,6 +1973,16 @@ export const wirePlan = {
       }
     }
   },
+  "unmute-user": {
+    "operationId": "unmute-user",
+    "method": "delete",
+    "path": "/users/me/muted_users/{muted_user_id}",
+    "pathParams": [
+      "muted_user_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
   "unsubscribe": {
     "operationId": "unsubscribe",
     "method": "delete",
@@ -1423,6 +1999,159 @@ export const wirePlan = {
         "json": true,
         "in": "body",
         "required": false
+      }
+    }
+  },
+  "update-bot": {
+    "operationId": "update-bot",
+    "method": "patch",
+    "path": "/bots/{bot_id}",
+    "pathParams": [
+      "bot_id"
+    ],
+    "auth": "required",
+    "params": {
+      "full_name": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "role": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "bot_owner_id": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "config_data": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "service_payload_url": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "service_interface": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "default_sending_stream": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "default_events_register_stream": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "default_all_public_streams": {
+        "json": true,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "update-bot-storage": {
+    "operationId": "update-bot-storage",
+    "method": "put",
+    "path": "/bot_storage",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "storage": {
+        "json": true,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
+  "update-custom-profile-field": {
+    "operationId": "update-custom-profile-field",
+    "method": "patch",
+    "path": "/realm/profile_fields/{field_id}",
+    "pathParams": [
+      "field_id"
+    ],
+    "auth": "required",
+    "params": {
+      "name": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "hint": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "field_data": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "display_in_profile_summary": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "required": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "editable_by_user": {
+        "json": true,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "update-default-stream-group-info": {
+    "operationId": "update-default-stream-group-info",
+    "method": "patch",
+    "path": "/default_stream_groups/{group_id}",
+    "pathParams": [
+      "group_id"
+    ],
+    "auth": "required",
+    "params": {
+      "new_group_name": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "new_description": {
+        "json": false,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "update-default-stream-group-streams": {
+    "operationId": "update-default-stream-group-streams",
+    "method": "patch",
+    "path": "/default_stream_groups/{group_id}/streams",
+    "pathParams": [
+      "group_id"
+    ],
+    "auth": "required",
+    "params": {
+      "op": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "stream_names": {
+        "json": true,
+        "in": "body",
+        "required": true
       }
     }
   },
@@ -1767,6 +2496,27 @@ export const wirePlan = {
         "json": true,
         "in": "body",
         "required": false
+      }
+    }
+  },
+  "update-linkifier": {
+    "operationId": "update-linkifier",
+    "method": "patch",
+    "path": "/realm/filters/{filter_id}",
+    "pathParams": [
+      "filter_id"
+    ],
+    "auth": "required",
+    "params": {
+      "pattern": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "url_template": {
+        "json": false,
+        "in": "body",
+        "required": true
       }
     }
   },
@@ -2228,6 +2978,59 @@ export const wirePlan = {
       }
     }
   },
+  "update-presence": {
+    "operationId": "update-presence",
+    "method": "post",
+    "path": "/users/me/presence",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "status": {
+        "json": false,
+        "in": "body",
+        "required": true
+      },
+      "ping_only": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "new_user_input": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "slim_presence": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "last_update_id": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "history_limit_days": {
+        "json": true,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "update-profile-data": {
+    "operationId": "update-profile-data",
+    "method": "patch",
+    "path": "/users/me/profile_data",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "data": {
+        "json": true,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
   "update-realm": {
     "operationId": "update-realm",
     "method": "patch",
@@ -2235,67 +3038,17 @@ export const wirePlan = {
     "pathParams": [],
     "auth": "required",
     "params": {
-      "name": {
-        "json": false,
-        "in": "body",
-        "required": false
-      },
-      "description": {
-        "json": false,
-        "in": "body",
-        "required": false
-      },
-      "enable_spectator_access": {
-        "json": true,
-        "in": "body",
-        "required": false
-      },
-      "email_changes_disabled": {
-        "json": true,
-        "in": "body",
-        "required": false
-      },
-      "name_changes_disabled": {
-        "json": true,
-        "in": "body",
-        "required": false
-      },
-      "invite_required": {
-        "json": true,
-        "in": "body",
-        "required": false
-      },
       "allow_message_editing": {
         "json": true,
         "in": "body",
         "required": false
       },
-      "message_content_edit_limit_seconds": {
+      "authentication_methods": {
         "json": true,
         "in": "body",
         "required": false
       },
-      "move_messages_within_stream_limit_seconds": {
-        "json": true,
-        "in": "body",
-        "required": false
-      },
-      "move_messages_between_streams_limit_seconds": {
-        "json": true,
-        "in": "body",
-        "required": false
-      },
-      "message_content_delete_limit_seconds": {
-        "json": true,
-        "in": "body",
-        "required": false
-      },
-      "message_edit_history_visibility_policy": {
-        "json": false,
-        "in": "body",
-        "required": false
-      },
-      "enable_read_receipts": {
+      "avatar_changes_disabled": {
         "json": true,
         "in": "body",
         "required": false
@@ -2305,7 +3058,17 @@ export const wirePlan = {
         "in": "body",
         "required": false
       },
+      "can_add_custom_emoji_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
       "can_add_subscribers_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "can_create_bots_group": {
         "json": true,
         "in": "body",
         "required": false
@@ -2330,6 +3093,11 @@ export const wirePlan = {
         "in": "body",
         "required": false
       },
+      "can_create_write_only_bots_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
       "can_delete_any_message_group": {
         "json": true,
         "in": "body",
@@ -2350,6 +3118,11 @@ export const wirePlan = {
         "in": "body",
         "required": false
       },
+      "can_manage_billing_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
       "can_mention_many_users_group": {
         "json": true,
         "in": "body",
@@ -2366,6 +3139,540 @@ export const wirePlan = {
         "required": false
       },
       "can_resolve_topics_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "can_set_delete_message_policy_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "can_set_topics_policy_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "can_summarize_topics_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "create_multiuse_invite_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "default_code_block_language": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "default_language": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "description": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "digest_emails_enabled": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "digest_weekday": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "direct_message_initiator_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "direct_message_permission_group": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "disallow_disposable_email_addresses": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "email_changes_disabled": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "emails_restricted_to_domains": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_guest_user_dm_warning": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_guest_user_indicator": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_read_receipts": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_spectator_access": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "giphy_rating": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "inline_image_preview": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "inline_url_embed_preview": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "invite_required": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "jitsi_server_url": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "message_content_allowed_in_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "message_content_delete_limit_seconds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "message_content_edit_limit_seconds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "message_edit_history_visibility_policy": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "message_retention_days": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "moderation_request_channel_id": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "move_messages_between_streams_limit_seconds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "move_messages_within_stream_limit_seconds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "name": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "name_changes_disabled": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "new_stream_announcements_stream_id": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "org_type": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "require_e2ee_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "require_unique_names": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "send_channel_events_messages": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "send_welcome_emails": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "signup_announcements_stream_id": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "string_id": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "topics_policy": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "video_chat_provider": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "waiting_period_threshold": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "want_advertise_in_communities_directory": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "welcome_message_custom_text": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "zulip_update_announcements_stream_id": {
+        "json": true,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "update-realm-user-settings-defaults": {
+    "operationId": "update-realm-user-settings-defaults",
+    "method": "patch",
+    "path": "/realm/user_settings_defaults",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "twenty_four_hour_time": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_mark_read_on_scroll_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_channel_default_view": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "starred_message_counts": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "receives_typing_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_suggest_update_timezone": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "fluid_layout_width": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "high_contrast_mode": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_font_size_px": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_line_height_percent": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "color_scheme": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_drafts_synchronization": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "translate_emoticons": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "display_emoji_reaction_users": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_home_view": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "web_escape_navigates_to_home_view": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "left_side_userlist": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "emojiset": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "demote_inactive_streams": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "user_list_style": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_animate_image_previews": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "web_stream_unreads_count_display_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "hide_ai_features": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_left_sidebar_show_channel_folders": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_left_sidebar_unreads_count_summary": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_stream_desktop_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_stream_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_stream_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_stream_audible_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "notification_sound": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "enable_desktop_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_sounds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "email_notifications_batching_period_seconds": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_offline_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_offline_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_online_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_desktop_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_push_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_audible_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_digest_emails": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "message_content_in_email_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "pm_content_in_desktop_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "wildcard_mentions_notify": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enable_followed_topic_wildcard_mentions_notify": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "desktop_icon_count_display": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "realm_name_in_email_notifications_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "automatically_follow_topics_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "automatically_unmute_topics_in_muted_streams_policy": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "automatically_follow_topics_where_mentioned": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "resolved_topic_notice_auto_read_policy": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "presence_enabled": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "enter_sends": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "send_private_typing_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "send_stream_typing_notifications": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "send_read_receipts": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "email_address_visibility": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "web_navigate_to_sent_message": {
         "json": true,
         "in": "body",
         "required": false
@@ -2752,6 +4059,71 @@ export const wirePlan = {
       }
     }
   },
+  "update-status": {
+    "operationId": "update-status",
+    "method": "post",
+    "path": "/users/me/status",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "status_text": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "away": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "emoji_name": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "emoji_code": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "reaction_type": {
+        "json": false,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "update-status-for-user": {
+    "operationId": "update-status-for-user",
+    "method": "post",
+    "path": "/users/{user_id}/status",
+    "pathParams": [
+      "user_id"
+    ],
+    "auth": "required",
+    "params": {
+      "status_text": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "emoji_name": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "emoji_code": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "reaction_type": {
+        "json": false,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
   "update-stream": {
     "operationId": "update-stream",
     "method": "patch",
@@ -2927,6 +4299,40 @@ export const wirePlan = {
       }
     }
   },
+  "update-user-by-email": {
+    "operationId": "update-user-by-email",
+    "method": "patch",
+    "path": "/users/{email}",
+    "pathParams": [
+      "email"
+    ],
+    "textPathParams": [
+      "email"
+    ],
+    "auth": "required",
+    "params": {
+      "full_name": {
+        "json": false,
+        "in": "body",
+        "required": false
+      },
+      "role": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "profile_data": {
+        "json": true,
+        "in": "body",
+        "required": false
+      },
+      "new_email": {
+        "json": false,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
   "update-user-group": {
     "operationId": "update-user-group",
     "method": "patch",
@@ -3058,6 +4464,29 @@ export const wirePlan = {
         "required": true
       }
     }
+  },
+  "upload-custom-emoji": {
+    "operationId": "upload-custom-emoji",
+    "method": "post",
+    "path": "/realm/emoji/{emoji_name}",
+    "pathParams": [
+      "emoji_name"
+    ],
+    "textPathParams": [
+      "emoji_name"
+    ],
+    "streamBody": true,
+    "auth": "required",
+    "params": {}
+  },
+  "upload-file": {
+    "operationId": "upload-file",
+    "method": "post",
+    "path": "/user_uploads",
+    "pathParams": [],
+    "streamBody": true,
+    "auth": "required",
+    "params": {}
   }
 } as const satisfies Record<string, WireOperation>;
 

@@ -181,6 +181,13 @@ describe('POST /fetch_api_key', () => {
     expect(res.headers.get('www-authenticate')).toBeNull();
   });
 
+  it('takes no address pattern: `_` and `%` in a username are plain characters', async () => {
+    const hamlet = env.users.hamlet.email;
+    for (const username of [`_${hamlet.slice(1)}`, `%${hamlet.slice(hamlet.indexOf('@'))}`]) {
+      expectJsonError(await login(username, TEST_PASSWORD), 401, 'Your username or password is incorrect', 'AUTHENTICATION_FAILED');
+    }
+  });
+
   it('refuses a deactivated user with 401 USER_DEACTIVATED', async () => {
     const res = await login(deactivated.email, TEST_PASSWORD);
     expectJsonError(res, 401, 'Account is deactivated', 'USER_DEACTIVATED');

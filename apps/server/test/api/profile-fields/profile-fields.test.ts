@@ -5,6 +5,8 @@ import { describe, expect, it } from 'vitest';
 import type { RequestParams } from '@parley/api-types';
 import { expectJsonError, useTestServer } from '../../helpers/test-server.ts';
 import type { Person } from '../../helpers/fixtures.ts';
+import { eventsSince, markEvents } from '../../helpers/events.ts';
+import { activeUsers } from '../../helpers/people.ts';
 
 const env = useTestServer();
 
@@ -31,6 +33,15 @@ async function clearProfileSummary() {
 }
 
 describe('POST /realm/profile_fields', () => {
+  it('compares labels without wildcards: "a_c" is not taken by "abc", while another case of a label is', async () => {
+    const stem = randomBytes(3).toString('hex');
+    expect((await create({ name: `Wild ${stem} abc`, field_type: 1 })).response.status).toBe(200);
+    const { data, response } = await create({ name: `Wild ${stem} a_c`, field_type: 1 });
+    expect(response.status).toBe(200);
+    expect((await listFields()).find((f) => f.id === data!.id)?.name).toBe(`Wild ${stem} a_c`);
+    expect((await create({ name: `WILD ${stem} ABC`.toUpperCase(), field_type: 1 })).response.status).toBe(400);
+  });
+
   it('creates a short-text field with the default flags', async () => {
     const name = uniqueName('Job title');
     const { data, response } = await create({ name, hint: 'What do you do here?', field_type: 1 });
@@ -104,12 +115,37 @@ describe('POST /realm/profile_fields', () => {
     expect(JSON.parse(field.field_data)).toEqual(data);
   });
 
-  it('gives a predefined external account (github) its predefined label and hint', async () => {
-    const res = await create({ field_type: 7, field_data: { subtype: 'github' } });
+  it('gives a predefined external account its predefined label and hint, ignoring those sent', async () => {
+    const res = await create({ name: 'Ignored', hint: 'ignored', field_type: 7, field_data: { subtype: 'github', url_pattern: 'https://example.com/%(username)s' } });
     expect(res.response.status, JSON.stringify(res.error)).toBe(200);
     const field = (await listFields()).find((f) => f.id === res.data!.id);
-    expect(field).toMatchObject({ type: 7, name: 'GitHub username', hint: 'Enter your GitHub username' });
+    expect(field).toMatchObject({ type: 7, name: 'GitHub username', hint: '' });
     expect(JSON.parse(field!.field_data)).toEqual({ subtype: 'github' });
+    const mastodon = await create({ field_type: 7, field_data: { subtype: 'mastodon' } });
+    expect((await listFields()).find((f) => f.id === mastodon.data!.id)).toMatchObject({ name: 'Mastodon profile', hint: 'The full URL to your profile' });
+  });
+
+  it('creates a field of every type, each with the configuration it keeps', async () => {
+    for (const fieldType of [1, 2, 4, 5, 6, 8] as const) {
+      const res = await create({ name: uniqueName(`Type ${fieldType}`), field_type: fieldType, field_data: { ignored: 'yes' } });
+      expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+      expect((await listFields()).find((f) => f.id === res.data!.id)).toMatchObject({ type: fieldType, field_data: '' });
+    }
+  });
+
+  it('sends the whole list of fields to every user', async () => {
+    const mark = await markEvents(env);
+    const { data } = await create({ name: uniqueName('Announced'), field_type: 1 });
+    const events = await eventsSince(env, mark);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.payload).toEqual({ type: 'custom_profile_fields', fields: await listFields() });
+    expect(events[0]!.payload.fields.map((f: { id: number }) => f.id)).toContain(data!.id);
+    expect(events[0]!.userIds).toEqual((await activeUsers(env, env.realmId)).map((u) => u.id));
+  });
+
+  it('gives a new field its ID as its order (after every existing field)', async () => {
+    const { data } = await create({ name: uniqueName('Ordered'), field_type: 1 });
+    expect((await listFields()).find((f) => f.id === data!.id)!.order).toBe(data!.id);
   });
 
   it('reports unknown parameters in ignored_parameters_unsupported', async () => {
@@ -165,6 +201,24 @@ describe('POST /realm/profile_fields', () => {
       const name = uniqueName('No choices');
       expectJsonError(await create({ name, field_type: 3, field_data: {} }), 400, 'Field must have at least one choice.', 'BAD_REQUEST');
       await expectNotCreated(name);
+    });
+
+    it.each([
+      ['duplicate option texts', { field_type: 3, field_data: { a: { text: 'Same', order: '1' }, b: { text: 'Same', order: '2' } } }, 'Field must not have duplicate choices.'],
+      ['an option without order', { field_type: 3, field_data: { a: { text: 'Vim' } } }, 'order key is missing from field_data'],
+      ['an unknown external account', { field_type: 7, field_data: { subtype: 'myspace' } }, 'Invalid external account type'],
+      ['an external account without subtype', { field_type: 7, field_data: {} }, 'subtype key is missing from field_data'],
+      ['a URL pattern without the user name', { field_type: 7, field_data: { subtype: 'custom', url_pattern: 'https://example.com/' } }, "URL pattern must contain '%(username)s'."],
+      ['a URL pattern that is no URL', { field_type: 7, field_data: { subtype: 'custom', url_pattern: 'example %(username)s' } }, 'field_data["url_pattern"] is not a URL'],
+    ] as const)('refuses %s', async (_label, body, msg) => {
+      const name = uniqueName('Bad data');
+      expectJsonError(await create({ name, ...body } as never), 400, msg, 'BAD_REQUEST');
+      await expectNotCreated(name);
+    });
+
+    it('checks the configuration before the label, and the hint before the label’s length', async () => {
+      expectJsonError(await create({ name: '', field_type: 3, field_data: {} }), 400, 'Field must have at least one choice.', 'BAD_REQUEST');
+      expectJsonError(await create({ name: 'n'.repeat(41), hint: 'h'.repeat(81), field_type: 1 }), 400, 'hint is too long (limit: 80 characters)', 'BAD_REQUEST');
     });
 
     it('refuses a choice with blank text', async () => {

@@ -380,12 +380,15 @@ describe('without APNs configuration (the push outbox)', () => {
     expect((await settledPushes(r.id, 3)).map((p) => p.messageId)).toEqual([mention, open, loud]);
   });
 
-  it('does not push to users with an active client unless they want pushes while online', async () => {
+  it('does not push to active users (a client polling for messages, presence active) unless they want pushes while online', async () => {
     const r = await someone('active');
     await addApns(r.client, hexToken());
     const queue = await registerQueue(r.client, { event_types: ['message'] });
     expect(queue.queue_id).toBeTruthy();
-    // Online push is on by default (as in Zulip): an active client does not prevent the push.
+    // Active: a client polls for messages and the user's presence says active (written at once here).
+    expect((await r.client.POST('/users/me/presence', { body: { status: 'active', ping_only: true } })).error).toBeUndefined();
+    await env.running.deps.presence.flush();
+    // Online push is on by default (as in Zulip): being active does not prevent the push.
     await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id]), content: 'while online' });
     expect((await pushesOf(r.id)).length).toBe(1);
     expect((await r.client.PATCH('/settings', { body: { enable_online_push_notifications: false } })).response.status).toBe(200);
@@ -395,11 +398,11 @@ describe('without APNs configuration (the push outbox)', () => {
     await db().eventQueue.updateMany({ where: { userId: r.id }, data: { eventTypes: ['typing'] } });
     await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id]), content: 'typing only' });
     expect((await pushesOf(r.id)).length).toBe(2);
-    // A client that stopped polling a while ago is not active any more.
+    // A client that stopped polling 10 minutes ago (Zulip's EVENT_QUEUE_OFFLINE_TIMEOUT_SECS) is not one any more.
     await db().eventQueue.updateMany({ where: { userId: r.id }, data: { eventTypes: ['message'] } });
     await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id]), content: 'still here?' });
     expect((await pushesOf(r.id)).length).toBe(2);
-    const staleSince = new Date(Date.now() - (env.running.deps.config.pushActiveClientSeconds + 30) * 1000);
+    const staleSince = new Date(Date.now() - (600 + 30) * 1000);
     await db().eventQueue.updateMany({ where: { userId: r.id }, data: { lastAccessedAt: staleSince } });
     const idle = await sendMessage(env.client('hamlet'), { type: 'direct', to: JSON.stringify([r.id]), content: 'gone idle' });
     expect((await pushesOf(r.id)).map((p) => p.messageId).at(-1)).toBe(idle);
@@ -724,14 +727,13 @@ describe('delivery through APNs (HTTP/2 stand-in)', () => {
 });
 
 describe('configuration and pnpm manage pushes', () => {
-  it('reads PARLEY_APNS_* and PARLEY_PUSH_ACTIVE_SECONDS', () => {
+  it('reads PARLEY_APNS_*', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'parley-apns-cfg-'));
     const keyFile = path.join(dir, 'key.p8');
     writeFileSync(keyFile, 'not read at start');
-    expect(loadConfig({})).toMatchObject({ apns: null, pushNotificationsEnabled: false, pushActiveClientSeconds: 120 });
-    expect(loadConfig({ PARLEY_APNS_KEY_FILE: keyFile, PARLEY_APNS_KEY_ID: 'K', PARLEY_APNS_TEAM_ID: 'T', PARLEY_PUSH_ACTIVE_SECONDS: '30' })).toMatchObject({
+    expect(loadConfig({})).toMatchObject({ apns: null, pushNotificationsEnabled: false });
+    expect(loadConfig({ PARLEY_APNS_KEY_FILE: keyFile, PARLEY_APNS_KEY_ID: 'K', PARLEY_APNS_TEAM_ID: 'T' })).toMatchObject({
       pushNotificationsEnabled: true,
-      pushActiveClientSeconds: 30,
       apns: { keyFile, keyId: 'K', teamId: 'T', topic: 'org.zulip.Zulip', url: 'https://api.push.apple.com' },
     });
     expect(
@@ -740,7 +742,6 @@ describe('configuration and pnpm manage pushes', () => {
     expect(() => loadConfig({ PARLEY_APNS_KEY_FILE: keyFile })).toThrow(/PARLEY_APNS_KEY_ID/);
     expect(() => loadConfig({ PARLEY_APNS_KEY_FILE: path.join(dir, 'missing.p8'), PARLEY_APNS_KEY_ID: 'K', PARLEY_APNS_TEAM_ID: 'T' })).toThrow(/no such file/);
     expect(() => loadConfig({ PARLEY_APNS_KEY_FILE: keyFile, PARLEY_APNS_KEY_ID: 'K', PARLEY_APNS_TEAM_ID: 'T', PARLEY_APNS_URL: 'http://insecure' })).toThrow(/PARLEY_APNS_URL/);
-    expect(() => loadConfig({ PARLEY_PUSH_ACTIVE_SECONDS: '0' })).toThrow(/PARLEY_PUSH_ACTIVE_SECONDS/);
   });
 
   it('lists the push outbox', async () => {

@@ -646,6 +646,14 @@ async function execute(a: Action, pre: Before, world: GenWorld): Promise<Outcome
       if (res.data) out.note += ` complete=${String(res.data.complete)}`;
       return out;
     }
+    case 'status':
+      return answered('status', await c.POST('/users/me/status', { body: { status_text: a.text, ...(a.away === null ? {} : { away: a.away }) } }));
+    case 'presence': {
+      const out = answered('presence', await c.POST('/users/me/presence', { body: { status: a.status, slim_presence: true } }));
+      // Written now rather than with the next batch, so that its events belong to this step.
+      await env.running.deps.presence.flush();
+      return out;
+    }
   }
 }
 
@@ -875,6 +883,20 @@ async function checkEvent(ctx: StepContext, q: Queue, e: Json, hidden: (text: st
       if (sid !== undefined && e['visibility_policy'] !== 0 && !(await ctx.after.stream(v, sid)).ok) {
         violation('user-topic-invisible', `${where} got user_topic for channel ${sid} (${String(e['topic_name'])}), which they cannot see: ${JSON.stringify(e).slice(0, 200)}`);
       }
+      return;
+    }
+    case 'presence': {
+      // About a user the receiver can see, by the address everyone sees (legacy form).
+      const key = isObject(e['presences']) ? Object.keys(e['presences'])[0] : undefined;
+      const uid = asNumber(e['user_id']) ?? (key === undefined ? undefined : Number(key));
+      if (uid === undefined || !(await ctx.after.user(v, uid)).ok) violation('user-event-invisible:presence', `${where} got ${kind} about user ${String(uid)}, whom they cannot see`);
+      await checkEmailField(ctx, viewer, 'presence', e['user_id'], e['email'], 'presence user');
+      return;
+    }
+    case 'user_status': {
+      // About a user the receiver can see (GET /users/{id}); it carries no address.
+      const uid = asNumber(e['user_id']);
+      if (uid === undefined || !(await ctx.after.user(v, uid)).ok) violation('user-event-invisible:user_status', `${where} got ${kind} about user ${String(uid)}, whom they cannot see`);
       return;
     }
     case 'typing': {

@@ -38,6 +38,16 @@ async function anonymousGroupIds(): Promise<number[]> {
 // ---------------------------------------------------------------------------------------------
 
 describe('POST /user_groups/create', () => {
+  it('compares names without wildcards: "a_c" is not taken by "abc", while another case of a name is', async () => {
+    const stem = uniqueName('wild');
+    expect((await env.client('hamlet').POST('/user_groups/create', { body: { name: `${stem}abc`, description: '', members: [] } })).response.status).toBe(200);
+    const { data, response } = await env.client('hamlet').POST('/user_groups/create', { body: { name: `${stem}a_c`, description: '', members: [] } });
+    expect(response.status).toBe(200);
+    expect((await readGroup(env, data!.group_id)).name).toBe(`${stem}a_c`);
+    const res = await env.client('hamlet').POST('/user_groups/create', { body: { name: `${stem}ABC`.toUpperCase(), description: '', members: [] } });
+    expect(res.response.status).toBe(400);
+  });
+
   it('creates a group with the default permission settings and stores one user_group add event', async () => {
     const before = await markEvents(env);
     const name = uniqueName('hamletcharacters');

@@ -239,8 +239,15 @@ describe('PATCH /settings: every setting', () => {
     } else {
       expect(own).toEqual(expected);
     }
-    // Nobody else hears of a personal setting, except of the time zone (and the address visibility, below).
-    if (s.name !== 'timezone' && s.name !== 'email_address_visibility') expect(events).toHaveLength(own.length);
+    // Nobody else hears of a personal setting, except of the time zone, presence_enabled (the user's
+    // presence, written at once, below) and the address visibility (below).
+    if (s.name !== 'timezone' && s.name !== 'email_address_visibility' && s.name !== 'presence_enabled') expect(events).toHaveLength(own.length);
+    if (s.name === 'presence_enabled') {
+      const presence = events.filter((e) => e.payload.type === 'presence');
+      expect(presence.map((e) => e.payload.user_id)).toEqual([account.id]);
+      expect(presence[0]!.userIds).toContain(env.users.othello.id);
+      expect(events).toHaveLength(own.length + 1);
+    }
     if (s.name === 'timezone') {
       const others = events.filter((e) => e.payload.type === 'realm_user');
       expect(others.map((e) => e.payload)).toEqual([{ type: 'realm_user', op: 'update', person: { email: account.email, user_id: account.id, timezone: value } }]);

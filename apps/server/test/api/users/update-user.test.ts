@@ -255,7 +255,7 @@ describe('PATCH /users/{user_id}: profile_data', () => {
     expect(JSON.parse(stored!.value)).toEqual(ids);
 
     const bad = await patch('iago', target.id, { profile_data: [{ id: fields.users.id, value: [987654] }] });
-    expectJsonError(bad, 400, 'Invalid user ID: 987654', 'BAD_REQUEST');
+    expectJsonError(bad, 400, 'Invalid user IDs: 987654', 'BAD_REQUEST');
     expect(JSON.parse((await profileOf(target.id))[String(fields.users.id)]!.value)).toEqual(ids);
   });
 

@@ -1,0 +1,42 @@
+// How a request path finds its operation (src/http/operations.ts): id parameters are digits only and
+// text parameters (`/users/{email}`) any one segment, tried last, so that the spec's templates that
+// differ only by a parameter's name (`/users/{user_id}`, `/users/{email}`) and literal segments
+// (`/users/me`) never take each other's requests.
+import { describe, expect, it } from 'vitest';
+import { wirePlan } from '@parley/wire';
+import { resolveOperation } from '../../src/http/operations.ts';
+
+const operationOf = (method: string, path: string) => {
+  const r = resolveOperation(method, path);
+  return r.kind === 'operation' ? { id: r.operation.operationId, path: r.pathParams } : r;
+};
+
+describe('operation resolution', () => {
+  it("every operation's own template, filled in, resolves to that operation", () => {
+    for (const op of Object.values(wirePlan)) {
+      const text = new Set<string>('textPathParams' in op ? op.textPathParams : []);
+      const path = op.path.replace(/\{(\w+)\}/g, (_, name: string) => (text.has(name) ? 'someone%40parley.test' : '7'));
+      const found = resolveOperation(op.method, path);
+      expect(found.kind === 'operation' && found.operation.operationId, `${op.method} ${path}`).toBe(op.operationId);
+    }
+  });
+
+  it('tells /users/me, /users/{user_id} and /users/{email} apart', () => {
+    expect(operationOf('GET', '/users/me')).toEqual({ id: 'get-own-user', path: {} });
+    expect(operationOf('GET', '/users/10')).toEqual({ id: 'get-user', path: { user_id: 10 } });
+    expect(operationOf('GET', '/users/hamlet@parley.test')).toEqual({ id: 'get-user-by-email', path: { email: 'hamlet@parley.test' } });
+    expect(operationOf('GET', '/users/hamlet%40parley.test')).toEqual({ id: 'get-user-by-email', path: { email: 'hamlet@parley.test' } });
+    expect(operationOf('GET', '/users/user10%40parley.test/')).toEqual({ id: 'get-user-by-email', path: { email: 'user10@parley.test' } });
+    // Methods the address form does not have are not taken by the id form either.
+    expect(operationOf('DELETE', '/users/hamlet@parley.test')).toEqual({ kind: 'method-not-allowed', allowed: ['GET', 'PATCH'] });
+    expect(operationOf('DELETE', '/users/10')).toMatchObject({ id: 'deactivate-user' });
+    expect(operationOf('PATCH', '/users/me')).toMatchObject({ kind: 'method-not-allowed' });
+    // One segment only, and escapes must be well-formed.
+    expect(operationOf('GET', '/users/a/b')).toEqual({ kind: 'not-found' });
+    expect(operationOf('GET', '/users/%E0%A4%A')).toEqual({ kind: 'not-found' });
+    expect(operationOf('GET', '/users/1%00')).toEqual({ kind: 'not-found' });
+    expect(operationOf('GET', '/users/hamlet@parley.test/status')).toEqual({ kind: 'not-found' });
+    expect(operationOf('GET', '/users/10/status')).toEqual({ id: 'get-user-status', path: { user_id: 10 } });
+    expect(operationOf('POST', '/users/me/status')).toEqual({ id: 'update-status', path: {} });
+  });
+});
