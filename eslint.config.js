@@ -59,7 +59,8 @@ export default tseslint.config(
   },
   // Every permission decision lives in access/, named for what it decides: outside it, no comparison of
   // a role (with a Role constant, a number, or by order), no raw role predicate (isGuest, isAdmin…),
-  // no switch on a role, and no event audience built from roles.
+  // no switch on a role, and no event audience built from roles. Nor, anywhere in the server, a Prisma
+  // case-insensitive filter (an ILIKE, where `_` and `%` are wildcards).
   {
     files: ['apps/server/src/**/*.ts'],
     ignores: ['apps/server/src/access/**'],
@@ -77,6 +78,10 @@ export default tseslint.config(
           'CallExpression[callee.property.name="includes"]:has(> MemberExpression[property.name="role"])',
           'Property[key.name=/^role(Not)?In$/]',
         ].map((selector) => ({ selector, message: 'Role and guest decisions belong in apps/server/src/access/ (a function named for what it decides).' })),
+        {
+          selector: 'Property[key.name="mode"][value.value="insensitive"]',
+          message: "Prisma's case-insensitive filters are ILIKE: `_` and `%` in the value match any character (an address like `_amlet@…` found hamlet). Compare lower(column) = lower(value) in SQL.",
+        },
       ],
     },
   },
