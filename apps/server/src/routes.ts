@@ -14,7 +14,7 @@ import {
   updateCustomProfileField,
   updateProfileData,
 } from './handlers/profile-fields.ts';
-import { createUser, deactivateOwnUser, deactivateUser, getOwnUser, getUser, getUserByEmail, getUsers, reactivateUser, updateUser, updateUserByEmail } from './handlers/users.ts';
+import { createUser, deactivateOwnUser, deactivateUser, getOwnUser, getUser, getUsers, reactivateUser, updateUser } from './handlers/users.ts';
 import {
   createUserGroup,
   deactivateUserGroup,
@@ -81,11 +81,9 @@ export const routes: RouteTable = {
   // users
   'get-users': getUsers,
   'get-user': getUser,
-  'get-user-by-email': getUserByEmail,
   'get-own-user': getOwnUser,
   'create-user': createUser,
   'update-user': updateUser,
-  'update-user-by-email': updateUserByEmail,
   'deactivate-user': deactivateUser,
   'reactivate-user': reactivateUser,
   'deactivate-own-user': deactivateOwnUser,

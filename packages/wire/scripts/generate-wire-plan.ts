@@ -21,13 +21,17 @@ for (const [path, item] of Object.entries<Json>(spec.paths ?? {})) {
     if (!op) continue;
     const params: Record<string, { json: boolean; in: 'query' | 'body'; required: boolean }> = {};
     const pathParams: string[] = [];
-    // Path parameters are ids (digits) unless their schema says text (`/users/{email}`).
+    // Path parameters are ids (digits) unless their schema says text (`/user_uploads/{realm_id_str}/…`).
     const textPathParams: string[] = [];
     const restPathParams: string[] = [];
+    // Or either: an id when the segment is digits only, text otherwise (`anyOf` integer and string).
+    const idOrTextPathParams: string[] = [];
     for (const p of [...(item.parameters ?? []), ...(op.parameters ?? [])]) {
       if (p.in === 'path') {
         pathParams.push(p.name);
         if (p.schema?.type === 'string') textPathParams.push(p.name);
+        const types = new Set((p.schema?.anyOf ?? []).map((s: Json) => s.type));
+        if (types.has('integer') && types.has('string')) idOrTextPathParams.push(p.name);
         // `x-parley-path`: the rest of the path, slashes included (Zulip's `<path:…>` converter).
         if (p['x-parley-path'] === true) restPathParams.push(p.name);
       }
@@ -43,7 +47,7 @@ for (const [path, item] of Object.entries<Json>(spec.paths ?? {})) {
     }
     const security: Json[] = op.security ?? spec.security ?? [];
     const auth = security.length === 0 ? 'none' : security.some((s) => Object.keys(s).length === 0) ? 'optional' : 'required';
-    operations[op.operationId] = { operationId: op.operationId, method, path, pathParams, ...(textPathParams.length ? { textPathParams } : {}), ...(restPathParams.length ? { restPathParams } : {}), ...(streamsMultipartBody(op) ? { streamBody: true } : {}), ...(op['x-parley-incoming-webhook-bots'] === true ? { incomingWebhookBots: true } : {}), auth, params };
+    operations[op.operationId] = { operationId: op.operationId, method, path, pathParams, ...(textPathParams.length ? { textPathParams } : {}), ...(restPathParams.length ? { restPathParams } : {}), ...(idOrTextPathParams.length ? { idOrTextPathParams } : {}), ...(streamsMultipartBody(op) ? { streamBody: true } : {}), ...(op['x-parley-incoming-webhook-bots'] === true ? { incomingWebhookBots: true } : {}), ...(op['x-parley-raw-body'] === true ? { rawBody: true } : {}), auth, params };
   }
 }
 

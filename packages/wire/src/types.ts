@@ -18,6 +18,11 @@ export interface WireOperation {
   /** Text path parameters that take the rest of the path, slashes included (`x-parley-path`); absent when none do. */
   readonly restPathParams?: readonly string[];
   /**
+   * Path parameters that are an id or text (schema `anyOf` integer and string: `/users/{user_id}`
+   * names a user by id or by address); a segment of digits only is the id. Absent when none are.
+   */
+  readonly idOrTextPathParams?: readonly string[];
+  /**
    * The request body is `multipart/form-data` with a file, streamed to the handler as it arrives
    * (apps/server/src/http/multipart-stream.ts) instead of being read into parameters.
    */
@@ -27,6 +32,11 @@ export interface WireOperation {
    * allow_incoming_webhooks: sending messages); absent, such a key is refused.
    */
   readonly incomingWebhookBots?: boolean;
+  /**
+   * The body is read as bytes, whatever its type (`x-parley-raw-body`: incoming webhooks), and handed to
+   * the handler with the request's headers; form-encoded bodies are also decoded into parameters.
+   */
+  readonly rawBody?: boolean;
   /** `none`: public; `optional`: spectators allowed; `required`: HTTP Basic. */
   readonly auth: 'none' | 'optional' | 'required';
   readonly params: Readonly<Record<string, WireParam>>;

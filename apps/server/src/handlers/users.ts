@@ -13,19 +13,15 @@ export const getUsers: Handler<'get-users'> = async ({ params, realm, viewer, de
   })) as SuccessData<'get-users'>['members'],
 });
 
-export const getUser: Handler<'get-user'> = async ({ params, path, realm, user, deps }) => ({
-  user: await userById(deps.db, realm, user, path.user_id, {
-    clientGravatar: params.client_gravatar ?? true,
-    includeProfile: params.include_custom_profile_fields ?? false,
-  }),
-});
-
-export const getUserByEmail: Handler<'get-user-by-email'> = async ({ params, path, realm, user, deps }) => ({
-  user: await userByAddress(deps.db, realm, user, path.email, {
-    clientGravatar: params.client_gravatar ?? true,
-    includeProfile: params.include_custom_profile_fields ?? false,
-  }),
-});
+export const getUser: Handler<'get-user'> = async ({ params, path, realm, user, deps }) => {
+  const options = { clientGravatar: params.client_gravatar ?? true, includeProfile: params.include_custom_profile_fields ?? false };
+  // An id, or an address (Zulip's GET /users/{email}).
+  return {
+    user: typeof path.user_id === 'number'
+      ? await userById(deps.db, realm, user, path.user_id, options)
+      : await userByAddress(deps.db, realm, user, path.user_id, options),
+  };
+};
 
 export const getOwnUser: Handler<'get-own-user'> = async ({ realm, user, deps }) => ownUser(deps, realm, user);
 
@@ -35,17 +31,9 @@ export const createUser: Handler<'create-user'> = async ({ params, realm, user, 
 };
 
 export const updateUser: Handler<'update-user'> = async ({ params, path, realm, user, deps }) => {
-  await doUpdateUser(deps, realm, user, path.user_id, {
-    ...(params.full_name !== undefined ? { fullName: params.full_name } : {}),
-    ...(params.role !== undefined ? { role: params.role } : {}),
-    ...(params.profile_data !== undefined ? { profileData: params.profile_data } : {}),
-    ...(params.new_email !== undefined ? { newEmail: params.new_email } : {}),
-  });
-  return {};
-};
-
-export const updateUserByEmail: Handler<'update-user-by-email'> = async ({ params, path, realm, user, deps }) => {
-  await doUpdateUser(deps, realm, user, await userIdByAddress(deps.db, realm, user, path.email), {
+  // An id, or an address (Zulip's PATCH /users/{email}).
+  const userId = typeof path.user_id === 'number' ? path.user_id : await userIdByAddress(deps.db, realm, user, path.user_id);
+  await doUpdateUser(deps, realm, user, userId, {
     ...(params.full_name !== undefined ? { fullName: params.full_name } : {}),
     ...(params.role !== undefined ? { role: params.role } : {}),
     ...(params.profile_data !== undefined ? { profileData: params.profile_data } : {}),

@@ -64,7 +64,7 @@ export async function userById(db: Db, realm: Realm, viewer: User, userId: numbe
 }
 
 /**
- * GET /users/{email}: one user of the organization named by an address the viewer may use for them
+ * GET /users/{user_id} with an address: one user of the organization named by an address the viewer may use for them
  * (access/users.ts accessUserByAddress); deactivated users and bots included.
  */
 export async function userByAddress(db: Db, realm: Realm, viewer: User, address: string, options: UserFormatOptions): Promise<Schema<'User'>> {
@@ -73,7 +73,7 @@ export async function userByAddress(db: Db, realm: Realm, viewer: User, address:
   return formatted!;
 }
 
-/** PATCH /users/{email}: the id of the user an address names for the viewer (whether they may change them is the action's check). */
+/** PATCH /users/{user_id} with an address: the id of the user an address names for the viewer (whether they may change them is the action's check). */
 export async function userIdByAddress(db: Db, realm: Realm, viewer: User, address: string): Promise<number> {
   return (await accessUserByAddress(db, realm, viewer, address, { allowBots: true, allowDeactivated: true, forAdmin: false })).id;
 }

@@ -27,7 +27,7 @@ describe('the typed client refuses what the server refuses', () => {
   });
 
   it('a path parameter of the wrong type', async () => {
-    // @ts-expect-error `message_id` is a number. (Not `/users/{user_id}`: there, text is `/users/{email}`.)
+    // @ts-expect-error `message_id` is a number. (Not `/users/{user_id}`: there, text is an address.)
     const res = await env.client('hamlet').GET('/messages/{message_id}', { params: { path: { message_id: 'latest' } } });
     expectJsonError(res, 404, 'Not Found');
   });

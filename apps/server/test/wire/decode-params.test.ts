@@ -502,7 +502,7 @@ describe('routing errors are JSON', () => {
     expectCleanError(res);
   });
 
-  // A segment of other than digits after /users/ is an e-mail address (GET and PATCH /users/{email}), as in Zulip.
+  // A segment of other than digits after /users/ is an e-mail address (GET and PATCH /users/{user_id} take one), as in Zulip.
   it.each([
     ['GET', '/users/abc'],
     ['GET', '/users/12abc'],

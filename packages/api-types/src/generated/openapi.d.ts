@@ -351,6 +351,21 @@ export interface paths {
          *     deactivated accounts can be fetched too. A user ID unknown in the organization gives `No such
          *     user`; a user the requester is not allowed to see (guests with limited user access) gives
          *     `Insufficient permission`.
+         *
+         *     The path may name the user by an e-mail address instead of an ID (Zulip's separate
+         *     `GET /users/{email}`, feature level 302; a segment of digits only is an ID). Two spellings name
+         *     a user:
+         *
+         *     - the address every user sees for them (their `email`): the fake `user<ID>@<domain>` form when
+         *       their real address is hidden;
+         *     - their real address (compared case-insensitively), but only when the requester's role may see it
+         *       under the user's `email_address_visibility`: every role for "everyone", members and above for
+         *       "members", moderators and administrators for "moderators", administrators for "admins", and
+         *       nobody for "nobody" (not even the user themselves). Bots' addresses are public.
+         *
+         *     Any other address gives `No such user`, so a hidden address cannot be confirmed by trying it.
+         *     Fetching by ID is the better choice where possible: a user's address, and its visibility, can
+         *     change. `/users/me` stays the caller's own account.
          */
         get: operations["get-user"];
         put?: never;
@@ -390,6 +405,10 @@ export interface paths {
          *       emails` otherwise); the address must be valid and unused in the organization.
          *
          *     Each change is announced through `realm_user` `update` events.
+         *
+         *     The path may name the user by an e-mail address instead of an ID (Zulip's separate
+         *     `PATCH /users/{email}`, feature level 313), under the rules of `GET /users/{user_id}`; an address
+         *     that names nobody for the requester gives `No such user`.
          */
         patch: operations["update-user"];
         trace?: never;
@@ -416,46 +435,6 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
-        trace?: never;
-    };
-    "/users/{email}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get a user by e-mail address
-         * @description Returns one user of the organization, named by an e-mail address, in the same shape as `GET
-         *     /users/{user_id}`; bots and deactivated accounts can be fetched too. Two spellings name a user
-         *     (feature level 302):
-         *
-         *     - the address every user sees for them (their `email`): the fake `user<ID>@<domain>` form when
-         *       their real address is hidden;
-         *     - their real address (compared case-insensitively), but only when the requester's role may see it
-         *       under the user's `email_address_visibility`: every role for "everyone", members and above for
-         *       "members", moderators and administrators for "moderators", administrators for "admins", and
-         *       nobody for "nobody" (not even the user themselves). Bots' addresses are public.
-         *
-         *     Any other address gives `No such user`, so a hidden address cannot be confirmed by trying it.
-         *     Fetching by ID is the better choice where possible: a user's address, and its visibility, can
-         *     change. Paths in other than digits name an e-mail address; `/users/me` stays the caller's own
-         *     account.
-         */
-        get: operations["get-user-by-email"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        /**
-         * Update a user by e-mail address
-         * @description `PATCH /users/{user_id}` for a user named by an e-mail address (feature level 313), with the same
-         *     parameters, rules, errors and events. The address names the user as for `GET /users/{email}`; one
-         *     that names nobody for the requester gives `No such user`.
-         */
-        patch: operations["update-user-by-email"];
         trace?: never;
     };
     "/users/me/status": {
@@ -8923,6 +8902,11 @@ export interface components {
     parameters: {
         /** @description The custom profile field. */
         FieldId: number;
+        /**
+         * @description The target user: their ID, or an e-mail address naming them (`@` may be sent as is or as `%40`). A
+         *     segment of digits only is an ID.
+         */
+        UserIdOrEmail: number | string;
         /** @description The target user. */
         UserId: number;
         /** @description The channel. */
@@ -11194,8 +11178,11 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The target user. */
-                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The target user: their ID, or an e-mail address naming them (`@` may be sent as is or as `%40`). A
+                 *     segment of digits only is an ID.
+                 */
+                user_id: components["parameters"]["UserIdOrEmail"];
             };
             cookie?: never;
         };
@@ -11297,8 +11284,11 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The target user. */
-                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The target user: their ID, or an e-mail address naming them (`@` may be sent as is or as `%40`). A
+                 *     segment of digits only is an ID.
+                 */
+                user_id: components["parameters"]["UserIdOrEmail"];
             };
             cookie?: never;
         };
@@ -11333,100 +11323,6 @@ export interface operations {
         responses: {
             200: components["responses"]["Success"];
             /** @description Unknown user or insufficient permission. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["JsonError"];
-                };
-            };
-            401: components["responses"]["Unauthorized"];
-            500: components["responses"]["ServerError"];
-            503: components["responses"]["Overloaded"];
-        };
-    };
-    "get-user-by-email": {
-        parameters: {
-            query?: {
-                /**
-                 * @description Whether the client computes gravatar URLs itself. When true (the default), `avatar_url` is null
-                 *     if the user's avatar is their gravatar and the requester may see their real address.
-                 */
-                client_gravatar?: boolean;
-                /** @description Whether to include the user's custom profile field values as `profile_data` (humans only). */
-                include_custom_profile_fields?: boolean;
-            };
-            header?: never;
-            path: {
-                /** @description The user's address, as the rules above allow (`@` may be sent as is or as `%40`). */
-                email: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The user. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "result": "success",
-                     *       "msg": "",
-                     *       "user": {
-                     *         "email": "user10@parley.local",
-                     *         "user_id": 10,
-                     *         "avatar_version": 1,
-                     *         "is_admin": false,
-                     *         "is_owner": false,
-                     *         "is_guest": false,
-                     *         "role": 400,
-                     *         "is_bot": false,
-                     *         "full_name": "King Hamlet",
-                     *         "timezone": "Europe/Copenhagen",
-                     *         "is_active": true,
-                     *         "date_joined": "2026-01-02T03:04:05.678000+00:00",
-                     *         "delivery_email": "hamlet@parley.local",
-                     *         "avatar_url": null
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["JsonSuccess"] & {
-                        user: components["schemas"]["User"];
-                    };
-                };
-            };
-            /** @description No user the address may name for the requester, or invalid parameters. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["JsonError"];
-                };
-            };
-            401: components["responses"]["Unauthorized"];
-            500: components["responses"]["ServerError"];
-            503: components["responses"]["Overloaded"];
-        };
-    };
-    "update-user-by-email": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The user's address, as `GET /users/{email}` accepts it. */
-                email: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: components["requestBodies"]["UpdateUser"];
-        responses: {
-            200: components["responses"]["Success"];
-            /** @description No user the address may name for the requester, insufficient permission, or invalid values. */
             400: {
                 headers: {
                     [name: string]: unknown;

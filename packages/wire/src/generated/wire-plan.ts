@@ -1164,29 +1164,8 @@ export const wirePlan = {
     "pathParams": [
       "user_id"
     ],
-    "auth": "required",
-    "params": {
-      "client_gravatar": {
-        "json": true,
-        "in": "query",
-        "required": false
-      },
-      "include_custom_profile_fields": {
-        "json": true,
-        "in": "query",
-        "required": false
-      }
-    }
-  },
-  "get-user-by-email": {
-    "operationId": "get-user-by-email",
-    "method": "get",
-    "path": "/users/{email}",
-    "pathParams": [
-      "email"
-    ],
-    "textPathParams": [
-      "email"
+    "idOrTextPathParams": [
+      "user_id"
     ],
     "auth": "required",
     "params": {
@@ -4275,39 +4254,8 @@ export const wirePlan = {
     "pathParams": [
       "user_id"
     ],
-    "auth": "required",
-    "params": {
-      "full_name": {
-        "json": false,
-        "in": "body",
-        "required": false
-      },
-      "role": {
-        "json": true,
-        "in": "body",
-        "required": false
-      },
-      "profile_data": {
-        "json": true,
-        "in": "body",
-        "required": false
-      },
-      "new_email": {
-        "json": false,
-        "in": "body",
-        "required": false
-      }
-    }
-  },
-  "update-user-by-email": {
-    "operationId": "update-user-by-email",
-    "method": "patch",
-    "path": "/users/{email}",
-    "pathParams": [
-      "email"
-    ],
-    "textPathParams": [
-      "email"
+    "idOrTextPathParams": [
+      "user_id"
     ],
     "auth": "required",
     "params": {

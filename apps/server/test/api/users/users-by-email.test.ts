@@ -1,8 +1,8 @@
-// GET /users/{email} (Zulip's get_user_by_email, feature level 302) and PATCH /users/{email} (feature
-// level 313): a user named by the address every user sees (`user{id}@{host}` when hidden), or by their
+// GET and PATCH /users/{user_id} with an address for the id (Zulip's get_user_by_email, feature level
+// 302, and PATCH /users/{email}, feature level 313): a user named by the address every user sees (`user{id}@{host}` when hidden), or by their
 // real address only where the requester's role may see it under the user's email_address_visibility,
-// so that a hidden address can never be confirmed. And the routing that tells `/users/{email}` from
-// `/users/me` and `/users/{user_id}`.
+// so that a hidden address can never be confirmed. And the routing that tells an address from
+// `/users/me` and an id.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { expectJsonError, useTestServer } from '../../helpers/test-server.ts';
 import type { Person } from '../../helpers/fixtures.ts';
@@ -44,9 +44,9 @@ beforeAll(async () => {
 });
 
 const lookup = (as: Person, email: string, query: { client_gravatar?: boolean; include_custom_profile_fields?: boolean } = {}) =>
-  env.client(as).GET('/users/{email}', { params: { path: { email }, query } });
+  env.client(as).GET('/users/{user_id}', { params: { path: { user_id: email }, query } });
 
-describe('GET /users/{email}', () => {
+describe('GET /users/{user_id} with an e-mail address', () => {
   it('names every user by the address everyone sees (the fake one when hidden), for every role', async () => {
     for (const visibility of VISIBILITIES) {
       const target = targets.get(visibility)!;
@@ -80,12 +80,12 @@ describe('GET /users/{email}', () => {
   it('compares real addresses case-insensitively and stripped; the owner of a hidden address cannot use it either', async () => {
     const everyone = targets.get(1)!;
     const upper = ` ${everyone.email.toUpperCase()} `;
-    const { data } = await env.client('polonius').GET('/users/{email}', { params: { path: { email: upper } } });
+    const { data } = await env.client('polonius').GET('/users/{user_id}', { params: { path: { user_id: upper } } });
     expect(data!.user.user_id).toBe(everyone.id);
 
     const nobody = targets.get(4)!;
-    expectJsonError(await nobody.client.GET('/users/{email}', { params: { path: { email: nobody.email } } }), 400, 'No such user', 'BAD_REQUEST');
-    const own = await nobody.client.GET('/users/{email}', { params: { path: { email: `user${nobody.id}@${host}` } } });
+    expectJsonError(await nobody.client.GET('/users/{user_id}', { params: { path: { user_id: nobody.email } } }), 400, 'No such user', 'BAD_REQUEST');
+    const own = await nobody.client.GET('/users/{user_id}', { params: { path: { user_id: `user${nobody.id}@${host}` } } });
     expect(own.data!.user).toMatchObject({ user_id: nobody.id, delivery_email: nobody.email });
   });
 
@@ -140,10 +140,10 @@ describe('GET /users/{email}', () => {
   });
 });
 
-describe('PATCH /users/{email}', () => {
+describe('PATCH /users/{user_id} with an e-mail address', () => {
   it('changes the user an address names, with the checks and events of PATCH /users/{user_id}', async () => {
     const target = targets.get(2)!;
-    const rename = (as: Person, email: string, full_name: string) => env.client(as).PATCH('/users/{email}', { params: { path: { email } }, body: { full_name } });
+    const rename = (as: Person, email: string, full_name: string) => env.client(as).PATCH('/users/{user_id}', { params: { path: { user_id: email } }, body: { full_name } });
     const mark = await env.running.deps.db.event.findFirst({ orderBy: { id: 'desc' } });
     expect((await rename('iago', target.email, 'Renamed By Address')).error).toBeUndefined();
     expect((await db().user.findUniqueOrThrow({ where: { id: target.id } })).fullName).toBe('Renamed By Address');
@@ -158,7 +158,7 @@ describe('PATCH /users/{email}', () => {
     expectJsonError(await rename('iago', 'nobody@parley.test', 'No One'), 400, 'No such user', 'BAD_REQUEST');
     expect((await db().user.findUniqueOrThrow({ where: { id: nobody.id } })).fullName).toBe(nobody.fullName);
     // Role changes keep their own rules.
-    const promote = await env.client('iago').PATCH('/users/{email}', { params: { path: { email: target.email } }, body: { role: 100 } });
+    const promote = await env.client('iago').PATCH('/users/{user_id}', { params: { path: { user_id: target.email } }, body: { role: 100 } });
     expectJsonError(promote, 400, 'Must be an organization owner', 'UNAUTHORIZED_PRINCIPAL');
   });
 });

@@ -306,7 +306,7 @@ describe('GET /users/{user_id}', () => {
     expectJsonError(await env.raw(`/users/${env.users.othello.id}?client_gravatar=1`, { as: 'hamlet' }), 400, 'client_gravatar is not a boolean', 'BAD_REQUEST');
   });
 
-  it('takes a non-numeric ID for an e-mail address (GET /users/{email}), as Zulip routes it', async () => {
+  it('takes a non-numeric ID for an e-mail address (an address naming nobody), as Zulip routes it', async () => {
     expectJsonError(await env.raw('/users/othello', { as: 'hamlet' }), 400, 'No such user', 'BAD_REQUEST');
   });
 });
