@@ -757,6 +757,15 @@ describe('sign-up from an e-mail invitation', () => {
     expect(stale.status).toBe(410);
     expect(stale.html).toContain('Invitation revoked');
 
+    // The same address in other letter case is revoked too; an address that `_` would match as a
+    // LIKE pattern is another person's, and their invitation stays valid.
+    const underscored = uniqueEmail('tw_ce');
+    const upper = await invitedLink('hamlet', underscored.toUpperCase());
+    const lookalike = await invitedLink('hamlet', underscored.replace('tw_ce', 'twice'));
+    expect((await postForm(await invitedLink('othello', underscored), { full_name: 'Under Score', password: 'under score password' })).status).toBe(200);
+    expect((await page(upper)).status).toBe(410);
+    expect((await page(lookalike)).status).toBe(200);
+
     const raced = uniqueEmail('raced');
     const path = await invitedLink('hamlet', raced);
     const { error } = await env.client('iago').POST('/users', { body: { email: raced, password: 'some password', full_name: 'Made By Admin' } });
