@@ -154,7 +154,8 @@ function compileCondition(c: MessageCondition, base: Base): Prisma.Sql {
       }
       break;
     case 'search': {
-      const parts = [Prisma.sql`m.search_tsv @@ plainto_tsquery('english', ${c.query}::text)`];
+      // The search vector of topic and content lives in message_search (kept by triggers on message).
+      const parts = [Prisma.sql`EXISTS (SELECT 1 FROM message_search s WHERE s.message_id = m.id AND s.tsv @@ plainto_tsquery('english', ${c.query}::text))`];
       for (const phrase of c.phrases) {
         const pattern = likePattern(phrase);
         parts.push(Prisma.sql`(m.content ILIKE ${pattern}::text OR m.topic ILIKE ${pattern}::text)`);

@@ -447,6 +447,25 @@ describe('GET /messages: search', () => {
     expect(plain).not.toHaveProperty('match_subject');
   });
 
+  it('follows edits of content, renamed topics and moves to another channel', async () => {
+    const other = await createChannel(env, 'iago', {}, ['iago', 'hamlet']);
+    const edited = await post('iago', ch, 'ramparts', 'pelicans on the battlements');
+    const patch = (body: Record<string, unknown>) =>
+      env.raw(`/messages/${edited}`, { method: 'PATCH', as: 'iago', body: encode(body), headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+    expect(only(await search('pelican'), [edited])).toEqual([edited]);
+    expect((await patch({ content: 'cormorants on the battlements' })).status).toBe(200);
+    expect(only(await search('pelican'), [edited])).toEqual([]);
+    expect(only(await search('cormorant'), [edited])).toEqual([edited]);
+    expect((await patch({ topic: 'parapets', propagate_mode: 'change_one' })).status).toBe(200);
+    // (The notice the move leaves in the new thread names the old topic: only the message itself counts.)
+    expect(only(await search('ramparts'), [edited])).toEqual([]);
+    expect(only(await search('parapet cormorant'), [edited])).toEqual([edited]);
+    // Moved to another channel under the same topic: found there, and no longer here.
+    expect((await patch({ stream_id: other.id, propagate_mode: 'change_one' })).status).toBe(200);
+    expect(only(await search('cormorant'), [edited])).toEqual([]);
+    expect(only(await ids('hamlet', [channelTerm(other), { operator: 'search', operand: 'parapet cormorant' }]), [edited])).toEqual([edited]);
+  });
+
   it('never finds what the user may not read', async () => {
     const priv = await createChannel(env, 'iago', { invite_only: true }, ['iago']);
     const hidden = await post('iago', priv, 'secret', 'turrets of the private channel');
