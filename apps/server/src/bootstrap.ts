@@ -19,6 +19,7 @@ import { Role } from './access/roles.ts';
 
 export interface BootstrapResult {
   created: boolean;
+  realmId?: number;
   ownerEmail?: string;
   ownerPassword?: string;
   apiKey?: string;
@@ -47,7 +48,7 @@ export async function bootstrapIfEmpty(deps: AppDeps, env: NodeJS.ProcessEnv = p
       groupSettings: {},
     });
     await deps.events.enqueue(tx, realm.id, [...events, ...(await subscribeToDefaultChannels(tx, realm, user))]);
-    return { created: true, ownerEmail: owner.email, ownerPassword: password, apiKey };
+    return { created: true, realmId: realm.id, ownerEmail: owner.email, ownerPassword: password, apiKey };
   });
 }
 

@@ -156,20 +156,22 @@ async function main(): Promise<void> {
     ? Promise.resolve({ url: config.databaseUrl, stop: async () => {} })
     : openParleyDatabase({ dataDir: config.dataDir, log: say });
   opening.catch(() => {}); // awaited below; until then a failure must not count as unhandled
-  let modules: [typeof import('./server.ts'), typeof import('./bootstrap.ts')] | undefined;
+  let modules: [typeof import('./server.ts'), typeof import('./bootstrap.ts'), typeof import('./actions/onboarding.ts')] | undefined;
   let loadError: unknown;
   try {
-    modules = await Promise.all([import('./server.ts'), import('./bootstrap.ts')]);
+    modules = await Promise.all([import('./server.ts'), import('./bootstrap.ts'), import('./actions/onboarding.ts')]);
   } catch (error) {
     loadError = error;
   }
   database = await opening;
   if (!modules) throw loadError;
-  const [{ createDeps, listen }, { bootstrapIfEmpty, writeZuliprc }] = modules;
+  const [{ createDeps, listen }, { bootstrapIfEmpty, writeZuliprc, FIRST_CHANNEL_NAME }, { sendWelcomeMessages }] = modules;
   if (stopReason) await stop(0);
 
   deps = await createDeps(config, database.url);
   const boot = await bootstrapIfEmpty(deps);
+  // A new organization starts with the welcome bot's messages in its first channel.
+  if (boot.created && boot.realmId !== undefined) await sendWelcomeMessages(deps, boot.realmId, FIRST_CHANNEL_NAME);
   // The zuliprc exists before the server answers, so whoever waits for "listening" can use it at once.
   const zuliprc = boot.created && boot.ownerEmail && boot.apiKey ? writeZuliprc(config.dataDir, boot.ownerEmail, boot.apiKey, config.publicUrl) : null;
   if (stopReason) await stop(0);

@@ -1,6 +1,6 @@
 // The bots Parley itself speaks through, as Zulip's system bots: the notification bot sends the direct
 // messages that tell a user something happened (their scheduled message could not be sent, someone they
-// invited joined). Each organization gets its own, created in the transaction that first needs it; it
+// invited joined); the welcome bot greets a new organization. Each organization gets its own, created in the transaction that first needs it; it
 // is listed like any other bot (GET /users, realm_user events), owns nothing, joins no channel, and
 // nobody can log in as it.
 import type { AppDeps } from '../deps.ts';
@@ -14,24 +14,35 @@ import { hostnameOf } from '../access/users.ts';
 import { insertUser } from './users.ts';
 import { checkMessage, internalDirectMessage, storeCheckedMessage } from './messages.ts';
 
-export const NOTIFICATION_BOT = { kind: 'notification-bot', fullName: 'Notification Bot', botType: 1 } as const;
+export interface SystemBotKind {
+  kind: string;
+  fullName: string;
+  botType: number;
+}
 
-/** The organization's notification bot, created inside `tx` the first time it is needed. */
-export async function notificationBot(tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'>, realm: Realm): Promise<User> {
-  const existing = await findSystemBot(tx, realm.id, NOTIFICATION_BOT.kind);
+export const NOTIFICATION_BOT: SystemBotKind = { kind: 'notification-bot', fullName: 'Notification Bot', botType: 1 };
+/** Greets a new organization (actions/onboarding.ts), as Zulip's Welcome Bot. */
+export const WELCOME_BOT: SystemBotKind = { kind: 'welcome-bot', fullName: 'Welcome Bot', botType: 1 };
+
+/** The organization's system bot of this kind, created inside `tx` the first time it is needed. */
+export async function systemBot(tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'>, realm: Realm, bot: SystemBotKind): Promise<User> {
+  const existing = await findSystemBot(tx, realm.id, bot.kind);
   if (existing) return existing;
   await lockSystemBots(tx, realm.id);
-  const raced = await findSystemBot(tx, realm.id, NOTIFICATION_BOT.kind);
+  const raced = await findSystemBot(tx, realm.id, bot.kind);
   if (raced) return raced;
   const { user } = await insertUser(tx, deps, realm, {
-    email: `${NOTIFICATION_BOT.kind}@${hostnameOf(realm.url)}`,
-    fullName: NOTIFICATION_BOT.fullName,
+    email: `${bot.kind}@${hostnameOf(realm.url)}`,
+    fullName: bot.fullName,
     passwordHash: null,
     role: Role.MEMBER,
-    systemBot: { kind: NOTIFICATION_BOT.kind, botType: NOTIFICATION_BOT.botType },
+    systemBot: { kind: bot.kind, botType: bot.botType },
   });
   return user;
 }
+
+/** The organization's notification bot, created inside `tx` the first time it is needed. */
+export const notificationBot = (tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'>, realm: Realm): Promise<User> => systemBot(tx, deps, realm, NOTIFICATION_BOT);
 
 /**
  * A direct message from the notification bot to `recipient`, stored inside `tx` (it exists exactly when

@@ -91,6 +91,17 @@ describe('a server started as the README says', () => {
     expect(existsSync(path.join(dataDir, 'postgres', 'PG_VERSION'))).toBe(true);
   });
 
+  it('greets the new organization: the welcome bot has written in #general, unread for the owner', async () => {
+    const res = await python('GET', 'messages', { anchor: 'newest', num_before: 10, num_after: 0, narrow: [{ operator: 'channel', operand: 'general' }] }, rc);
+    expect(res.status).toBe(200);
+    const messages = res.body.messages as Array<Record<string, unknown>>;
+    expect(messages.length).toBeGreaterThanOrEqual(2);
+    for (const m of messages) expect(m).toMatchObject({ sender_full_name: 'Welcome Bot', display_recipient: 'general', flags: [] });
+    expect(messages[0]).toMatchObject({ subject: 'welcome to Parley!' });
+    const bot = (await python('GET', `users/${messages[0]!['sender_id']}`, null, rc)).body.user;
+    expect(bot).toMatchObject({ is_bot: true, full_name: 'Welcome Bot' });
+  });
+
   let memberId: number;
   let member: { email: string; key: string };
 
