@@ -12,6 +12,8 @@ export interface Config {
   publicUrl: string;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** The embedded PostgreSQL's port (PARLEY_PG_PORT); unset, the one chosen on the first start and kept in $PARLEY_DATA_DIR/postgres.port. */
+  embeddedPostgresPort: number | undefined;
   realmName: string;
   ownerEmail: string;
   /** Hex or base64 secret; when unset one is generated into $PARLEY_DATA_DIR/secret.key. */
@@ -74,6 +76,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // original directory in INIT_CWD).
     dataDir: path.resolve(env.INIT_CWD ?? process.cwd(), env.PARLEY_DATA_DIR ?? '.parley'),
     databaseUrl: env.DATABASE_URL || undefined,
+    embeddedPostgresPort: env.PARLEY_PG_PORT ? portNumber('PARLEY_PG_PORT', env.PARLEY_PG_PORT) : undefined,
     realmName: env.PARLEY_REALM_NAME ?? 'Parley',
     ownerEmail: env.PARLEY_OWNER_EMAIL ?? 'owner@parley.local',
     secretKey: env.PARLEY_SECRET_KEY || undefined,
@@ -103,6 +106,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 function nonNegativeInteger(name: string, value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number (0 or more), got ${value}`);
+  return n;
+}
+
+function portNumber(name: string, value: string): number {
+  const n = positiveInteger(name, value);
+  if (n > 65535) throw new Error(`${name} must be a port number, got ${value}`);
   return n;
 }
 

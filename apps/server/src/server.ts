@@ -185,11 +185,11 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
 
 /**
  * The database to use: DATABASE_URL when set, otherwise the embedded PostgreSQL under
- * $PARLEY_DATA_DIR/postgres (its `parley` database created on first use; refused, with what to do,
+ * $PARLEY_DATA_DIR/postgres on a kept port (its `parley` database created on first use; refused, with what to do,
  * when another process runs that cluster). `stop` shuts the embedded cluster down (a no-op for
  * DATABASE_URL).
  */
 export async function openDatabase(config: Config, log: (line: string) => void = () => {}): Promise<{ url: string; stop(): Promise<void> }> {
   if (config.databaseUrl) return { url: config.databaseUrl, stop: async () => {} };
-  return openParleyDatabase({ dataDir: config.dataDir, log });
+  return openParleyDatabase({ dataDir: config.dataDir, log, ...(config.embeddedPostgresPort !== undefined ? { port: config.embeddedPostgresPort } : {}) });
 }

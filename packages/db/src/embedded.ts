@@ -65,6 +65,14 @@ export interface StartEmbeddedOptions {
   ephemeral?: boolean;
   /** Password file of the `parley` role; default: next to dataDir, `<dataDir>.password`. */
   passwordFile?: string;
+  /**
+   * The port to listen on. Default: the port kept in `portFile` (chosen once, on the first start, and
+   * kept, so that processes attached through a DATABASE_URL find the cluster again after a restart);
+   * a free one for ephemeral clusters.
+   */
+  port?: number;
+  /** Where the chosen port is kept; default: next to dataDir, `<dataDir>.port`. Unused for ephemeral clusters. */
+  portFile?: string;
   log?: (line: string) => void;
 }
 
@@ -289,6 +297,13 @@ async function canLogIn(port: number, password: string): Promise<boolean> {
 // ---------------------------------------------------------------------------------------------------
 // Processes
 
+/** The port kept in `file`, or null when there is none (or it is not a port). */
+function readPort(file: string): number | null {
+  if (!existsSync(file)) return null;
+  const port = Number(readFileSync(file, 'utf8').trim());
+  return Number.isInteger(port) && port > 0 && port < 65536 ? port : null;
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -468,21 +483,34 @@ export async function startEmbeddedPostgres(options: StartEmbeddedOptions): Prom
   }
 
   const watchdog = startWatchdog(dataDir, ephemeral ? passwordFile : null);
+  const portFile = ephemeral ? null : path.resolve(options.portFile ?? `${dataDir}.port`);
+  const keptPort = portFile ? readPort(portFile) : null;
   let started: Started | undefined;
   let port = 0;
   try {
     for (let attempt = 1; !started; attempt++) {
-      port = await freePort();
+      // The port asked for, else the one kept from earlier starts, else (or when the kept one was
+      // taken meanwhile by something else) a free one, kept from now on.
+      port = options.port ?? (attempt === 1 && keptPort !== null ? keptPort : await freePort());
       try {
         started = await runServer(bin, dataDir, port, ephemeral, runAs, watchdog);
       } catch (error) {
+        const portTaken = (error as { portTaken?: boolean }).portTaken === true;
+        if (portTaken && options.port !== undefined) {
+          throw new EmbeddedPostgresError(`port ${options.port} (asked for the embedded PostgreSQL) is in use by another program; choose another`);
+        }
+        if (portTaken && attempt === 1 && keptPort !== null) {
+          log(`port ${keptPort}, kept in ${portFile}, is in use by another program: the embedded PostgreSQL moves to another (processes attached through DATABASE_URL need the new one)`);
+          continue;
+        }
         // Someone took the port between our probe and the server's bind: try another.
-        if ((error as { portTaken?: boolean }).portTaken && attempt < 3) continue;
+        if (portTaken && attempt < 4) continue;
         // Another process started the cluster at the same moment: say so rather than show its log.
         refuseIfInUse(dataDir);
         throw error;
       }
     }
+    if (portFile && port !== keptPort) writeFileSync(portFile, `${port}\n`, { mode: 0o644 });
     if (password === null) password = await replaceLegacyPassword(port, passwordFile, pendingFile, log);
   } catch (error) {
     if (started) await stopServer(started.child, started.exited);
@@ -566,13 +594,13 @@ export interface ParleyDatabase {
  * $PARLEY_DATA_DIR/postgres.password) with its `parley` database, created on first use. A cluster that
  * another process runs is refused, in the words a user of `pnpm start` needs.
  */
-export async function openParleyDatabase(options: { dataDir: string; log?: (line: string) => void }): Promise<ParleyDatabase> {
+export async function openParleyDatabase(options: { dataDir: string; port?: number; log?: (line: string) => void }): Promise<ParleyDatabase> {
   const dataDir = path.resolve(options.dataDir);
   const clusterDir = path.join(dataDir, 'postgres');
   options.log?.(`starting embedded PostgreSQL in ${clusterDir}`);
   let cluster: EmbeddedDatabase;
   try {
-    cluster = await startEmbeddedPostgres({ dataDir: clusterDir, ...(options.log ? { log: options.log } : {}) });
+    cluster = await startEmbeddedPostgres({ dataDir: clusterDir, ...(options.port !== undefined ? { port: options.port } : {}), ...(options.log ? { log: options.log } : {}) });
   } catch (error) {
     if (!(error instanceof EmbeddedPostgresInUseError)) throw error;
     throw new EmbeddedPostgresError(

@@ -374,4 +374,27 @@ describe('startEmbeddedPostgres (the test harness API)', () => {
     expect(existsSync(`${dataDir}.password`)).toBe(false);
     writeFileSync(path.join(dir, 'done'), ''); // the temporary directory itself is still there
   });
+
+  it('keeps the port it chose first; moves (and keeps the new one) only when another program took it; refuses an asked port in use', async () => {
+    const dataDir = path.join(tempDir(), 'pg');
+    const first = await startEmbeddedPostgres({ dataDir });
+    const kept = Number(readFileSync(`${dataDir}.port`, 'utf8'));
+    expect(kept).toBe(first.port);
+    await first.stop();
+    const again = await startEmbeddedPostgres({ dataDir });
+    expect(again.port).toBe(kept);
+    await again.stop();
+    // Another program listens on the kept port now.
+    const squatter = net.createServer();
+    await new Promise<void>((resolve) => squatter.listen(kept, '127.0.0.1', resolve));
+    try {
+      const moved = await startEmbeddedPostgres({ dataDir });
+      expect(moved.port).not.toBe(kept);
+      expect(Number(readFileSync(`${dataDir}.port`, 'utf8'))).toBe(moved.port);
+      await moved.stop();
+      await expect(startEmbeddedPostgres({ dataDir, port: kept })).rejects.toThrow(`port ${kept} (asked for the embedded PostgreSQL) is in use by another program`);
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
+  });
 });

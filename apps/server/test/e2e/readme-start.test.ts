@@ -8,6 +8,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { zulipJs as zulip } from '../helpers/zulip-js.ts';
 
@@ -168,7 +169,10 @@ describe('a server started as the README says', () => {
     expect(again.body.msg).toBe('Account is deactivated');
   });
 
-  it('stops cleanly on SIGTERM and the data survives a restart', async () => {
+  it('stops cleanly on SIGTERM and the data survives a restart, the database on the port it keeps', async () => {
+    // Another process attaches as the README says: the kept port and password, the `parley` database.
+    const keptPort = readFileSync(path.join(dataDir, 'postgres.port'), 'utf8').trim();
+    const attachedUrl = `postgresql://parley:${encodeURIComponent(readFileSync(path.join(dataDir, 'postgres.password'), 'utf8').trim())}@127.0.0.1:${keptPort}/parley`;
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
@@ -184,6 +188,14 @@ describe('a server started as the README says', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(output).not.toContain('created organization');
+    expect(readFileSync(path.join(dataDir, 'postgres.port'), 'utf8').trim()).toBe(keptPort);
+    const attached = new pg.Client({ connectionString: attachedUrl });
+    await attached.connect();
+    try {
+      expect((await attached.query(`SELECT full_name FROM "user" WHERE id = $1`, [memberId])).rows).toEqual([{ full_name: 'Ann Edited' }]);
+    } finally {
+      await attached.end();
+    }
     const users = await python('GET', 'users', null, rc);
     expect(users.body.members.find((u: any) => u.user_id === memberId)).toMatchObject({ full_name: 'Ann Edited', is_active: false });
     const exited2 = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
