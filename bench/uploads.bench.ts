@@ -207,13 +207,14 @@ async function main() {
       log(`run ${run}/${RUNS}`);
       for (const [i, c] of cases.entries()) {
         const floorUrl = `${floor.url}/${c.floorKind}/big-${run}.bin`;
-        const floorUpload = async () =>
-          uploads[i]!.floorSeconds.push(
-            await timed(async () => {
-              const res = await sendFile(floorUrl, 'PUT', {}, file);
-              if (res.status !== 200) throw new Error(`floor upload: ${res.status} ${res.body}`);
-            }),
-          );
+        const floorUpload = async () => {
+          const seconds = await timed(async () => {
+            const res = await sendFile(floorUrl, 'PUT', {}, file);
+            if (res.status !== 200) throw new Error(`floor upload: ${res.status} ${res.body}`);
+          });
+          uploads[i]!.floorSeconds.push(seconds);
+          log(`  upload, ${c.name}: floor ${fmt(mbps(seconds), 0)} MB/s`);
+        };
         let url = '';
         const parleyUpload = async () => {
           const up = await measured(c.parley, async () => {
@@ -221,6 +222,7 @@ async function main() {
           });
           uploads[i]!.seconds.push(up.seconds);
           uploads[i]!.rssGrowthMb.push(up.growth);
+          log(`  upload, ${c.name}: Parley ${fmt(mbps(up.seconds), 0)} MB/s (RSS +${fmt(up.growth, 1)} MB)`);
         };
         // Turns: the floor first in odd runs, Parley first in even ones.
         if (run % 2 === 1) {

@@ -18,6 +18,7 @@ import { accountsRouter } from './http/accounts.ts';
 import { emailConfirmationRouter } from './http/email-confirmation.ts';
 import { userUploadsRouter } from './http/user-uploads.ts';
 import { userAvatarsRouter } from './http/user-avatars.ts';
+import { exportDownloadsRouter } from './http/export-downloads.ts';
 
 export function buildApp(deps: AppDeps) {
   const app = express();
@@ -69,6 +70,7 @@ export function buildApp(deps: AppDeps) {
   app.use(accountsRouter(deps));
   app.use(userUploadsRouter(deps)); // GET /user_uploads/… (the files themselves, outside the API)
   app.use(userAvatarsRouter(deps)); // GET /user_avatars/… (uploaded avatars, public)
+  app.use(exportDownloadsRouter(deps)); // GET /user_avatars/exports/… (finished organization exports)
   const notFound = (_req: Request, res: Response) => sendError(res, new JsonableError('Not Found', { status: 404 }));
   app.use(notFound);
   const handleError = errorHandler(rules, deps.logger);

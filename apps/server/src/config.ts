@@ -4,6 +4,7 @@ import path from 'node:path';
 import { parseStorageConfig } from './storage/index.ts';
 import type { StorageConfig } from './storage/types.ts';
 import { parseEmailGatewayConfig, type EmailGatewayConfig } from './email-gateway/config.ts';
+import { parseOutgoingWebhookConfig, type OutgoingWebhookConfig } from './lib/outgoing-webhooks.ts';
 
 export interface Config {
   host: string;
@@ -61,6 +62,8 @@ export interface Config {
   botStorageSizeLimit: number;
   /** The incoming e-mail gateway (src/email-gateway): its SMTP listener is off unless PARLEY_EMAIL_GATEWAY_PORT is set. */
   emailGateway: EmailGatewayConfig;
+  /** Outgoing webhooks (lib/outgoing-webhooks.ts): PARLEY_OUTGOING_WEBHOOK_ALLOW_PRIVATE, _TIMEOUT_MS, _RETRY_DELAY_MS. */
+  outgoingWebhooks: OutgoingWebhookConfig;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -100,6 +103,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxFileUploadSizeMib: nonNegativeInteger('PARLEY_MAX_FILE_UPLOAD_SIZE_MIB', env.PARLEY_MAX_FILE_UPLOAD_SIZE_MIB ?? '100'),
     botStorageSizeLimit: nonNegativeInteger('PARLEY_BOT_STORAGE_LIMIT', env.PARLEY_BOT_STORAGE_LIMIT ?? '10000000'),
     emailGateway: parseEmailGatewayConfig(env, host, env.PARLEY_URL ?? `http://${shownHost}:${port}`),
+    outgoingWebhooks: parseOutgoingWebhookConfig(env),
   };
 }
 

@@ -14,6 +14,9 @@ import { JsonableError } from './errors.ts';
 import { listOutbox, outboxEmail, outboxStatus } from './mail/outbox.ts';
 import { doCreateBot } from './actions/bots.ts';
 import { writeFileSync } from 'node:fs';
+import { runImportCommand } from './import/import-command.ts';
+import { runSlackImportCommand } from './import/slack-command.ts';
+import { parseExportType, runExportCommand } from './export/command.ts';
 
 const USAGE = `usage: pnpm manage <command> [options]
   create-realm --name <name> --url <url>
@@ -24,6 +27,9 @@ const USAGE = `usage: pnpm manage <command> [options]
   create-bot --owner <e> --full-name <n> --short-name <s> [--type generic|incoming|outgoing] [--payload-url <url>] [--output <zuliprc>] [--realm <id>]
               a bot of the owner's, and its zuliprc (printed, or written to --output)
   list-realms
+  import --file <export.tar.gz> [--url <url>] [--name <name>]   a new organization from a Zulip-format export (Zulip's or Parley's)
+  export --file <out.tar.gz> [--type public|full] [--realm <id>]   the organization in Zulip's export format (full: with members' consent)
+  import-slack --file <slack-export.zip> [--url <url>] [--name <name>] [--no-threads]   a new organization from a Slack export
   outbox [--id <n>]   e-mails of the outbox (newest 50), or one e-mail in full
   pushes [--email <e>] [--status <status>] [--limit <n>] [--realm <id>]   push notifications of the push outbox, newest first`;
 
@@ -58,6 +64,8 @@ const { values } = parseArgs({
     type: { type: 'string' },
     'payload-url': { type: 'string' },
     output: { type: 'string' },
+    file: { type: 'string' },
+    'no-threads': { type: 'boolean' },
   },
   allowPositionals: false,
 });
@@ -169,6 +177,19 @@ try {
       } else {
         for (const e of await listOutbox(deps.db)) console.log([e.id, e.createdAt.toISOString(), e.to, outboxStatus(e), e.subject].join('\t'));
       }
+      break;
+    }
+    case 'import': {
+      await runImportCommand(deps, need('file'), { url: values.url ? validateOrganizationUrl(values.url) : undefined, name: values.name });
+      break;
+    }
+    case 'export': {
+      const realm = await realmFromArgs();
+      await runExportCommand(deps, realm.id, need('file'), parseExportType(values.type));
+      break;
+    }
+    case 'import-slack': {
+      await runSlackImportCommand(deps, need('file'), { url: values.url ? validateOrganizationUrl(values.url) : undefined, name: values.name, convertThreads: values['no-threads'] !== true });
       break;
     }
     case 'list-realms':

@@ -4,7 +4,7 @@ import type { OperationName } from '@parley/api-types';
 import type { HandlerContext, RouteTable } from './http/handler.ts';
 import { fetchApiKey } from './handlers/authentication.ts';
 import { getServerSettings } from './handlers/server.ts';
-import { updateRealm, updateRealmUserSettingsDefaults } from './handlers/realm.ts';
+import { deleteRealmIcon, deleteRealmLogo, updateRealm, updateRealmUserSettingsDefaults, uploadRealmIcon, uploadRealmLogo } from './handlers/realm.ts';
 import {
   createCustomProfileField,
   deleteCustomProfileField,
@@ -61,8 +61,15 @@ import { addLinkifier, getLinkifiers, removeLinkifier, reorderLinkifiers, update
 import { addCodePlayground, removeCodePlayground } from './handlers/playgrounds.ts';
 import { createBot, deactivateBot, getBots, regenerateBotApiKey, updateBot } from './handlers/bots.ts';
 import { getBotStorage, removeBotStorage, updateBotStorage } from './handlers/bot-storage.ts';
+import { callIncomingWebhook, callIncomingWebhookGet } from './handlers/integrations.ts';
+import { deleteRealmExport, exportRealm, getRealmExportConsents, getRealmExports } from './handlers/exports.ts';
 
 export const routes: RouteTable = {
+  // organization exports
+  'export-realm': exportRealm,
+  'get-realm-exports': getRealmExports,
+  'delete-realm-export': deleteRealmExport,
+  'get-realm-export-consents': getRealmExportConsents,
   // uploaded files
   'upload-file': uploadFile,
   'set-avatar': setAvatar,
@@ -78,6 +85,10 @@ export const routes: RouteTable = {
   'get-server-settings': getServerSettings,
   'update-realm': updateRealm,
   'update-realm-user-settings-defaults': updateRealmUserSettingsDefaults,
+  'upload-realm-icon': uploadRealmIcon,
+  'delete-realm-icon': deleteRealmIcon,
+  'upload-realm-logo': uploadRealmLogo,
+  'delete-realm-logo': deleteRealmLogo,
   // users
   'get-users': getUsers,
   'get-user': getUser,
@@ -219,6 +230,8 @@ export const routes: RouteTable = {
   'get-bot-storage': getBotStorage,
   'update-bot-storage': updateBotStorage,
   'remove-bot-storage': removeBotStorage,
+  'call-incoming-webhook': callIncomingWebhook,
+  'call-incoming-webhook-get': callIncomingWebhookGet,
 };
 
 /** A handler as the dispatcher calls it: parameters were validated against this operation's spec. */

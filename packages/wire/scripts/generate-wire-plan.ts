@@ -47,7 +47,7 @@ for (const [path, item] of Object.entries<Json>(spec.paths ?? {})) {
     }
     const security: Json[] = op.security ?? spec.security ?? [];
     const auth = security.length === 0 ? 'none' : security.some((s) => Object.keys(s).length === 0) ? 'optional' : 'required';
-    operations[op.operationId] = { operationId: op.operationId, method, path, pathParams, ...(textPathParams.length ? { textPathParams } : {}), ...(restPathParams.length ? { restPathParams } : {}), ...(idOrTextPathParams.length ? { idOrTextPathParams } : {}), ...(streamsMultipartBody(op) ? { streamBody: true } : {}), ...(op['x-parley-incoming-webhook-bots'] === true ? { incomingWebhookBots: true } : {}), ...(op['x-parley-raw-body'] === true ? { rawBody: true } : {}), auth, params };
+    operations[op.operationId] = { operationId: op.operationId, method, path, pathParams, ...(textPathParams.length ? { textPathParams } : {}), ...(restPathParams.length ? { restPathParams } : {}), ...(idOrTextPathParams.length ? { idOrTextPathParams } : {}), ...(streamsMultipartBody(op) ? { streamBody: true } : {}), ...(takesFilesBesideParams(op) ? { filesInBody: true } : {}), ...(op['x-parley-incoming-webhook-bots'] === true ? { incomingWebhookBots: true } : {}), ...(op['x-parley-raw-body'] === true ? { rawBody: true } : {}), auth, params };
   }
 }
 
@@ -59,6 +59,16 @@ function streamsMultipartBody(op: Json): boolean {
   const content = op.requestBody?.content ?? {};
   const types = Object.keys(content);
   if (types.length !== 1 || types[0] !== 'multipart/form-data') return false;
+  return Object.values<Json>(content['multipart/form-data'].schema?.properties ?? {}).some((s) => s.format === 'binary');
+}
+
+/**
+ * An operation whose body may be urlencoded or `multipart/form-data`, the latter with a binary (file)
+ * field beside the parameters: the parameters are decoded as usual and the files held for the handler.
+ */
+function takesFilesBesideParams(op: Json): boolean {
+  const content = op.requestBody?.content ?? {};
+  if (!content['multipart/form-data'] || Object.keys(content).length < 2) return false;
   return Object.values<Json>(content['multipart/form-data'].schema?.properties ?? {}).some((s) => s.format === 'binary');
 }
 

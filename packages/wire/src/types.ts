@@ -28,6 +28,12 @@ export interface WireOperation {
    */
   readonly streamBody?: boolean;
   /**
+   * The request body may also be `multipart/form-data` with a file part beside the parameters (Zulip's
+   * `request.FILES`: a bot's avatar): the parameters are read as usual and the (small) files are held
+   * for the handler (apps/server/src/http/multipart.ts).
+   */
+  readonly filesInBody?: boolean;
+  /**
    * Incoming webhook bots' API keys are accepted (`x-parley-incoming-webhook-bots`, Zulip's
    * allow_incoming_webhooks: sending messages); absent, such a key is refused.
    */

@@ -37,6 +37,7 @@ import { uploadPathIdsOf } from '../lib/upload-links.ts';
 import { queuePendingPreviews } from './thumbnails.ts';
 import { formatAttachment } from '../queries/attachments.ts';
 import { fileKey } from './uploads.ts';
+import { thumbnailKeys } from '../lib/thumbnails.ts';
 
 interface Publishing {
   tx: Db;
@@ -99,6 +100,9 @@ async function claim(t: Publishing, sender: User, messageId: number, pathIds: st
   await t.deps.events.publish(t.tx, t.afterCommit, t.realm.id, events);
 }
 
+/** What storage holds for an uploaded file: the file and whichever thumbnails were made of it. */
+export const attachmentObjectKeys = (pathId: string): string[] => [fileKey(pathId), ...thumbnailKeys(pathId)];
+
 // ---------------------------------------------------------------------------------------------
 // DELETE /attachments/{attachment_id}
 
@@ -107,7 +111,7 @@ export async function doRemoveAttachment(deps: AppDeps, realm: Realm, user: User
     const attachment = await lockOwnAttachment(tx, user.id, attachmentId);
     if (!attachment) throw new JsonableError('Invalid attachment');
     try {
-      await deps.storage.delete([fileKey(attachment.pathId)]);
+      await deps.storage.delete(attachmentObjectKeys(attachment.pathId));
     } catch (error) {
       deps.logger.error({ err: error, attachment_id: attachment.id }, 'storage could not delete an attachment');
       throw new JsonableError('An error occurred while deleting the attachment. Please try again later.');
@@ -145,7 +149,7 @@ export async function doDeleteOldUnclaimedAttachments(deps: AppDeps, options: { 
     const batch = await oldUnclaimedAttachments(deps.db, before, BATCH);
     if (batch.length === 0) break;
     await deleteAttachments(deps.db, batch.map((a) => a.id));
-    await deps.storage.delete(batch.map((a) => fileKey(a.pathId)));
+    await deps.storage.delete(batch.flatMap((a) => attachmentObjectKeys(a.pathId)));
     result.deletedAttachments += batch.length;
     if (batch.length < BATCH) break;
   }
@@ -164,6 +168,21 @@ export async function doDeleteOldUnclaimedAttachments(deps: AppDeps, options: { 
     if (page.length === BATCH) await sweep();
   }
   await sweep();
+  // Thumbnails whose file has no record (a thumbnail job that finished after its file was deleted).
+  let thumbs: Array<{ key: string; pathId: string; lastModified: Date }> = [];
+  const sweepThumbnails = async () => {
+    const known = await existingPathIds(deps.db, [...new Set(thumbs.map((t) => t.pathId))]);
+    const stray = thumbs.filter((t) => !known.has(t.pathId) && t.lastModified < strayBefore).map((t) => t.key);
+    await deps.storage.delete(stray);
+    result.strayObjects += stray.length;
+    thumbs = [];
+  };
+  for await (const object of deps.storage.list('thumbnails/')) {
+    // thumbnails/<path id>/<format>
+    thumbs.push({ key: object.key, pathId: object.key.slice('thumbnails/'.length, object.key.lastIndexOf('/')), lastModified: object.lastModified });
+    if (thumbs.length === BATCH) await sweepThumbnails();
+  }
+  await sweepThumbnails();
   result.incompleteWrites = await deps.storage.removeIncomplete(strayBefore);
   return result;
 }

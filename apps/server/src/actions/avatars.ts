@@ -55,7 +55,7 @@ async function readLimited(stream: Readable, limit: number, tooBig: () => Error)
   return Buffer.concat(chunks, size);
 }
 
-function avatarEvent(user: User) {
+export function avatarEvent(user: User) {
   return {
     type: 'realm_user',
     op: 'update',

@@ -30,6 +30,8 @@ import { accessBotById, checkCanCreateBot, checkCanOwnBot, checkKnownBotType, ch
 import { accessChannelByName } from '../access/channels.ts';
 import { loadPermissionSubject, type PermissionSubject } from '../access/group-settings.ts';
 import { checkCanChangeRole, requireMemberOrAdmin, Role } from '../access/roles.ts';
+import { discardCreatedBotAvatar, storeCreatedBotAvatar, type BotAvatarImages } from './bot-avatars.ts';
+import { AVATAR_SOURCE_UPLOADED } from '../lib/avatar.ts';
 import { hostnameOf, publicEmailOf, reloadActor } from '../access/users.ts';
 import { JsonableError } from '../errors.ts';
 import { BotType, botShortNameAndEmail, checkBotConfigSize, checkUrlParameter, checkValidInterfaceType, ServiceInterface } from '../lib/bots.ts';
@@ -52,6 +54,8 @@ export interface NewBot {
   defaultSendingStream?: string;
   defaultEventsRegisterStream?: string;
   defaultAllPublicStreams?: boolean;
+  /** The avatar the bot starts with (a multipart body's image: actions/bot-avatars.ts); its gravatar otherwise. */
+  avatar?: BotAvatarImages | null;
 }
 
 export interface CreatedBot {
@@ -94,6 +98,7 @@ export async function doCreateBot(deps: AppDeps, realm: Realm, actor: User, inpu
   if (input.botType === BotType.EMBEDDED) throw new JsonableError('Embedded bots are not enabled.');
   const config = new Map(Object.entries(input.configData ?? {}));
   if (input.botType === BotType.INCOMING_WEBHOOK && serviceName) config.set('integration_id', serviceName);
+  let avatarStoredFor: User | null = null;
   return inTransaction(deps.db, async (tx, afterCommit) => {
     await lockBotCreation(tx, realm.id);
     if (await findUserByDeliveryEmail(tx, realm.id, email)) throw new JsonableError('Email is already in use.');
@@ -118,7 +123,9 @@ export async function doCreateBot(deps: AppDeps, realm: Realm, actor: User, inpu
       passwordHash: null,
       role: Role.MEMBER,
       bot: { botType: input.botType, ownerId: owner.id },
+      ...(input.avatar ? { avatarSource: AVATAR_SOURCE_UPLOADED } : {}),
     });
+    if (input.avatar) await storeCreatedBotAvatar(deps, (avatarStoredFor = bot), input.avatar);
     await saveBotProfile(tx, {
       userId: bot.id,
       defaultSendingStreamId: sending?.id ?? null,
@@ -131,7 +138,8 @@ export async function doCreateBot(deps: AppDeps, realm: Realm, actor: User, inpu
     if (keepsConfig && config.size) await setBotConfig(tx, bot.id, config);
     await deps.events.publish(tx, afterCommit, realm.id, [await createdBotEvent(tx, deps.cipher, realm.id, bot)]);
     return { bot, apiKey, defaults: (await botDefaultsOf(tx, [bot.id])).get(bot.id)! };
-  }).catch((error) => {
+  }).catch(async (error) => {
+    if (avatarStoredFor) await discardCreatedBotAvatar(deps, avatarStoredFor);
     if (isUniqueViolation(error)) throw new JsonableError('Email is already in use.');
     throw error;
   });

@@ -37,6 +37,7 @@ import { addPersonalFlags } from './personal-flags.ts';
 import { linkifierRendering, realmLinkifiers } from '../queries/linkifiers.ts';
 import { realmEmojiIndex } from '../queries/realm-emoji.ts';
 import { addImagePreviews } from './thumbnails.ts';
+import { queueOutgoingWebhooks, withMentionedGenericBots } from './outgoing-webhooks.ts';
 
 /** Clients whose messages start read for their sender (Zulip's default_read_by_sender). */
 export const READ_BY_SENDER_CLIENTS = new Set(['zulipandroid', 'zulipios', 'zulipdesktop', 'zulipmobile', 'zulipelectron', 'zulipterminal', 'snipe', 'website', 'ios', 'android']);
@@ -161,6 +162,8 @@ export interface CheckedMessage {
   directUserIds: number[];
   /** Recipients the message mentions by name (not silently): they may follow the topic (user-topics). */
   personalMentionIds: number[];
+  /** Everyone the message mentions by name (not silently), recipients or not: the bots it triggers (outgoing-webhooks). */
+  mentionedUserIds?: number[];
   content: string;
   renderedContent: string;
   people: Map<number, MessagePerson>;
@@ -203,6 +206,8 @@ export async function checkMessage(
     addressed = { channel: null, topic: '', recipientIds: participants.map((p) => p.id), directUserIds: participants.map((p) => p.id) };
   }
   const rendered = await render(reads, realm, options.linksAs ? await loadPermissionSubject(db, options.linksAs) : subject, content, { emailGateway: options.emailGateway ?? false });
+  // Zulip: generic bots mentioned in a channel receive the message, subscribed or not (actions/outgoing-webhooks.ts).
+  if (addressed.channel && rendered.mentionedUserIds.length) addressed.recipientIds = await withMentionedGenericBots(db, realm, addressed.channel, addressed.recipientIds, rendered.mentionedUserIds);
   const flags = await recipientFlags(reads, realm, sender, subject, addressed, rendered, request);
   // Muted senders and alert words (actions/personal-flags.ts).
   await addPersonalFlags(db, sender.id, addressed.recipientIds, content, flags);
@@ -214,6 +219,7 @@ export async function checkMessage(
     flags,
     directUserIds: addressed.directUserIds,
     personalMentionIds: rendered.mentionedUserIds.filter((id) => addressed.recipientIds.includes(id)),
+    mentionedUserIds: rendered.mentionedUserIds,
     content,
     renderedContent: rendered.html,
     people: new Map(people.map((p) => [p.id, p])),
@@ -275,6 +281,8 @@ export async function storeCheckedMessage(
   // The uploaded files its content links to (actions/attachments.ts; nothing to do without such a link).
   await claimAttachmentLinks({ tx, afterCommit, deps, realm }, sender, { id: row.id, renderedContent: checked.renderedContent });
   await queuePushesForMessage(tx, deps, realm, checked, row, pushTargets);
+  // The outgoing-webhook bots it triggers (actions/outgoing-webhooks.ts; nothing is read for a bot's message).
+  await queueOutgoingWebhooks(tx, deps, realm, sender, checked, row.id);
   // After the recipients' flags and pushes were decided, as Zulip does: they apply to later messages.
   const automaticNewVisibilityPolicy = checked.channel
     ? await applyAutomaticTopicPolicies(

@@ -41,6 +41,7 @@ import {
   probeImage,
   rewritePreview,
   thumbnailKey,
+  thumbnailKeys,
   uploadLinks,
   withImagePreviews,
   type ImagePreview,
@@ -148,7 +149,11 @@ export async function doMakeThumbnails(deps: AppDeps, attachmentId: number): Pro
     if (!locked) {
       // Not (or no longer) an image: messages rendered with its placeholder lose the preview block.
       const path = await attachmentPathId(tx, attachmentId);
-      if (path === null) return;
+      if (path === null) {
+        // The file was deleted while its thumbnails were being made: they go too.
+        if (row && made.length > 0) afterCommit(() => void deps.storage.delete(thumbnailKeys(row.pathId)).catch((e: unknown) => deps.logger.error({ err: e, path_id: row.pathId }, 'could not delete the thumbnails of a deleted file')));
+        return;
+      }
       pathId = path;
       preview = null;
     } else if (failed && made.length === 0 && locked.thumbnails.length === 0) {

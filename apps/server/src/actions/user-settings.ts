@@ -5,6 +5,7 @@
 // e-mail address, the name), so a refused request changes nothing; then one transaction writes every
 // change and stores its events. Zulip applies the parts one after the other (a password change stays
 // even when the e-mail address of the same request is refused); Parley does all or nothing.
+import { exportConsentEvent } from './exports.ts';
 import { createHash, randomInt } from 'node:crypto';
 import type { AppDeps } from '../deps.ts';
 import { inTransaction } from '../data/transactions.ts';
@@ -102,6 +103,8 @@ export async function doUpdateSettings(deps: AppDeps, realm: Realm, user: User, 
       if (setting.name === 'enable_drafts_synchronization' && value === false) await deleteDraftsOf(tx, user.id);
       // Presence turned off or on: written at once, so that everyone sees the user as it says.
       if (setting.name === 'presence_enabled') await presenceEnabledChanged(tx, deps, realm, current, value === true, events);
+      // Consent to private data exports: the administrators' export consent lists follow it (actions/exports.ts).
+      if (setting.name === 'allow_private_data_export') events.push(await exportConsentEvent(tx, realm.id, user.id, value === true));
     }
     await deps.events.publish(tx, afterCommit, realm.id, events);
   });

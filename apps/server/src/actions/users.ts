@@ -79,6 +79,8 @@ export interface PreparedUser {
   systemBot?: { kind: string; botType: number };
   /** A bot a user created (POST /bots, manage create-bot): no password, no default channels. */
   bot?: { botType: number; ownerId: number };
+  /** `U`: the user starts with an uploaded avatar, stored under its first version's paths (a bot created with one). */
+  avatarSource?: string;
   /** See NewUser. */
   language?: string;
 }
@@ -103,7 +105,7 @@ export async function insertUser(tx: Db, deps: Pick<AppDeps, 'cipher' | 'events'
     : input.bot
       ? { isBot: true, botType: input.bot.botType, botOwnerId: input.bot.ownerId }
       : {};
-  const user = await createUser(tx, { realmId: realm.id, email, deliveryEmail: email, fullName, role, passwordHash, ...bot });
+  const user = await createUser(tx, { realmId: realm.id, email, deliveryEmail: email, fullName, role, passwordHash, ...bot, ...(input.avatarSource ? { avatarSource: input.avatarSource } : {}) });
   await startCaughtUp(tx, realm.id, user.id);
   const membership = await syncSystemGroupMembership(tx, realm.id, user.id, user.role, waitingPeriodOver(realm, user));
   // Humans start with the organization's defaults (PATCH /realm/user_settings_defaults); bots with the

@@ -53,6 +53,7 @@ export const createUser = (
     botOwnerId?: number | null;
     systemBot?: string | null;
     timezone?: string;
+    avatarSource?: string;
   },
 ) => db.user.create({ data: { ...data, settings: { create: {} } } });
 

@@ -3,11 +3,14 @@
 import type { Handler } from '../http/handler.ts';
 import { botAvatarUrl, listOwnBots } from '../queries/bots.ts';
 import { doCreateBot, doDeactivateBot, doRegenerateBotApiKey, doUpdateBot } from '../actions/bots.ts';
+import { bodyAvatar, doSetBotAvatar } from '../actions/bot-avatars.ts';
 
 export const getBots: Handler<'get-bots'> = async ({ user, deps }) => ({ bots: await listOwnBots(deps.db, deps.cipher, user) });
 
-export const createBot: Handler<'create-bot'> = async ({ params, realm, user, deps }) => {
+export const createBot: Handler<'create-bot'> = async ({ params, realm, user, deps, files }) => {
+  const avatar = await bodyAvatar(files);
   const { bot, apiKey, defaults } = await doCreateBot(deps, realm, user, {
+    avatar,
     fullName: params.full_name,
     shortName: params.short_name,
     botType: params.bot_type ?? 1,
@@ -29,8 +32,10 @@ export const createBot: Handler<'create-bot'> = async ({ params, realm, user, de
   };
 };
 
-export const updateBot: Handler<'update-bot'> = async ({ params, path, realm, user, deps }) => {
-  const { bot, defaults, ownerEmail } = await doUpdateBot(deps, realm, user, path.bot_id, {
+export const updateBot: Handler<'update-bot'> = async ({ params, path, realm, user, deps, files }) => {
+  // The file is checked before anything changes; the avatar is set after the rest, as Zulip does.
+  const avatar = await bodyAvatar(files);
+  const updated = await doUpdateBot(deps, realm, user, path.bot_id, {
     ...(params.full_name !== undefined ? { fullName: params.full_name } : {}),
     ...(params.role !== undefined ? { role: params.role } : {}),
     ...(params.bot_owner_id !== undefined ? { botOwnerId: params.bot_owner_id } : {}),
@@ -41,6 +46,8 @@ export const updateBot: Handler<'update-bot'> = async ({ params, path, realm, us
     ...(params.default_events_register_stream !== undefined ? { defaultEventsRegisterStream: params.default_events_register_stream } : {}),
     ...(params.default_all_public_streams !== undefined ? { defaultAllPublicStreams: params.default_all_public_streams } : {}),
   });
+  const { defaults, ownerEmail } = updated;
+  const bot = avatar ? await doSetBotAvatar(deps, realm, user, path.bot_id, avatar) : updated.bot;
   return {
     full_name: bot.fullName,
     avatar_url: botAvatarUrl(bot),

@@ -1,6 +1,7 @@
 import type { Handler } from '../http/handler.ts';
 import { FEATURE_LEVEL, MERGE_BASE, ZULIP_VERSION } from '../version.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
+import { realmIconUrl } from '../lib/realm-images.ts';
 
 export const getServerSettings: Handler<'get-server-settings'> = async ({ realm, deps }) => ({
   zulip_version: ZULIP_VERSION,
@@ -15,7 +16,7 @@ export const getServerSettings: Handler<'get-server-settings'> = async ({ realm,
   realm_url: realm.url,
   realm_uri: realm.url,
   realm_name: realm.name,
-  realm_icon: `${realm.url}/static/icon.png`,
+  realm_icon: realmIconUrl(realm),
   realm_description: renderMarkdown(realm.description),
   realm_web_public_access_enabled: realm.enableSpectatorAccess,
 });

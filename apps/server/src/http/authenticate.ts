@@ -112,7 +112,11 @@ async function authenticateHashed(
  * The `?api_key=` of file downloads (Zulip's authenticated_uploads_api_view, for clients that cannot
  * set an Authorization header): the key alone names its user; every other check as for a header.
  */
-export async function authenticateApiKeyAlone(deps: { db: Db; cipher: ApiKeyCipher; credentials: CredentialCache }, apiKey: string): Promise<{ user: User; realm: Realm }> {
+export async function authenticateApiKeyAlone(
+  deps: { db: Db; cipher: ApiKeyCipher; credentials: CredentialCache },
+  apiKey: string,
+  options: IdentityOptions = {},
+): Promise<{ user: User; realm: Realm }> {
   if (!isWellFormedApiKey(apiKey)) throw new UnauthorizedError('Invalid API key');
   const lookupHash = deps.cipher.lookupHash(apiKey);
   const identity = await deps.credentials.get(lookupHash, async () => {
@@ -122,7 +126,7 @@ export async function authenticateApiKeyAlone(deps: { db: Db; cipher: ApiKeyCiph
     return { user, realm, ciphertext: row.ciphertext };
   });
   if (!identity) throw new UnauthorizedError('Invalid API key');
-  return checkIdentity(identity, { email: identity.user.deliveryEmail, apiKey });
+  return checkIdentity(identity, { email: identity.user.deliveryEmail, apiKey }, options);
 }
 
 /** What the operation accepts beyond ordinary users' keys. */

@@ -13,4 +13,6 @@ export interface RequestState {
   user: User | null;
   params: Record<string, unknown>;
   ignored: string[];
+  /** The body as read, for operations that take it raw (`rawBody` in the wire plan: incoming webhooks). */
+  rawBody?: Buffer;
 }

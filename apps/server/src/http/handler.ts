@@ -2,7 +2,7 @@ import type { OperationName, PathParams, RequestParams, SuccessData } from '@par
 import type { AppDeps } from '../deps.ts';
 import type { Realm, User } from '../data/models.ts';
 import type { CachedTableWrites } from '../data/cached-tables.ts';
-import type { StreamedMultipart } from '../lib/multipart-body.ts';
+import type { BodyFile, StreamedMultipart } from '../lib/multipart-body.ts';
 
 export interface HandlerContext<K extends OperationName> {
   params: RequestParams<K>;
@@ -32,6 +32,24 @@ export interface HandlerContext<K extends OperationName> {
    * (`streamBody` in the wire plan: POST /user_uploads); others throw.
    */
   readonly multipart: StreamedMultipart;
+  /**
+   * The file parts of a multipart body whose other parts are the parameters (`filesInBody` in the
+   * wire plan: a bot's avatar); empty for other bodies and operations.
+   */
+  readonly files: readonly BodyFile[];
+  /**
+   * The request as received, for operations that take their body raw (`rawBody` in the wire plan:
+   * incoming webhooks); others throw.
+   */
+  readonly raw: RawRequest;
+}
+
+export interface RawRequest {
+  body: Buffer;
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+  query: URLSearchParams;
+  /** The request's path (without the query string). */
+  path: string;
 }
 
 export type Handler<K extends OperationName> = (ctx: HandlerContext<K>) => Promise<SuccessData<K>>;

@@ -30,12 +30,22 @@ export function startIdleCollection(
   let seen = 0;
   let lastRequestAt = 0;
   let collected = true;
-  server.on('request', () => {
+  // Requests still being served: a long one (a large upload or download) is not quiet time. A full
+  // collection in the middle of one also left V8 running a full collection of the whole heap every
+  // second or so while the file's chunks kept arriving (a 100 MB upload at a fifth of its speed in
+  // bench/uploads.bench.ts).
+  let inFlight = 0;
+  server.on('request', (_req: unknown, res: { once(event: 'close', listener: () => void): unknown }) => {
     requests++;
+    inFlight++;
+    res.once('close', () => {
+      inFlight--;
+      requests++; // its end starts the quiet period anew
+    });
   });
   const timer = setInterval(() => {
     const now = performance.now();
-    if (requests !== seen) {
+    if (requests !== seen || inFlight > 0) {
       seen = requests;
       lastRequestAt = now;
       collected = false;

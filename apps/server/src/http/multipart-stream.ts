@@ -19,8 +19,11 @@ export type { IncomingFile, StreamedMultipart };
 
 /** Header block of one part at most this long (busboy's own limit). */
 const MAX_PART_HEADER_BYTES = 81_920;
-/** How much each stage of the way holds before the one before it waits (fewer hand-overs per file). */
-const STREAM_BUFFER_BYTES = 256 * 1024;
+/**
+ * How much each stage of the way holds before the one before it waits: little, so that a chunk of the
+ * body is let go soon after it arrives (storage copies it into buffers of its own) and dies young.
+ */
+const STREAM_BUFFER_BYTES = 64 * 1024;
 /** Parts of one body at most (a file upload needs one; the rest are refused without reading them). */
 const MAX_PARTS = 1_000;
 
@@ -181,7 +184,7 @@ function boundaryOf(contentType: string): string {
  * part whose Content-Disposition is `form-data` (the parts busboy reports), its Content-Type header
  * as sent (null when absent), in order.
  */
-class PartHeaderScanner extends Transform {
+export class PartHeaderScanner extends Transform {
   private readonly delimiter: Buffer;
   /** Bytes not yet settled: a possible start of a delimiter, or a header block still arriving. */
   private carry: Buffer;

@@ -31,7 +31,7 @@ import { createHeaderAuthenticator } from './authenticate.ts';
 import { readPlainBody } from './body.ts';
 import type { RequestState } from './context.ts';
 import { decodeParams } from './decode-params.ts';
-import { parseMultipart } from './multipart.ts';
+import { bodyFilesOf, parseMultipart } from './multipart.ts';
 import { streamMultipart, type StreamedMultipart } from './multipart-stream.ts';
 import { resolveOperation } from './operations.ts';
 import { rateLimit } from './rate-limit.ts';
@@ -164,6 +164,12 @@ function authenticateWith(deps: AppDeps): Step {
   };
   return function authenticate(req, res, next) {
     const state = res.locals.parley as RequestState;
+    // Incoming webhooks name their caller by an `api_key` parameter when no header does: the handler
+    // authenticates once the body (where the key may be) is read (handlers/integrations.ts).
+    if (state.operation.rawBody && !req.headers.authorization) {
+      state.user = null;
+      return next();
+    }
     const identity = state.operation.auth === 'none' ? null : authenticateHeader(req, { incomingWebhookBots: state.operation.incomingWebhookBots === true });
     if (identity instanceof Promise) {
       return identity.then((found) => {
@@ -191,6 +197,7 @@ function readBody(req: Request, res: Response, next: NextFunction): void {
     req.body = {};
     return next();
   }
+  if ((res.locals.parley as RequestState).operation.rawBody) return readRawBody(req, res, next);
   const type = (req.headers['content-type'] ?? '').toLowerCase();
   if (req.headers['content-length'] === '0' || !type) {
     req.body = {};
@@ -199,7 +206,7 @@ function readBody(req: Request, res: Response, next: NextFunction): void {
   if (type.startsWith('multipart/form-data')) {
     const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
     if (encoding !== 'identity' && encoding !== '') return next(new JsonableError('Unsupported Content-Encoding', { status: 415 }));
-    return parseMultipart(req, res, next);
+    return parseMultipart(req, res, next, { files: (res.locals.parley as RequestState).operation.filesInBody === true });
   }
   if (type.startsWith('application/x-www-form-urlencoded')) return readUrlencoded(req, res, next);
   req.body = {};
@@ -235,6 +242,37 @@ function readUrlencoded(req: Request, res: Response, next: NextFunction): void {
   });
 }
 
+/** 5 MB, as form bodies: the most an incoming webhook's body may hold. */
+const RAW_BODY_LIMIT_BYTES = URLENCODED_LIMIT_BYTES;
+const rawBytes = express.raw({ type: () => true, limit: RAW_BODY_LIMIT_BYTES, inflate: true });
+
+/**
+ * An incoming webhook's body: its bytes, whatever the type (kept in the request state for the
+ * handler); a form-encoded one is also decoded into parameters (`api_key`, `stream` … may be there).
+ */
+function readRawBody(req: Request, res: Response, next: NextFunction): void {
+  const state = res.locals.parley as RequestState;
+  const done = (body: unknown) => {
+    const bytes = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
+    state.rawBody = bytes;
+    const type = (req.headers['content-type'] ?? '').toLowerCase();
+    const fields: Record<string, string> = Object.create(null);
+    if (type.startsWith('application/x-www-form-urlencoded')) {
+      new URLSearchParams(bytes.toString('utf8')).forEach((value, name) => {
+        fields[name] = value;
+      });
+    }
+    req.body = fields;
+    next();
+  };
+  if (req.headers['content-length'] === '0') return done(Buffer.alloc(0));
+  if (readPlainBody(req, RAW_BODY_LIMIT_BYTES, next, done)) return;
+  rawBytes(req, res, (err?: unknown) => {
+    if (err) return next(err);
+    done(req.body);
+  });
+}
+
 /** decode: Zulip's wire format into typed values, driven by the wire plan (body and query string merged). */
 function decode(req: Request, res: Response, next: NextFunction): void {
   const state = res.locals.parley as RequestState;
@@ -242,7 +280,8 @@ function decode(req: Request, res: Response, next: NextFunction): void {
   const query = queryAt < 0 ? NO_QUERY : new URL(req.originalUrl, 'http://parley.invalid').searchParams;
   const { params, ignored } = decodeParams(state.operation, req.body as Record<string, unknown>, query);
   state.params = params;
-  state.ignored = ignored;
+  // Incoming webhooks report no ignored parameters (Zulip's is_webhook_view): the service's fields are theirs.
+  state.ignored = state.operation.rawBody ? [] : ignored;
   next();
 }
 
@@ -274,6 +313,11 @@ function dispatchWith(deps: AppDeps): Step {
         client: clientName(req.headers['user-agent']),
         detachFromAdmission: () => (res.locals['releaseAdmission'] as (() => void) | undefined)?.(),
         cachedTableWrites,
+        get raw() {
+          if (!state.operation.rawBody) throw new Error(`${state.operation.operationId} does not take its body raw`);
+          return { body: state.rawBody ?? Buffer.alloc(0), headers: req.headers, query: new URL(req.originalUrl, 'http://parley.invalid').searchParams, path: req.originalUrl.split('?')[0]! };
+        },
+        files: bodyFilesOf(req),
         get multipart() {
           if (!state.operation.streamBody) throw new Error(`${state.operation.operationId} does not stream its body`);
           return (multipart ??= streamMultipart(req));

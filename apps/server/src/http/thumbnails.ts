@@ -12,6 +12,7 @@ import { readableFile, fileNotFound } from '../queries/uploads.ts';
 import { doMakeThumbnails } from '../actions/thumbnails.ts';
 import { THUMBNAIL_FORMATS, formatName, thumbnailKey, type StoredThumbnail, type ThumbnailFormat } from '../lib/thumbnails.ts';
 import { FILE_CSP } from './user-uploads.ts';
+import { streamStoredBody } from './stored-body.ts';
 
 /** The path id and format name of a thumbnail URL's path, or null. */
 function thumbnailPathOf(urlPath: string): { pathId: string; format: string } | null {
@@ -62,14 +63,7 @@ export function serveThumbnail(deps: AppDeps, reader: (req: Request) => Promise<
       res.setHeader('X-Content-Type-Options', 'nosniff');
       res.setHeader('Cache-Control', 'private, immutable');
       res.setHeader('Content-Length', String(read.size));
-      if (req.method === 'HEAD') {
-        read.body.destroy();
-        res.end();
-        return;
-      }
-      read.body.on('error', (error) => res.destroy(error));
-      res.on('close', () => read.body.destroy());
-      read.body.pipe(res);
+      await streamStoredBody(req, res, read, deps.logger, { msg: 'reading a thumbnail failed' });
     } catch (error) {
       next(error);
     }

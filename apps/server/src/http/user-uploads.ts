@@ -23,6 +23,7 @@ import { parseRangeHeader } from '../storage/index.ts';
 import { UPLOAD_TOKEN_VALIDITY_SECONDS } from '../security/upload-tokens.ts';
 import { authenticateApiKeyAlone, createHeaderAuthenticator } from './authenticate.ts';
 import { serveThumbnail } from './thumbnails.ts';
+import { streamStoredBody } from './stored-body.ts';
 
 /** The policy of every file answer: nothing runs, nothing loads but the file itself (Zulip's, plus a sandbox). */
 const CSP = "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; sandbox";
@@ -132,21 +133,5 @@ async function serveFile(deps: AppDeps, req: Request, res: Response, attachment:
     res.status(200);
     res.setHeader('Content-Length', String(read.size));
   }
-  if (req.method === 'HEAD') {
-    read.body.destroy();
-    res.end();
-    return;
-  }
-  await new Promise<void>((resolve) => {
-    read.body.on('error', (error) => {
-      deps.logger.error({ err: error, attachment_id: attachment.id }, 'reading an uploaded file failed');
-      res.destroy(error);
-      resolve();
-    });
-    res.on('close', () => {
-      read.body.destroy();
-      resolve();
-    });
-    read.body.pipe(res);
-  });
+  await streamStoredBody(req, res, read, deps.logger, { msg: 'reading an uploaded file failed', attachment_id: attachment.id });
 }

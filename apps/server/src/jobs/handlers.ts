@@ -6,6 +6,8 @@ import { registerPushJobs } from '../push/jobs.ts';
 import { registerAttachmentJobs } from './attachments.ts';
 import { registerRealmJobs } from './realm.ts';
 import { registerThumbnailJobs } from './thumbnails.ts';
+import { registerExportJobs } from './exports.ts';
+import { registerOutgoingWebhookJobs } from './outgoing-webhooks.ts';
 import type { BatchFailures } from './queue.ts';
 
 export function registerJobHandlers(deps: AppDeps): void {
@@ -37,4 +39,6 @@ export function registerJobHandlers(deps: AppDeps): void {
   registerAttachmentJobs(deps);
   registerRealmJobs(deps);
   registerThumbnailJobs(deps);
+  registerOutgoingWebhookJobs(deps);
+  registerExportJobs(deps);
 }

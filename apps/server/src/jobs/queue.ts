@@ -39,9 +39,13 @@ export interface JobPayloads {
   'promote-full-members': Record<string, never>;
   /** Makes the thumbnails of one uploaded image and re-renders the messages linking it (jobs/thumbnails.ts). */
   thumbnail: { attachmentId: number };
+  /** Posts one message to one outgoing-webhook bot's URL, attempt `attempt` (actions/outgoing-webhooks.ts). */
+  'outgoing-webhook': { realmId: number; messageId: number; botId: number; attempt: number };
+  /** Makes one organization export requested through POST /export/realm (jobs/exports.ts). */
+  'realm-export': { exportId: number };
 }
 export type JobName = keyof JobPayloads;
-export const JOB_NAMES: readonly JobName[] = ['deliver-scheduled-message', 'send-email', 'send-push', 'delete-unclaimed-attachments', 'message-retention', 'promote-full-members', 'thumbnail'];
+export const JOB_NAMES: readonly JobName[] = ['deliver-scheduled-message', 'send-email', 'send-push', 'delete-unclaimed-attachments', 'message-retention', 'promote-full-members', 'thumbnail', 'outgoing-webhook', 'realm-export'];
 
 /** What a batch handler reports: the jobs (indexes into its batch) that failed, with their errors. */
 export type BatchFailures = Array<{ index: number; error: unknown }>;
@@ -111,6 +115,10 @@ export const DEFAULT_JOB_QUEUE_OPTIONS: JobQueueOptions = {
     'promote-full-members': { expireInSeconds: 300, batchSize: 1, concurrency: 1, workers: 1, singleWaiting: true },
     // One image decoded at a time per process (sharp on libuv's pool): bounded memory and CPU.
     thumbnail: { expireInSeconds: 120, batchSize: 5, concurrency: 1, workers: 1 },
+    // Each waits on a remote server (up to its timeout, 10 s by default): several at once.
+    'outgoing-webhook': { expireInSeconds: 60, batchSize: 5, concurrency: 5, workers: 1 },
+    // Streams a whole organization into storage: long; one at a time per process.
+    'realm-export': { expireInSeconds: 6 * 3600, batchSize: 1, concurrency: 1, workers: 1 },
   },
 };
 

@@ -3,7 +3,7 @@
 // header before any pixel is decoded (sharp's limitInputPixels), and sharp runs the work on libuv's
 // thread pool, so the event loop only waits for the result. What comes out is always a fresh PNG,
 // whatever went in: nothing of the uploaded bytes (metadata, trailing data, a polyglot) is served.
-import sharp from 'sharp';
+import sharp, { type Sharp } from 'sharp';
 import { JsonableError } from '../errors.ts';
 
 /** Zulip's IMAGE_BOMB_TOTAL_PIXELS: images with more pixels are refused without decoding them. */
@@ -16,19 +16,29 @@ export const invalidImageFormat = () => new JsonableError('Invalid image format'
 const undecodable = () => new JsonableError('Could not decode image; did you upload an image file?');
 const tooManyPixels = () => new JsonableError('Image size exceeds limit.');
 
-/** Squares of the image (centre-cropped, EXIF orientation applied), as PNGs, one per size asked. */
-export async function squarePngs(input: Buffer, sizes: readonly number[]): Promise<Buffer[]> {
+/** Runs `work` on the still image, once its header is known to be within the pixel limit; Zulip's errors otherwise. */
+async function withStillImage<T>(input: Buffer, work: (image: Sharp) => Promise<T>): Promise<T> {
   const image = sharp(input, { limitInputPixels: IMAGE_BOMB_TOTAL_PIXELS, failOn: 'error', sequentialRead: true });
   try {
     const meta = await image.metadata();
     if (!meta.width || !meta.height) throw undecodable();
     if (meta.width * meta.height > IMAGE_BOMB_TOTAL_PIXELS) throw tooManyPixels();
-    return await Promise.all(sizes.map((size) => image.clone().rotate().resize(size, size, { fit: 'cover', position: 'centre' }).png().toBuffer()));
+    return await work(image);
   } catch (error) {
     if (error instanceof JsonableError) throw error;
     if (error instanceof Error && /pixel limit/i.test(error.message)) throw tooManyPixels();
     throw undecodable();
   }
+}
+
+/** Squares of the image (centre-cropped, EXIF orientation applied), as PNGs, one per size asked. */
+export async function squarePngs(input: Buffer, sizes: readonly number[]): Promise<Buffer[]> {
+  return withStillImage(input, (image) => Promise.all(sizes.map((size) => image.clone().rotate().resize(size, size, { fit: 'cover', position: 'centre' }).png().toBuffer())));
+}
+
+/** The image shrunk (never enlarged) to fit within `width`×`height`, proportions kept, as a PNG (Zulip's resize_logo). */
+export async function fittedPng(input: Buffer, width: number, height: number): Promise<Buffer> {
+  return withStillImage(input, (image) => image.rotate().resize(width, height, { fit: 'inside', withoutEnlargement: true }).png().toBuffer());
 }
 
 /** Animated images are refused above this many pixels across their first three frames (a third of the still limit). */

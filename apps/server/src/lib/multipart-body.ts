@@ -28,3 +28,22 @@ export interface StreamedMultipart {
    */
   abandon(limitBytes: number): void;
 }
+
+/**
+ * A file part of a multipart body whose other parts are parameters (`filesInBody` in the wire plan:
+ * a bot's avatar, sent with the bot's other settings). Held in memory: at most BODY_FILE_MAX_BYTES of
+ * the first file; `truncated` when it had more (the rest was read and dropped).
+ */
+export interface BodyFile {
+  field: string;
+  /** As IncomingFile's: the last path component of the part's file name; '' when it has none. */
+  filename: string;
+  /** The part's Content-Type header as sent; null when it has none. */
+  contentType: string | null;
+  /** The content (empty for files after the first, which are only counted). */
+  bytes: Buffer;
+  truncated: boolean;
+}
+
+/** Zulip's largest image of this kind (MAX_AVATAR_FILE_SIZE_MIB): no more of a body file is kept. */
+export const BODY_FILE_MAX_BYTES = 5 * 1024 * 1024;

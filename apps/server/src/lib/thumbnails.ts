@@ -49,6 +49,9 @@ export const serverThumbnailFormats = () =>
 /** Storage key of a thumbnail. */
 export const thumbnailKey = (pathId: string, format: ThumbnailFormat) => `thumbnails/${pathId}/${formatName(format)}`;
 
+/** The storage keys every thumbnail of a file may have (whichever were made): deleted with the file. */
+export const thumbnailKeys = (pathId: string): string[] => THUMBNAIL_FORMATS.map((f) => thumbnailKey(pathId, f));
+
 /** One thumbnail made (stored in image_attachment.thumbnail_metadata; Zulip's StoredThumbnailFormat). */
 export interface StoredThumbnail {
   extension: string;

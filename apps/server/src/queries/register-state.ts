@@ -2,6 +2,7 @@
 // kinds of state it answers (Zulip's `fetch_event_types` names) and reads them with the database
 // handle it is given, which is the register transaction's snapshot, so the state and the queue's
 // starting event id describe the same moment.
+import { realmImagesState } from '../lib/realm-images.ts';
 import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import { listUsers } from '../data/users.repo.ts';
@@ -126,10 +127,8 @@ const CONTRIBUTORS: StateContributor[] = [
         ...(await realmSettingsState(db, realm)),
         realm_url: realm.url,
         realm_uri: realm.url,
-        realm_icon_url: `${realm.url}/static/icon.png`,
-        realm_icon_source: 'G',
-        realm_logo_url: '',
-        realm_night_logo_url: '',
+        // realm_icon_url, realm_icon_source, realm_logo_url, realm_logo_source, realm_night_logo_url, realm_night_logo_source.
+        ...realmImagesState(realm),
         realm_date_created: Math.floor(realm.createdAt.getTime() / 1000),
         realm_push_notifications_enabled: options.pushNotificationsEnabled,
         realm_empty_topic_display_name: EMPTY_TOPIC_DISPLAY_NAME,

@@ -210,6 +210,9 @@ describe('stored events, after a representative run of API calls', () => {
 
     // Settings: one display setting.
     await ok(as('hamlet').PATCH('/settings', { body: { twenty_four_hour_time: true, enable_sounds: false } }), 'change settings');
+    // Consent to private data exports (realm_export_consent, to the administrators); an export request (realm_export).
+    await ok(as('hamlet').PATCH('/settings', { body: { allow_private_data_export: true } }), 'consent to exports');
+    await ok(as('iago').POST('/export/realm', { body: { export_type: 1 } }), 'request an export');
 
     // Drafts: create, edit, delete.
     const draftIds = (await ok(as('hamlet').POST('/drafts', { body: { drafts: [{ type: 'stream', to: [pub.id], topic: 'd', content: 'draft', timestamp: 1700000000 }] } }), 'create draft')).data!.ids;

@@ -103,8 +103,8 @@ export type Action =
   | { kind: 'describe'; actor: string; channel: string }
   | { kind: 'subscribe'; actor: string; channel: string; principals: string[] | null }
   | { kind: 'unsubscribe'; actor: string; channel: string; principals: string[] | null }
-  | { kind: 'send-channel'; actor: string; channel: string; byId: boolean; topic: string; link: string | null; linkTopic: boolean; ref?: string }
-  | { kind: 'send-direct'; actor: string; to: string[]; byEmail: boolean; link: string | null; ref?: string }
+  | { kind: 'send-channel'; actor: string; channel: string; byId: boolean; topic: string; link: string | null; linkTopic: boolean; ref?: string; file?: FileLink }
+  | { kind: 'send-direct'; actor: string; to: string[]; byEmail: boolean; link: string | null; ref?: string; file?: FileLink }
   /** A direct message to the real address of a user whose address is hidden from the sender: must be refused. */
   | { kind: 'send-hidden-address'; actor: string; to: string }
   | { kind: 'typing-direct'; actor: string; to: string[] }
@@ -116,7 +116,7 @@ export type Action =
   | { kind: 'create-user'; actor: string; user: string; role: Role }
   | { kind: 'fresh-queue'; actor: string; spec: QueueSpec }
   /** PATCH /messages/{id} with new content (by its sender, or by someone else: refused), possibly linking a channel. */
-  | { kind: 'edit-content'; actor: string; message: string; link: string | null }
+  | { kind: 'edit-content'; actor: string; message: string; link: string | null; file?: FileLink }
   /**
    * PATCH /messages/{id} moving it (and, by `propagate`, the later messages or the whole topic) to another
    * topic and/or channel; resolving and unresolving a topic are moves to `✔ <topic>` and back.
@@ -132,6 +132,16 @@ export type Action =
   | { kind: 'status'; actor: string; text: string; away: boolean | null }
   /** POST /users/me/presence, written at once (a first report, or a return, is announced to everyone). */
   | { kind: 'presence'; actor: string; status: 'active' | 'idle' };
+
+/**
+ * A message that links an uploaded file (`[f](/user_uploads/…)`): a file the sender uploads just before
+ * sending (`fresh`), or one uploaded earlier (mostly their own; now and then someone else's, which links
+ * nothing unless the sender may read it). Files are named by a run-local reference (`f3`).
+ */
+export interface FileLink {
+  ref: string;
+  fresh: boolean;
+}
 
 export type PropagateMode = 'change_one' | 'change_later' | 'change_all';
 export const PROPAGATE_MODES: readonly PropagateMode[] = ['change_one', 'change_later', 'change_all'];
@@ -154,9 +164,9 @@ export function describeAction(a: Action): string {
     case 'unsubscribe':
       return `${a.actor} ${a.kind} ${a.channel} ${a.principals ? `[${a.principals.join(',')}]` : 'self'}`;
     case 'send-channel':
-      return `${a.actor} send${a.ref ? ` ${a.ref}` : ''} ${a.byId ? 'id:' : ''}${a.channel}>${a.topic}${a.link ? ` linking #**${a.link}${a.linkTopic ? '>t1' : ''}**` : ''}`;
+      return `${a.actor} send${a.ref ? ` ${a.ref}` : ''} ${a.byId ? 'id:' : ''}${a.channel}>${a.topic}${a.link ? ` linking #**${a.link}${a.linkTopic ? '>t1' : ''}**` : ''}${describeFile(a.file)}`;
     case 'send-direct':
-      return `${a.actor} dm${a.ref ? ` ${a.ref}` : ''} ${a.byEmail ? 'emails' : 'ids'}:[${a.to.join(',')}]${a.link ? ` linking #**${a.link}**` : ''}`;
+      return `${a.actor} dm${a.ref ? ` ${a.ref}` : ''} ${a.byEmail ? 'emails' : 'ids'}:[${a.to.join(',')}]${a.link ? ` linking #**${a.link}**` : ''}${describeFile(a.file)}`;
     case 'send-hidden-address':
       return `${a.actor} dm hidden real address of ${a.to}`;
     case 'typing-direct':
@@ -174,7 +184,7 @@ export function describeAction(a: Action): string {
     case 'fresh-queue':
       return `${a.actor} fresh queue ${describeSpec(a.spec)}`;
     case 'edit-content':
-      return `${a.actor} edit ${a.message} content${a.link ? ` linking #**${a.link}**` : ''}`;
+      return `${a.actor} edit ${a.message} content${a.link ? ` linking #**${a.link}**` : ''}${describeFile(a.file)}`;
     case 'move': {
       const where = [a.channel !== null ? `channel ${a.channel}` : '', a.topic !== null ? `topic ${a.topic}` : ''].filter(Boolean).join(' ');
       const what = a.channel === null && a.topic !== null && a.topic.startsWith(RESOLVED_PREFIX) ? 'resolve' : 'move';
@@ -193,6 +203,10 @@ export function describeAction(a: Action): string {
     case 'presence':
       return `${a.actor} presence ${a.status}`;
   }
+}
+
+function describeFile(f: FileLink | undefined): string {
+  return f ? ` with file ${f.ref}${f.fresh ? ' (new)' : ''}` : '';
 }
 
 export function describeSpec(s: QueueSpec): string {
@@ -237,6 +251,9 @@ export interface GenWorld {
   nextChannel: number;
   nextUser: number;
   nextMessage: number;
+  /** Files uploaded by the run (by reference), and their uploaders. */
+  files: { ref: string; owner: string }[];
+  nextFile: number;
 }
 
 const EVENT_TYPE_CHOICES: readonly string[][] = [
@@ -299,6 +316,7 @@ export function drawAction(rng: Rng, world: GenWorld): Action {
   const kind = rng.weighted({
     'send-channel': live.length ? 22 : 0,
     'send-direct': 12,
+    'send-file': 10,
     'send-hidden-address': 2,
     subscribe: live.length ? 10 : 0,
     unsubscribe: live.length ? 9 : 0,
@@ -331,6 +349,25 @@ export function drawAction(rng: Rng, world: GenWorld): Action {
     return rng.pick(priv.length && rng.chance(0.7) ? priv : world.channels).name;
   };
   switch (kind) {
+    case 'send-file': {
+      // Upload a file and link it, or link a file uploaded before: mostly the sender's own.
+      const actor = anyone();
+      const own = world.files.filter((f) => f.owner === actor);
+      let file: FileLink;
+      if (world.files.length && rng.chance(0.4)) file = { ref: rng.pick(own.length && rng.chance(0.75) ? own : world.files).ref, fresh: false };
+      else {
+        file = { ref: `f${++world.nextFile}`, fresh: true };
+        world.files.push({ ref: file.ref, owner: actor });
+      }
+      const ref = `m${++world.nextMessage}`;
+      // Mostly to channels anyone may post to (a private channel refuses non-subscribers).
+      const open = live.filter((c) => !c.privacy.startsWith('private'));
+      if (live.length && rng.chance(0.65)) {
+        const channel = rng.pick(open.length && rng.chance(0.7) ? open : live).name;
+        return { kind: 'send-channel', actor, channel, byId: true, topic: rng.pick(TOPICS), link: null, linkTopic: false, ref, file };
+      }
+      return { kind: 'send-direct', actor, to: others(actor, 1, 2), byEmail: false, link: null, ref, file };
+    }
     case 'send-channel': {
       const link = linkTarget();
       return { kind, actor: anyone(), channel: rng.pick(live).name, byId: rng.chance(0.5), topic: rng.pick(TOPICS), link, linkTopic: link !== null && rng.chance(0.3), ref: `m${++world.nextMessage}` };
@@ -393,7 +430,11 @@ export function drawAction(rng: Rng, world: GenWorld): Action {
     }
     case 'edit-content': {
       const m = pickMessage();
-      return { kind, actor: changer(m, 0.75), message: m.ref, link: linkTarget() };
+      const actor = changer(m, 0.75);
+      // Now and then the new content links a file uploaded before (mostly the editor's own).
+      const own = world.files.filter((f) => f.owner === actor);
+      const file = world.files.length && rng.chance(0.3) ? { ref: rng.pick(own.length && rng.chance(0.7) ? own : world.files).ref, fresh: false } : undefined;
+      return { kind, actor, message: m.ref, link: linkTarget(), ...(file ? { file } : {}) };
     }
     case 'move': {
       // Mostly channel messages (a direct message cannot be moved: refused).
@@ -496,4 +537,14 @@ export const REGRESSION_PREFIX: readonly Action[] = [
   { kind: 'typing-edit', actor: 'othello', message: 'r9' },
   { kind: 'delete-message', actor: 'othello', message: 'r9' },
   { kind: 'delete-topic', actor: 'iago', channel: 'rep-private', topic: 't1' },
+  // Files (issue 24), whatever the seed: a file linked in a web-public channel is readable by members and
+  // spectators until its message moves to a private channel (then its readers there, and its uploader);
+  // a link to a file its sender cannot read shares nothing; an edit that drops the link takes it back.
+  { kind: 'create-channel', actor: 'desdemona', channel: 'rep-files', privacy: 'web-public', principals: ['desdemona', 'hamlet', 'othello'] },
+  { kind: 'send-channel', actor: 'hamlet', channel: 'rep-files', byId: true, topic: 't1', link: null, linkTopic: false, ref: 'r10', file: { ref: 'rf1', fresh: true } },
+  { kind: 'send-direct', actor: 'iago', to: ['othello'], byEmail: false, link: null, ref: 'r11', file: { ref: 'rf2', fresh: true } },
+  { kind: 'send-channel', actor: 'hamlet', channel: 'rep-files', byId: true, topic: 't2', link: null, linkTopic: false, ref: 'r12', file: { ref: 'rf2', fresh: false } },
+  { kind: 'send-channel', actor: 'othello', channel: 'rep-files', byId: true, topic: 't2', link: null, linkTopic: false, ref: 'r13', file: { ref: 'rf2', fresh: false } },
+  { kind: 'move', actor: 'iago', message: 'r10', topic: null, channel: 'rep-private', propagate: 'change_one', notifyOld: false, notifyNew: false },
+  { kind: 'edit-content', actor: 'othello', message: 'r13', link: null },
 ];

@@ -1,6 +1,7 @@
 // http/idle-collection.ts: one full collection once the server has been quiet for a while after
 // serving requests; none while requests keep coming, none again until new requests came. The clock is
 // vitest's (fake timers): the test steps time itself, so it counts collections, never waits.
+import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startIdleCollection, type IdleCollection } from '../../src/http/idle-collection.ts';
@@ -18,7 +19,12 @@ describe('idle collection', () => {
   it('collects once after requests stop, not while they come, and again only after new ones', () => {
     // It only counts the server's `request` events: a server that is not listening, told of requests.
     const server = http.createServer();
-    const request = () => server.emit('request');
+    // A request and its answer, over at once.
+    const request = () => {
+      const res = new EventEmitter();
+      server.emit('request', {}, res);
+      res.emit('close');
+    };
     let collected = 0;
     // Quiet means 1 s without a request here (2 s in the server).
     collections.push(startIdleCollection(server, { collect: () => collected++, idleMs: 1_000, checkMs: 200 }));
@@ -39,5 +45,19 @@ describe('idle collection', () => {
     request();
     vi.advanceTimersByTime(2_000);
     expect(collected).toBe(2);
+  });
+
+  it('does not collect while a request is being served, however long it takes', () => {
+    const server = http.createServer();
+    let collected = 0;
+    collections.push(startIdleCollection(server, { collect: () => collected++, idleMs: 1_000, checkMs: 200 }));
+    // A large upload: one request, answered after 5 s.
+    const res = new EventEmitter();
+    server.emit('request', {}, res);
+    vi.advanceTimersByTime(5_000);
+    expect(collected).toBe(0);
+    res.emit('close');
+    vi.advanceTimersByTime(1_600);
+    expect(collected).toBe(1);
   });
 });

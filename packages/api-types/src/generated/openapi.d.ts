@@ -2336,6 +2336,69 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/realm/icon": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload the organization's icon
+         * @description Replaces the organization's icon with an uploaded image: the one file part of a
+         *     `multipart/form-data` body (whatever its field name), at most 5 MiB, in one of the image types
+         *     Zulip decodes. It is cropped to a square and stored re-encoded as a 100-pixel PNG (the upload is
+         *     kept besides). `realm_icon_source` becomes `U` and the icon's version goes up by one. Organization
+         *     administrators only. Every active user receives a `realm` event with `op` `update_dict` and
+         *     `property` `icon`.
+         */
+        post: operations["upload-realm-icon"];
+        /**
+         * Delete the organization's icon
+         * @description Goes back to the default icon, a gravatar identicon: `realm_icon_source` becomes `G` and the icon's
+         *     version goes up by one. Organization administrators only. Every active user receives a `realm`
+         *     event with `op` `update_dict` and `property` `icon`.
+         */
+        delete: operations["delete-realm-icon"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/realm/logo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload the organization's logo
+         * @description Replaces the organization's logo for light themes (`night` false) or dark themes (`night` true)
+         *     with an uploaded image: the one file part of a `multipart/form-data` body whose other part is
+         *     `night`, at most 5 MiB, in one of the image types Zulip decodes. It is shrunk (never enlarged) to
+         *     fit within 800×100 pixels, keeping its proportions, and stored re-encoded as PNG (the upload is
+         *     kept besides). The logo's source becomes `U` and its version goes up by one. Organization
+         *     administrators only. Every active user receives a `realm` event with `op` `update_dict` and
+         *     `property` `logo` or `night_logo`.
+         */
+        post: operations["upload-realm-logo"];
+        /**
+         * Delete the organization's logo
+         * @description Goes back to the default logo for light themes (`night` false) or dark themes (`night` true): the
+         *     logo's source becomes `D` and its version goes up by one. Organization administrators only. Every
+         *     active user receives a `realm` event with `op` `update_dict` and `property` `logo` or `night_logo`.
+         */
+        delete: operations["delete-realm-logo"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/realm/emoji/{emoji_name}": {
         parameters: {
             query?: never;
@@ -2821,8 +2884,10 @@ export interface paths {
          *     posting to `payload_url` with a new token; an incoming webhook bot (type 2) given a
          *     `service_name` records it as its integration, with `config_data`. The bot joins no channel.
          *     Every user receives a `realm_user` `add` event; the owner and the administrators a `realm_bot`
-         *     `add` event with the API key (only the owner when a default channel is private). Avatar uploads
-         *     are not supported yet: a bot starts with its gravatar.
+         *     `add` event with the API key (only the owner when a default channel is private). A bot starts with
+         *     its gravatar, or with the image of a `multipart/form-data` body's one file part (`You may only
+         *     upload one file at a time` for more), checked and resized as `POST /users/me/avatar` does, before
+         *     anything is created.
          */
         post: operations["create-bot"];
         delete?: never;
@@ -2868,6 +2933,11 @@ export interface paths {
          *       interface (1 or 2, `Invalid interface type`); `service_interface` alone changes nothing.
          *     - `config_data`: entries added to (or replacing those of) the bot's configuration, at most 10,000
          *       characters in all.
+         *     - a file part of a `multipart/form-data` body: the bot's new avatar, checked and resized as
+         *       `POST /users/me/avatar` does (more than one file: `You may only upload one file at a time`);
+         *       `avatar_source` becomes `U` and `avatar_version` goes up, announced by a `realm_user` `update`
+         *       event to everyone and a `realm_bot` `update` event (`avatar_url`) to the owner and the
+         *       administrators.
          *
          *     Each change is announced: `realm_user` `update` events to every user for the name and the owner,
          *     `realm_bot` events to the bot's owner and the administrators (only the owner when a default
@@ -2930,6 +3000,127 @@ export interface paths {
          *     bots may use bot storage.
          */
         delete: operations["remove-bot-storage"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/export/realm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get all data exports
+         * @description Lists every export of the organization, requested through this API, oldest first: pending ones,
+         *     finished ones with their download URL, failed and deleted ones. Organization administrators only.
+         */
+        get: operations["get-realm-exports"];
+        put?: never;
+        /**
+         * Create a data export
+         * @description Requests an export of the organization in Zulip's export format (a `.tar.gz` of JSON tables,
+         *     uploaded files, avatars and custom emoji), made in the background. Organization administrators
+         *     only. The answer comes at once with the new export's ID; the administrators' clients receive
+         *     `realm_export` events as it is requested, and when it succeeds or fails; `GET /export/realm` then
+         *     gives its download URL.
+         *
+         *     A public export leaves out the messages of private channels and direct messages, and every user's
+         *     private data. A full export with members' consent adds, for the members who set
+         *     `allow_private_data_export`, their direct messages, the private channels' messages they received
+         *     and their private data.
+         *
+         *     At most five exports may be requested in seven days; an organization whose exportable history
+         *     is over 250,000 messages, or whose uploads take over 20 GiB, must be exported by the server's
+         *     operator from the command line.
+         */
+        post: operations["export-realm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/export/realm/{export_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a data export
+         * @description Deletes a finished export's tarball; its download URL stops working and the export stays listed
+         *     with its `deleted_timestamp`. Organization administrators only. The administrators' clients
+         *     receive a `realm_export` event.
+         */
+        delete: operations["delete-realm-export"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/export/realm/consents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get data export consent state
+         * @description For every active human user of the organization, whether they consent to the export of their
+         *     private data (`allow_private_data_export`) and who may see their e-mail address. Organization
+         *     administrators only.
+         */
+        get: operations["get-realm-export-consents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/external/{integration_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Receive an incoming webhook sent with GET
+         * @description The same as the POST form, for services that notify with GET requests (everything in the query
+         *     string): Zulip's webhook addresses answer any method.
+         */
+        get: operations["call-incoming-webhook-get"];
+        put?: never;
+        /**
+         * Receive an incoming webhook
+         * @description The address a third-party service (GitHub, a CI system, an alerting tool …) posts its notifications
+         *     to: `<site>/api/v1/external/<integration>?api_key=…&stream=…`. The integration named in the path
+         *     turns the request (its body, whatever its format: JSON, form-encoded, or empty; and, for some
+         *     services, an HTTP header naming the event) into a topic and a message, which the caller sends as
+         *     `POST /messages` would (same rendering, events, notifications and permission to post).
+         *
+         *     The caller is named by its API key: the `api_key` query parameter (or form field), or HTTP Basic
+         *     credentials. Any active account's key works, incoming webhook bots' included. With `stream`, the
+         *     message goes to that channel (a name, or an ID written in digits); when the channel does not exist,
+         *     nothing is posted and the answer is still a success (a bot's owner is told by a direct message from
+         *     the notification bot). Without `stream`, the message is a direct message to the bot's owner.
+         *
+         *     An event type the integration does not format is answered with HTTP 200, `result` `success` and
+         *     code `UNSUPPORTED_WEBHOOK_EVENT_TYPE` (so that the service does not disable the hook), and nothing is
+         *     posted. A request that is sent again is posted again: there is no deduplication.
+         */
+        post: operations["call-incoming-webhook"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -5472,6 +5663,17 @@ export interface components {
                  * @example Hamlet's Helper
                  */
                 full_name: string;
+            } | {
+                /**
+                 * @description The bot's user ID.
+                 * @example 25
+                 */
+                user_id: number;
+                /**
+                 * @description The new avatar's URL.
+                 * @example /user_avatars/2/0f3a0c0e7c4f4b8c2a1c9d1e6f3b2a1c0d9e8f7a.png?version=2
+                 */
+                avatar_url: string;
             } | {
                 /**
                  * @description The bot's user ID.
@@ -8690,6 +8892,121 @@ export interface components {
             type: "realm_playgrounds";
             realm_playgrounds: components["schemas"]["RealmPlaygroundList"];
         };
+        /** @description One organization export, as `GET /export/realm` and the `realm_export` event list them. */
+        RealmExport: {
+            /**
+             * @description The ID of the export.
+             * @example 3
+             */
+            id: number;
+            /**
+             * @description When the export was requested (UNIX timestamp, seconds).
+             * @example 1796000000.123
+             */
+            export_time: number;
+            /**
+             * @description The administrator who requested it.
+             * @example 9
+             */
+            acting_user_id: number;
+            /**
+             * @description Where the finished tarball can be downloaded; `null` until the export has succeeded. The URL
+             *     holds a long random segment and needs no credentials; it stops working once the export is
+             *     deleted.
+             * @example http://127.0.0.1:9991/user_avatars/exports/2/wzKTm2Qw0mKJQvNTe9dPzF4C/zulip-export-2f8c1d0a.tar.gz
+             */
+            export_url: string | null;
+            /**
+             * @description When the export was deleted (UNIX timestamp), or `null`.
+             * @example null
+             */
+            deleted_timestamp: number | null;
+            /**
+             * @description When the export failed (UNIX timestamp), or `null`.
+             * @example null
+             */
+            failed_timestamp: number | null;
+            /**
+             * @description Whether the export is still waiting to run or running.
+             * @example false
+             */
+            pending: boolean;
+            /**
+             * @description 1: public data only; 2: full, with the private data of the members who consented.
+             * @example 1
+             * @enum {integer}
+             */
+            export_type: 1 | 2;
+        };
+        /** @description The organization's exports, oldest first. */
+        RealmExportList: components["schemas"]["RealmExport"][];
+        /**
+         * @description Sent to the organization's (human) administrators whenever one of its exports is requested,
+         *     starts, finishes, fails or is deleted, with the whole list of exports as it is now.
+         * @example {
+         *       "id": 5,
+         *       "type": "realm_export",
+         *       "exports": [
+         *         {
+         *           "id": 3,
+         *           "export_time": 1796000000.123,
+         *           "acting_user_id": 9,
+         *           "export_url": null,
+         *           "deleted_timestamp": null,
+         *           "failed_timestamp": null,
+         *           "pending": true,
+         *           "export_type": 1
+         *         }
+         *       ]
+         *     }
+         */
+        EventRealmExport: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm_export`.
+             * @example realm_export
+             * @constant
+             */
+            type: "realm_export";
+            exports: components["schemas"]["RealmExportList"];
+        };
+        /**
+         * @description Sent to the organization's (human) administrators when a user changes whether their private data
+         *     may be included in an export (`allow_private_data_export`).
+         * @example {
+         *       "id": 5,
+         *       "type": "realm_export_consent",
+         *       "user_id": 10,
+         *       "consented": true
+         *     }
+         */
+        EventRealmExportConsent: {
+            /**
+             * @description Position of the event in the client's event queue.
+             * @example 5
+             */
+            id: number;
+            /**
+             * @description Always `realm_export_consent`.
+             * @example realm_export_consent
+             * @constant
+             */
+            type: "realm_export_consent";
+            /**
+             * @description The user whose consent changed.
+             * @example 10
+             */
+            user_id: number;
+            /**
+             * @description Whether the user now consents to the export of their private data.
+             * @example true
+             */
+            consented: boolean;
+        };
         /**
          * @description Answered to a long poll that found nothing to deliver for a while, so that clients and proxies
          *     see the connection alive. Clients acknowledge it like any other event.
@@ -8717,7 +9034,7 @@ export interface components {
          *     no `discriminator` object because its branches are themselves unions, which code generators do not
          *     accept as discriminator targets.
          */
-        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealmBot"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDefaultStreamGroups"] | components["schemas"]["EventSavedSnippets"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventReminders"] | components["schemas"]["EventMessage"] | components["schemas"]["EventUpdateMessage"] | components["schemas"]["EventDeleteMessage"] | components["schemas"]["EventUpdateMessageFlags"] | components["schemas"]["EventReaction"] | components["schemas"]["EventTyping"] | components["schemas"]["EventTypingEditMessage"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventUserTopic"] | components["schemas"]["EventMutedTopics"] | components["schemas"]["EventMutedUsers"] | components["schemas"]["EventAlertWords"] | components["schemas"]["EventUserSettingsUpdate"] | components["schemas"]["EventRealmUserSettingsDefaults"] | components["schemas"]["EventUpdateDisplaySettings"] | components["schemas"]["EventUpdateGlobalNotifications"] | components["schemas"]["EventUserStatus"] | components["schemas"]["EventPresence"] | components["schemas"]["EventAttachment"] | components["schemas"]["EventRealmLinkifiers"] | components["schemas"]["EventRealmEmoji"] | components["schemas"]["EventRealmPlaygrounds"] | components["schemas"]["EventHeartbeat"];
+        Event: components["schemas"]["EventRealmUser"] | components["schemas"]["EventRealmBot"] | components["schemas"]["EventRealm"] | components["schemas"]["EventUserGroup"] | components["schemas"]["EventStream"] | components["schemas"]["EventSubscription"] | components["schemas"]["EventCustomProfileFields"] | components["schemas"]["EventDefaultStreams"] | components["schemas"]["EventDefaultStreamGroups"] | components["schemas"]["EventSavedSnippets"] | components["schemas"]["EventDrafts"] | components["schemas"]["EventScheduledMessages"] | components["schemas"]["EventReminders"] | components["schemas"]["EventMessage"] | components["schemas"]["EventUpdateMessage"] | components["schemas"]["EventDeleteMessage"] | components["schemas"]["EventUpdateMessageFlags"] | components["schemas"]["EventReaction"] | components["schemas"]["EventTyping"] | components["schemas"]["EventTypingEditMessage"] | components["schemas"]["EventInvitesChanged"] | components["schemas"]["EventUserTopic"] | components["schemas"]["EventMutedTopics"] | components["schemas"]["EventMutedUsers"] | components["schemas"]["EventAlertWords"] | components["schemas"]["EventUserSettingsUpdate"] | components["schemas"]["EventRealmUserSettingsDefaults"] | components["schemas"]["EventUpdateDisplaySettings"] | components["schemas"]["EventUpdateGlobalNotifications"] | components["schemas"]["EventUserStatus"] | components["schemas"]["EventPresence"] | components["schemas"]["EventAttachment"] | components["schemas"]["EventRealmLinkifiers"] | components["schemas"]["EventRealmEmoji"] | components["schemas"]["EventRealmPlaygrounds"] | components["schemas"]["EventRealmExport"] | components["schemas"]["EventRealmExportConsent"] | components["schemas"]["EventHeartbeat"];
         /**
          * @description A linkifier's pattern and URL template, as sent to add or change one.
          * @example {
@@ -8898,6 +9215,64 @@ export interface components {
                 "application/json": components["schemas"]["JsonError"];
             };
         };
+        /**
+         * @description Handled: posted, filtered out by `only_events`/`exclude_events`, or ignored. An event type the
+         *     integration does not format is also a success (HTTP 200), carrying code `UNSUPPORTED_WEBHOOK_EVENT_TYPE`.
+         */
+        WebhookSuccess: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["JsonSuccess"] & {
+                    /**
+                     * @description `UNSUPPORTED_WEBHOOK_EVENT_TYPE` when the event was not posted because the integration does not format it.
+                     * @example UNSUPPORTED_WEBHOOK_EVENT_TYPE
+                     */
+                    code?: string;
+                    /**
+                     * @description The integration's name, with an unsupported event.
+                     * @example GitHub
+                     */
+                    webhook_name?: string;
+                    /**
+                     * @description The unsupported event type.
+                     * @example team_add
+                     */
+                    event_type?: string | null;
+                    /**
+                     * @description `true`, in the answers of the Slack-compatible integration (`slack_incoming`), as Slack answers.
+                     * @example true
+                     */
+                    ok?: boolean;
+                };
+            };
+        };
+        /** @description The request cannot be read (not JSON, a field missing, the event header missing) or the message cannot be sent. */
+        WebhookBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["JsonError"];
+            };
+        };
+        /** @description No integration of that name. */
+        WebhookNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "result": "error",
+                 *       "msg": "Not Found",
+                 *       "code": "BAD_REQUEST"
+                 *     }
+                 */
+                "application/json": components["schemas"]["JsonError"];
+            };
+        };
     };
     parameters: {
         /** @description The custom profile field. */
@@ -8935,6 +9310,22 @@ export interface components {
         PlaygroundId: number;
         /** @description The bot's user ID. */
         BotId: number;
+        /** @description The organization export. */
+        ExportId: number;
+        /** @description The integration that reads the request (`github`, `slack_incoming`, `json` …). */
+        IntegrationName: string;
+        /**
+         * @description The API key of the account that posts (usually an incoming webhook bot). Also accepted as a form
+         *     field; not needed when the request carries HTTP Basic credentials.
+         */
+        WebhookApiKey: string;
+        /**
+         * @description The channel to post to: its name, or its ID in digits. Without it, the message is a direct message
+         *     to the bot's owner.
+         */
+        WebhookStream: string;
+        /** @description The topic to post in, instead of the one the integration would choose. */
+        WebhookTopic: string;
     };
     requestBodies: {
         /** @description The changes to make to the user; every parameter is optional. */
@@ -17260,6 +17651,199 @@ export interface operations {
             503: components["responses"]["Overloaded"];
         };
     };
+    "upload-realm-icon": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The image, with its type in the part's `Content-Type` (or guessed from its file name).
+                     * @example /path/to/icon.png
+                     */
+                    file?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The icon was replaced. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "icon_url": "/user_avatars/2/realm/icon.png?version=2"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The new icon's URL, relative to the server, with its version.
+                         * @example /user_avatars/2/realm/icon.png?version=2
+                         */
+                        icon_url: string;
+                    };
+                };
+            };
+            /** @description Not an administrator, no file or several, too large, or not an image; nothing changes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "delete-realm-icon": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The icon is the default one again. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "icon_url": "https://secure.gravatar.com/avatar/0f1c8a3e3e0f6d1b1c6a9b2d3e4f5a6b?d=identicon&version=3"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The default icon's URL.
+                         * @example https://secure.gravatar.com/avatar/0f1c8a3e3e0f6d1b1c6a9b2d3e4f5a6b?d=identicon&version=3
+                         */
+                        icon_url: string;
+                    };
+                };
+            };
+            /** @description The caller is not an organization administrator. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "error",
+                     *       "msg": "Must be an organization administrator",
+                     *       "code": "UNAUTHORIZED_PRINCIPAL"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "upload-realm-logo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description Whether this is the logo for dark themes.
+                     * @example false
+                     */
+                    night: boolean;
+                };
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The logo image; at most 5 MiB, in a type Zulip decodes.
+                     * @example /path/to/logo.png
+                     */
+                    file?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description Not an administrator, no file or several, too large, or not an image; nothing changes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "delete-realm-logo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description Whether this is the logo for dark themes.
+                     * @example true
+                     */
+                    night: boolean;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["Success"];
+            /** @description The caller is not an organization administrator. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "error",
+                     *       "msg": "Must be an organization administrator",
+                     *       "code": "UNAUTHORIZED_PRINCIPAL"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
     "upload-custom-emoji": {
         parameters: {
             query?: never;
@@ -18396,6 +18980,16 @@ export interface operations {
                      */
                     default_all_public_streams?: boolean;
                 };
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The avatar image (any field name); at most 5 MiB, in a type Zulip decodes.
+                     * @example /path/to/avatar.png
+                     */
+                    file?: string;
+                } & {
+                    [key: string]: unknown;
+                };
             };
         };
         responses: {
@@ -18551,6 +19145,16 @@ export interface operations {
                      * @example true
                      */
                     default_all_public_streams?: boolean;
+                };
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The avatar image (any field name); at most 5 MiB, in a type Zulip decodes.
+                     * @example /path/to/avatar.png
+                     */
+                    file?: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -18790,6 +19394,321 @@ export interface operations {
             200: components["responses"]["Success"];
             400: components["responses"]["BotStorageError"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-realm-exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization's exports. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "exports": [
+                     *         {
+                     *           "id": 3,
+                     *           "export_time": 1796000000.123,
+                     *           "acting_user_id": 9,
+                     *           "export_url": "http://127.0.0.1:9991/user_avatars/exports/2/wzKTm2Qw0mKJQvNTe9dPzF4C/zulip-export-2f8c1d0a.tar.gz",
+                     *           "deleted_timestamp": null,
+                     *           "failed_timestamp": null,
+                     *           "pending": false,
+                     *           "export_type": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        exports: components["schemas"]["RealmExportList"];
+                    };
+                };
+            };
+            /** @description A caller who is not an administrator. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "export-realm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description 1: public data only (the default); 2: full, with the private data of the members who consented.
+                     * @default 1
+                     * @example 2
+                     * @enum {integer}
+                     */
+                    export_type?: 1 | 2;
+                };
+            };
+        };
+        responses: {
+            /** @description The new export's ID. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "id": 3
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /**
+                         * @description The ID of the new export.
+                         * @example 3
+                         */
+                        id: number;
+                    };
+                };
+            };
+            /**
+             * @description A caller who is not an administrator, an unknown `export_type`, five exports already in the
+             *     last seven days, an organization too large for automatic export, or no owner whose data the
+             *     export could keep usable.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "delete-realm-export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization export. */
+                export_id: components["parameters"]["ExportId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Success"];
+            /**
+             * @description No such export in the organization, one already deleted, failed or still running, or a
+             *     caller who is not an administrator.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "get-realm-export-consents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Each user's consent. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "success",
+                     *       "msg": "",
+                     *       "export_consents": [
+                     *         {
+                     *           "user_id": 10,
+                     *           "consented": true,
+                     *           "email_address_visibility": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonSuccess"] & {
+                        /** @description One object per active human user. */
+                        export_consents: {
+                            /**
+                             * @description The user.
+                             * @example 10
+                             */
+                            user_id: number;
+                            /**
+                             * @description Whether the user consents to the export of their private data.
+                             * @example true
+                             */
+                            consented: boolean;
+                            /**
+                             * @description The user's `email_address_visibility` setting (1 everyone, 2 members,
+                             *     3 administrators, 4 nobody, 5 moderators).
+                             * @example 1
+                             */
+                            email_address_visibility: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description A caller who is not an administrator. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "call-incoming-webhook-get": {
+        parameters: {
+            query?: {
+                /**
+                 * @description The API key of the account that posts (usually an incoming webhook bot). Also accepted as a form
+                 *     field; not needed when the request carries HTTP Basic credentials.
+                 */
+                api_key?: components["parameters"]["WebhookApiKey"];
+                /**
+                 * @description The channel to post to: its name, or its ID in digits. Without it, the message is a direct message
+                 *     to the bot's owner.
+                 */
+                stream?: components["parameters"]["WebhookStream"];
+                /** @description The topic to post in, instead of the one the integration would choose. */
+                topic?: components["parameters"]["WebhookTopic"];
+                /**
+                 * @description Post only these event types (a JSON list; Unix shell-style wildcards `*`, `?`, `[…]` match, as
+                 *     Zulip's fnmatch does). Other events are answered with success and not posted.
+                 */
+                only_events?: string[];
+                /** @description Do not post these event types (a JSON list, with the same wildcards as `only_events`). */
+                exclude_events?: string[];
+            };
+            header?: never;
+            path: {
+                /** @description The integration that reads the request (`github`, `slack_incoming`, `json` …). */
+                integration_name: components["parameters"]["IntegrationName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["WebhookSuccess"];
+            400: components["responses"]["WebhookBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["WebhookNotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    "call-incoming-webhook": {
+        parameters: {
+            query?: {
+                /**
+                 * @description The API key of the account that posts (usually an incoming webhook bot). Also accepted as a form
+                 *     field; not needed when the request carries HTTP Basic credentials.
+                 */
+                api_key?: components["parameters"]["WebhookApiKey"];
+                /**
+                 * @description The channel to post to: its name, or its ID in digits. Without it, the message is a direct message
+                 *     to the bot's owner.
+                 */
+                stream?: components["parameters"]["WebhookStream"];
+                /** @description The topic to post in, instead of the one the integration would choose. */
+                topic?: components["parameters"]["WebhookTopic"];
+                /**
+                 * @description Post only these event types (a JSON list; Unix shell-style wildcards `*`, `?`, `[…]` match, as
+                 *     Zulip's fnmatch does). Other events are answered with success and not posted.
+                 */
+                only_events?: string[];
+                /** @description Do not post these event types (a JSON list, with the same wildcards as `only_events`). */
+                exclude_events?: string[];
+            };
+            header?: never;
+            path: {
+                /** @description The integration that reads the request (`github`, `slack_incoming`, `json` …). */
+                integration_name: components["parameters"]["IntegrationName"];
+            };
+            cookie?: never;
+        };
+        /**
+         * @description The service's notification, read whole up to 5 MiB (larger bodies are refused with 413). JSON for
+         *     most integrations; form-encoded for some (Slack-compatible senders put JSON in a `payload` field).
+         */
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookSuccess"];
+            400: components["responses"]["WebhookBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["WebhookNotFound"];
+            /** @description The body is larger than 5 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "error",
+                     *       "msg": "Request body too large",
+                     *       "code": "BAD_REQUEST"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonError"];
+                };
+            };
             500: components["responses"]["ServerError"];
             503: components["responses"]["Overloaded"];
         };

@@ -142,6 +142,88 @@ export const wirePlan = {
     "auth": "required",
     "params": {}
   },
+  "call-incoming-webhook": {
+    "operationId": "call-incoming-webhook",
+    "method": "post",
+    "path": "/external/{integration_name}",
+    "pathParams": [
+      "integration_name"
+    ],
+    "textPathParams": [
+      "integration_name"
+    ],
+    "incomingWebhookBots": true,
+    "rawBody": true,
+    "auth": "required",
+    "params": {
+      "api_key": {
+        "json": false,
+        "in": "query",
+        "required": false
+      },
+      "stream": {
+        "json": false,
+        "in": "query",
+        "required": false
+      },
+      "topic": {
+        "json": false,
+        "in": "query",
+        "required": false
+      },
+      "only_events": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "exclude_events": {
+        "json": true,
+        "in": "query",
+        "required": false
+      }
+    }
+  },
+  "call-incoming-webhook-get": {
+    "operationId": "call-incoming-webhook-get",
+    "method": "get",
+    "path": "/external/{integration_name}",
+    "pathParams": [
+      "integration_name"
+    ],
+    "textPathParams": [
+      "integration_name"
+    ],
+    "incomingWebhookBots": true,
+    "rawBody": true,
+    "auth": "required",
+    "params": {
+      "api_key": {
+        "json": false,
+        "in": "query",
+        "required": false
+      },
+      "stream": {
+        "json": false,
+        "in": "query",
+        "required": false
+      },
+      "topic": {
+        "json": false,
+        "in": "query",
+        "required": false
+      },
+      "only_events": {
+        "json": true,
+        "in": "query",
+        "required": false
+      },
+      "exclude_events": {
+        "json": true,
+        "in": "query",
+        "required": false
+      }
+    }
+  },
   "check-messages-match-narrow": {
     "operationId": "check-messages-match-narrow",
     "method": "get",
@@ -166,6 +248,7 @@ export const wirePlan = {
     "method": "post",
     "path": "/bots",
     "pathParams": [],
+    "filesInBody": true,
     "auth": "required",
     "params": {
       "full_name": {
@@ -615,6 +698,38 @@ export const wirePlan = {
       }
     }
   },
+  "delete-realm-export": {
+    "operationId": "delete-realm-export",
+    "method": "delete",
+    "path": "/export/realm/{export_id}",
+    "pathParams": [
+      "export_id"
+    ],
+    "auth": "required",
+    "params": {}
+  },
+  "delete-realm-icon": {
+    "operationId": "delete-realm-icon",
+    "method": "delete",
+    "path": "/realm/icon",
+    "pathParams": [],
+    "auth": "required",
+    "params": {}
+  },
+  "delete-realm-logo": {
+    "operationId": "delete-realm-logo",
+    "method": "delete",
+    "path": "/realm/logo",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "night": {
+        "json": true,
+        "in": "body",
+        "required": true
+      }
+    }
+  },
   "delete-reminder": {
     "operationId": "delete-reminder",
     "method": "delete",
@@ -693,6 +808,20 @@ export const wirePlan = {
       },
       "content": {
         "json": false,
+        "in": "body",
+        "required": false
+      }
+    }
+  },
+  "export-realm": {
+    "operationId": "export-realm",
+    "method": "post",
+    "path": "/export/realm",
+    "pathParams": [],
+    "auth": "required",
+    "params": {
+      "export_type": {
+        "json": true,
         "in": "body",
         "required": false
       }
@@ -977,6 +1106,22 @@ export const wirePlan = {
     "pathParams": [
       "message_id"
     ],
+    "auth": "required",
+    "params": {}
+  },
+  "get-realm-export-consents": {
+    "operationId": "get-realm-export-consents",
+    "method": "get",
+    "path": "/export/realm/consents",
+    "pathParams": [],
+    "auth": "required",
+    "params": {}
+  },
+  "get-realm-exports": {
+    "operationId": "get-realm-exports",
+    "method": "get",
+    "path": "/export/realm",
+    "pathParams": [],
     "auth": "required",
     "params": {}
   },
@@ -1988,6 +2133,7 @@ export const wirePlan = {
     "pathParams": [
       "bot_id"
     ],
+    "filesInBody": true,
     "auth": "required",
     "params": {
       "full_name": {
@@ -4435,6 +4581,30 @@ export const wirePlan = {
     "streamBody": true,
     "auth": "required",
     "params": {}
+  },
+  "upload-realm-icon": {
+    "operationId": "upload-realm-icon",
+    "method": "post",
+    "path": "/realm/icon",
+    "pathParams": [],
+    "streamBody": true,
+    "auth": "required",
+    "params": {}
+  },
+  "upload-realm-logo": {
+    "operationId": "upload-realm-logo",
+    "method": "post",
+    "path": "/realm/logo",
+    "pathParams": [],
+    "filesInBody": true,
+    "auth": "required",
+    "params": {
+      "night": {
+        "json": true,
+        "in": "body",
+        "required": true
+      }
+    }
   }
 } as const satisfies Record<string, WireOperation>;
 

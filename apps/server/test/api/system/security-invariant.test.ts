@@ -26,6 +26,14 @@
 //           content edit, a reaction and a deletion reached, once, every queue taking every event of
 //           each participant or subscriber who can read the message (after the step; before it, for
 //           a deletion).
+//  FILES    (issue 24) some sends upload a file and link it (`[f3](/user_uploads/…)`), or link one uploaded
+//           before (mostly the sender's own, now and then someone else's); some edits link one. After
+//           such a step, for every user and a spectator, and otherwise for a few (user, file) pairs every
+//           other step, GET of the file succeeds exactly when the user is its uploader or can read (GET
+//           /messages/{id}, as them; without credentials for the spectator) a message whose content
+//           links it, sent or edited by someone who could read the file then. Moves, deletions,
+//           unsubscribes, privacy and role changes act on files only through those messages; an edit
+//           whose content drops the link takes it back. `attachment` events reach only the uploader.
 //
 // Every run starts with REGRESSION_PREFIX (invariant-model.ts: minimised reproductions of what this test
 // found), then draws PARLEY_INVARIANT_STEPS random steps (default below) from PARLEY_INVARIANT_SEED.
@@ -39,6 +47,8 @@ import { createParleyClient, type ParleyClient } from '@parley/client';
 import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { PEOPLE, TEST_PASSWORD, type Person as FixturePerson } from '../../helpers/fixtures.ts';
 import { uniqueEmail } from '../../helpers/people.ts';
+import { basicAuth } from '../../helpers/auth.ts';
+import { download, multipart } from '../../helpers/uploads.ts';
 import {
   describeAction,
   describeSpec,
@@ -49,6 +59,7 @@ import {
   Rng,
   REGRESSION_PREFIX,
   type Action,
+  type FileLink,
   type GenWorld,
   type Privacy,
   type QueueSpec,
@@ -81,6 +92,7 @@ interface Member {
   id: number;
   /** The real address (delivery_email). */
   email: string;
+  apiKey: string;
   client: ParleyClient;
   active: boolean;
   role: Role;
@@ -140,11 +152,24 @@ interface Before {
   subscribed: Map<string, boolean>;
   inviteOnly: boolean;
   forbiddenLink: number | null;
+  /** A send (or edit) linking a file uploaded earlier: whether its sender could read the file just before. */
+  fileReadable: boolean;
+  /** The files the message the step is about linked just before. */
+  linkedFiles: RunFile[];
+}
+
+/** A file the run uploaded, and the messages the run sent (or edited) that link it. */
+interface RunFile {
+  ref: string;
+  url: string;
+  owner: Member;
+  /** Messages whose content links the file, sent by someone who could read it then. */
+  links: Set<number>;
 }
 
 let env: TestServer;
 /** Milliseconds spent per phase (diagnostics for PARLEY_INVARIANT_LOG). */
-const timing = { before: 0, execute: 0, after: 0, drain: 0, checks: 0 };
+const timing = { before: 0, execute: 0, after: 0, drain: 0, checks: 0, files: 0 };
 /** Requests made, by method and path (diagnostics for PARLEY_INVARIANT_LOG). */
 const requestCounts = new Map<string, number>();
 /** Events checked, by kind (diagnostics for PARLEY_INVARIANT_LOG). */
@@ -164,6 +189,10 @@ const messageRefs = new Map<string, number>();
 const refOf = new Map<number, string>();
 /** The notification bot's notices seen so far (their references are `n<count>`). */
 let notices = 0;
+/** Files the run uploaded, by reference (invariant-model.ts). */
+const files = new Map<string, RunFile>();
+/** Which (user, file) pairs the file check samples (a stream of its own: the actions stay as drawn). */
+let fileRng: Rng;
 /** Member key → messages a move took from them (they got `delete_message` and can no longer read them). */
 const lostAccess = new Map<string, Set<number>>();
 const violations: Violation[] = [];
@@ -323,7 +352,7 @@ async function before(a: Action): Promise<Before> {
   const view = newView();
   const ref = 'message' in a ? a.message : null;
   const messageId = ref !== null ? (messageRefs.get(ref) ?? null) : null;
-  const out: Before = { view, readable: null, messageId, visible: new Map(), subscribed: new Map(), inviteOnly: false, forbiddenLink: null };
+  const out: Before = { view, readable: null, messageId, visible: new Map(), subscribed: new Map(), inviteOnly: false, forbiddenLink: null, fileReadable: false, linkedFiles: messageId === null ? [] : [...files.values()].filter((f) => f.links.has(messageId)) };
   const snapshot = async (viewers: Member[], channels: number[]) => {
     await Promise.all(viewers.flatMap((v) => channels.map(async (c) => out.visible.set(`${v.key}:${c}`, (await view.stream(v.key, c)).ok))));
   };
@@ -346,6 +375,11 @@ async function before(a: Action): Promise<Before> {
       const seen = await view.stream('desdemona', id);
       out.inviteOnly = seen.ok ? seen.value.inviteOnly : true;
     }
+  }
+  if ((a.kind === 'send-channel' || a.kind === 'send-direct' || a.kind === 'edit-content') && a.file && !a.file.fresh) {
+    const f = files.get(a.file.ref);
+    const sender = members.get(a.actor);
+    if (f && sender?.active) out.fileReadable = await mayReadFile(view, sender, f);
   }
   if ((a.kind === 'send-channel' || a.kind === 'send-direct' || a.kind === 'edit-content') && a.link !== null) {
     const linked = channelIds.get(a.link);
@@ -467,12 +501,15 @@ async function execute(a: Action, pre: Before, world: GenWorld): Promise<Outcome
     }
     case 'send-channel': {
       if (needChannel()) return { ok: false, note: 'skipped (no such channel)' };
-      const res = await c.POST('/messages', { body: { type: 'stream', to: a.byId ? String(channelId) : a.channel, topic: a.topic, content: content(a) } });
+      const file = await fileFor(a, actor);
+      if (file === null) return { ok: false, note: 'skipped (file not uploaded)' };
+      const res = await c.POST('/messages', { body: { type: 'stream', to: a.byId ? String(channelId) : a.channel, topic: a.topic, content: content(a) + fileText(file) } });
       const out = answered('send to channel', res);
       if (res.data) {
         out.note += ` m=${res.data.id}${pre.forbiddenLink !== null ? ' (links an invisible channel)' : ''}`;
         out.message = { id: res.data.id, sender: actor, kind: 'channel', channelId, channelName: a.channel, topic: a.topic, forbiddenLink: pre.forbiddenLink };
         if (a.ref) remember(a.ref, res.data.id, actor.key, a.channel, a.topic, world);
+        linkFile(a, pre, file, res.data.id);
       }
       return out;
     }
@@ -485,12 +522,15 @@ async function execute(a: Action, pre: Before, world: GenWorld): Promise<Outcome
         if (!seen.ok) return { ok: false, note: `skipped (GET /users: ${seen.msg})` };
         to = recipients.map((r) => seen.value.get(r.id)?.email ?? r.email).join(',');
       } else to = JSON.stringify(recipients.map((r) => r.id));
-      const res = await c.POST('/messages', { body: { type: 'direct', to, content: content(a) } });
+      const file = await fileFor(a, actor);
+      if (file === null) return { ok: false, note: 'skipped (file not uploaded)' };
+      const res = await c.POST('/messages', { body: { type: 'direct', to, content: content(a) + fileText(file) } });
       const out = answered('send direct', res);
       if (res.data) {
         out.note += ` m=${res.data.id}${pre.forbiddenLink !== null ? ' (links an invisible channel)' : ''}`;
         out.message = { id: res.data.id, sender: actor, kind: 'direct', participants: [actor, ...recipients], forbiddenLink: pre.forbiddenLink };
         if (a.ref) remember(a.ref, res.data.id, actor.key, null, null, world);
+        linkFile(a, pre, file, res.data.id);
       }
       return out;
     }
@@ -598,8 +638,17 @@ async function execute(a: Action, pre: Before, world: GenWorld): Promise<Outcome
       const path = { message_id: mid };
       const out = await (async (): Promise<Outcome> => {
         switch (a.kind) {
-          case 'edit-content':
-            return answered('edit', await c.PATCH('/messages/{message_id}', { params: { path }, body: { content: content(a, 'was edited') } }));
+          case 'edit-content': {
+            const file = await fileFor(a, actor);
+            if (file === null) return { ok: false, note: 'skipped (file not uploaded)' };
+            const out = answered('edit', await c.PATCH('/messages/{message_id}', { params: { path }, body: { content: content(a, 'was edited') + fileText(file) } }));
+            // The new content links only its file (if its editor may read it): the message shares nothing else.
+            if (out.ok) {
+              for (const f of files.values()) f.links.delete(mid);
+              linkFile(a, pre, file, mid);
+            }
+            return out;
+          }
           case 'move': {
             const target = a.channel !== null ? channelIds.get(a.channel) : undefined;
             if (a.channel !== null && target === undefined) return { ok: false, note: 'skipped (no such channel)' };
@@ -664,6 +713,7 @@ async function addMember(key: string, id: number, email: string, role: Role, pin
     key,
     id,
     email,
+    apiKey: key_.data.api_key,
     client: createParleyClient({ site: env.url, email, apiKey: key_.data.api_key, fetch: countingFetch }),
     active: true,
     role,
@@ -871,6 +921,21 @@ async function checkEvent(ctx: StepContext, q: Queue, e: Json, hidden: (text: st
       if (!read) return;
       const has = asArray(read.value['reactions']).filter(isObject).some((r) => r['user_id'] === e['user_id'] && r['emoji_name'] === e['emoji_name']);
       if (has !== (e['op'] === 'add')) violation('reaction-mismatch', `${where} got ${kind} (${String(e['emoji_name'])} by ${String(e['user_id'])}) on ${mid}, but GET /messages/${mid} ${has ? 'shows' : 'lacks'} it`);
+      return;
+    }
+    case 'attachment': {
+      // About a file of the receiver's own (files are told to their uploader only).
+      const att = isObject(e['attachment']) ? e['attachment'] : {};
+      const pathId = asString(att['path_id']);
+      if (pathId === undefined) return; // a removal names the file by id only
+      const file = [...files.values()].find((f) => f.url === `/user_uploads/${pathId}`);
+      if (file?.owner.id !== viewer.id) violation('attachment-event-not-owner', `${where} got ${kind} about ${pathId}, uploaded by ${file?.owner.key ?? 'someone else'}`);
+      // It lists every message linking the file, as Zulip's does, also those the uploader cannot read
+      // (a forward into a channel they are not in): counted for PARLEY_INVARIANT_LOG, not a violation.
+      for (const m of asArray(att['messages']).filter(isObject)) {
+        const mid = asNumber(m['id']);
+        if (mid !== undefined && !(await ctx.after.message(v, mid)).ok) tally('note: attachment event listing a message the uploader cannot read');
+      }
       return;
     }
     case 'typing_edit_message': {
@@ -1102,6 +1167,98 @@ async function afterStep(a: Action, pre: Before, outcome: Outcome) {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Files (issue 24): a file is readable by its uploader, and by whoever can read (GET /messages/{id}, as
+// them) a message whose content links it — linked by a sender who could read the file then. Moves,
+// deletions, unsubscribes, privacy and role changes act on files only through those messages; an edit
+// (whose new content links nothing) takes the message's links away.
+
+/** The file a send links (uploaded now when fresh): undefined when it links none, null when it cannot. */
+async function fileFor(a: { file?: FileLink }, actor: Member): Promise<RunFile | undefined | null> {
+  if (!a.file) return undefined;
+  if (!a.file.fresh) return files.get(a.file.ref) ?? null;
+  const { body, contentType } = multipart([{ name: 'file', filename: `${a.file.ref}.txt`, contentType: 'text/plain', data: `file ${a.file.ref} of ${actor.key}` }]);
+  const res = await countingFetch(`${env.url}/api/v1/user_uploads`, { method: 'POST', body, headers: { 'Content-Type': contentType, Authorization: basicAuth(actor.email, actor.apiKey) } });
+  const json: unknown = await res.json().catch(() => null);
+  if (res.status >= 500) onServerError(`POST /user_uploads as ${actor.key}`, res.status, json);
+  const url = isObject(json) ? asString(json['url']) : undefined;
+  if (!res.ok || url === undefined) {
+    violation('upload-failed', `${actor.key} POST /user_uploads: ${res.status} ${JSON.stringify(json)}`);
+    return null;
+  }
+  const f: RunFile = { ref: a.file.ref, url, owner: actor, links: new Set() };
+  files.set(f.ref, f);
+  // Later random steps may link the files of the regression prefix too.
+  if (!world.files.some((x) => x.ref === f.ref)) world.files.push({ ref: f.ref, owner: actor.key });
+  return f;
+}
+
+const fileText = (f: RunFile | undefined) => (f ? ` shares [${f.ref}](${f.url})` : '');
+
+/** A sent message links its file when its sender could read the file (a fresh one is theirs). */
+function linkFile(a: { file?: FileLink }, pre: Before, f: RunFile | undefined, messageId: number) {
+  if (f && (a.file?.fresh || pre.fileReadable)) f.links.add(messageId);
+}
+
+/** What the test expects: the uploader, or a reader of a message linking the file. */
+async function mayReadFile(view: ApiView, m: Member, f: RunFile): Promise<boolean> {
+  if (m.id === f.owner.id) return true;
+  for (const mid of f.links) if ((await view.message(m.key, mid)).ok) return true;
+  return false;
+}
+
+/** A spectator (no credentials) reads the files of messages they can read: GET /messages/{id} without credentials. */
+async function spectatorMayReadFile(f: RunFile): Promise<boolean> {
+  for (const mid of f.links) {
+    const res = await env.anonymous().GET('/messages/{message_id}', { params: { path: { message_id: mid } } });
+    if (res.response.status >= 500) onServerError(`GET /messages/${mid} as a spectator`, res.response.status, res.error);
+    if (res.data) return true;
+  }
+  return false;
+}
+
+/**
+ * GET of the file as a user succeeds exactly when the test expects it: after a send linking a file, for
+ * every active user; after a step about a message that links files, those files for every active user;
+ * else a few (user, file) pairs drawn at random.
+ */
+async function checkFiles(a: Action, pre: Before) {
+  if (files.size === 0) return;
+  const viewers = activeMembers();
+  const all = [...files.values()];
+  const focus = new Set<RunFile>();
+  if ((a.kind === 'send-channel' || a.kind === 'send-direct' || a.kind === 'edit-content') && a.file) {
+    const f = files.get(a.file.ref);
+    if (f) focus.add(f);
+  }
+  for (const f of pre.linkedFiles) focus.add(f);
+  // null: a spectator (without credentials; refused files ask for them: 401). `api`: through GET
+  // /api/v1/user_uploads/{realm_id_str}/{filename} (a temporary URL) rather than the file's URL.
+  const pairs: [Member | null, RunFile, boolean][] = [...focus].flatMap((f) => [null, ...viewers].map((m) => [m, f, false] as [Member | null, RunFile, boolean]));
+  // Otherwise, every other step, a few pairs at random (the check costs a download and message reads each).
+  if (pairs.length === 0 && step % 2 === 0) {
+    for (let i = 0; i < 3; i++) pairs.push([fileRng.pick(viewers), fileRng.pick(all), i === 0]);
+    pairs.push([null, fileRng.pick(all), false]);
+  }
+  const view = newView();
+  await Promise.all(
+    pairs.map(async ([m, f, api]) => {
+      const expected = m ? await mayReadFile(view, m, f) : await spectatorMayReadFile(f);
+      const got = await download(api ? `${env.url}/api/v1` : env.url, f.url, m ? { auth: basicAuth(m.email, m.apiKey) } : {});
+      const who = m?.key ?? 'a spectator';
+      const what = `GET ${api ? '/api/v1' : ''}${f.url}`;
+      if (got.status >= 500) onServerError(`${what} as ${who}`, got.status, got.text);
+      tally(`file check: ${m ? 'user' : 'spectator'} ${expected ? 'may read' : 'may not read'}`);
+      if (got.status === (expected ? 200 : m ? 403 : 401)) return;
+      const linked = [...f.links].map((id) => refOf.get(id) ?? String(id)).join(',');
+      violation(
+        expected ? 'file-refused' : 'file-leak',
+        `${what} (file ${f.ref} of ${f.owner.key}, linked by [${linked}]) as ${who} answered ${got.status}, expected ${expected ? 200 : m ? 403 : 401}: after ${describeAction(a)}`,
+      );
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------
 
 function report(): string {
   const byClass = new Map<string, Violation[]>();
@@ -1144,7 +1301,7 @@ beforeAll(async () => {
   const everyone = await env.client('desdemona').GET('/users', { params: { query: { client_gravatar: false } } });
   for (const u of everyone.data?.members ?? []) if (!u.is_bot && u.delivery_email && !realAddresses.has(u.user_id)) realAddresses.set(u.user_id, u.delivery_email.toLowerCase());
   const streams = await env.client('desdemona').GET('/streams', { params: { query: { include_all: true } } });
-  world = { users: [], channels: [], messages: [], usersToCreate: 2, nextChannel: 0, nextUser: 0, nextMessage: 0 };
+  world = { users: [], channels: [], messages: [], usersToCreate: 2, nextChannel: 0, nextUser: 0, nextMessage: 0, files: [], nextFile: 0 };
   for (const s of streams.data?.streams ?? []) {
     channelIds.set(s.name, s.stream_id);
     const privacy: Privacy = s.is_web_public ? 'web-public' : !s.invite_only ? 'public' : s.history_public_to_subscribers ? 'private-shared' : 'private-protected';
@@ -1160,6 +1317,7 @@ afterAll(() => env?.close());
 describe('security invariant (issue 20)', () => {
   it(`every event is readable by its receiver and every message reaches its receivers (seed ${SEED_TEXT})`, { timeout: Math.max(15 * 60_000, STEPS * 1_500) }, async () => {
     const rng = new Rng(hashSeed(SEED, 'actions'));
+    fileRng = new Rng(hashSeed(SEED, 'files'));
     const replay: Action[] | null = REPLAY ? JSON.parse(REPLAY.trim().startsWith('[') ? REPLAY : readFileSync(REPLAY, 'utf8')) : null;
     const actions: Action[] = [];
     const prefix = replay ? [] : REGRESSION_PREFIX;
@@ -1176,6 +1334,8 @@ describe('security invariant (issue 20)', () => {
       log.push(`#${step} ${describeAction(a)} -> ${outcome.note}`);
       await afterStep(a, pre, outcome);
       const t3 = performance.now();
+      await checkFiles(a, pre);
+      timing.files += performance.now() - t3;
       timing.before += t1 - t0;
       timing.execute += t2 - t1;
       timing.after += t3 - t2;

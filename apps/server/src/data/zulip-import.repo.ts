@@ -1,0 +1,111 @@
+// The SQL of organization imports (src/import/zulip-import.ts): one long transaction, fresh ids drawn
+// from the tables' sequences in blocks, and rows written in batches as one multi-row INSERT … SELECT
+// FROM unnest(arrays) per batch and table (one statement and one round trip per few thousand rows).
+import { Prisma, type Db, type PrismaClient } from './db.ts';
+
+export type ImportTx = Prisma.TransactionClient;
+
+/**
+ * Runs the whole import in one transaction (no retry: an import is not repeated behind the caller's
+ * back). Long organizations take minutes, hence the generous time limit.
+ */
+export async function inImportTransaction<T>(db: PrismaClient, work: (tx: ImportTx) => Promise<T>): Promise<T> {
+  return db.$transaction(work, { maxWait: 60_000, timeout: 24 * 3600_000 });
+}
+
+/** A column of a bulk insert: its name and the PostgreSQL type of its array parameter's elements. */
+export interface BulkColumn {
+  name: string;
+  type: 'int' | 'bigint' | 'text' | 'bool' | 'timestamp' | 'jsonb' | 'int[]' | 'smallint';
+}
+
+/** Tables and columns come from the importer's constants, never from the archive. */
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/**
+ * INSERT INTO table (columns) SELECT FROM unnest(one array per column): `rows` are tuples in the
+ * order of `columns`. Dates go as ISO-8601 UTC text; `int[]` values as arrays (sent as literals).
+ */
+export async function bulkInsert(tx: Db, table: string, columns: readonly BulkColumn[], rows: readonly unknown[][]): Promise<void> {
+  if (rows.length === 0) return;
+  for (const c of [table, ...columns.map((c) => c.name)]) if (!IDENTIFIER.test(c)) throw new Error(`bad identifier ${c}`);
+  const arrays = columns.map((column, i) =>
+    rows.map((row) => {
+      const value = row[i];
+      if (value === null || value === undefined) return null;
+      if (column.type === 'timestamp') return (value as Date).toISOString();
+      if (column.type === 'int[]') return `{${(value as number[]).join(',')}}`;
+      if (column.type === 'bigint') return String(value);
+      return value;
+    }),
+  );
+  const params = columns.map((column, i) => {
+    const arrayType = column.type === 'int[]' ? 'text' : column.type === 'timestamp' ? 'timestamp(3)' : column.type;
+    return Prisma.sql`${arrays[i]}::${Prisma.raw(arrayType)}[]`;
+  });
+  const select = columns.map((column, i) => Prisma.raw(column.type === 'int[]' ? `c${i}::int[]` : `c${i}`));
+  const names = columns.map((c) => Prisma.raw(`"${c.name}"`));
+  const aliases = columns.map((_c, i) => Prisma.raw(`c${i}`));
+  await tx.$executeRaw`
+    INSERT INTO ${Prisma.raw(`"${table}"`)} (${Prisma.join(names, ', ')})
+    SELECT ${Prisma.join(select, ', ')} FROM unnest(${Prisma.join(params, ', ')}) AS t(${Prisma.join(aliases, ', ')})`;
+}
+
+/** `count` fresh ids of a table's id sequence, ascending. */
+export async function allocateIds(tx: Db, table: string, count: number): Promise<number[]> {
+  if (count === 0) return [];
+  if (!IDENTIFIER.test(table)) throw new Error(`bad identifier ${table}`);
+  const rows = await tx.$queryRaw<Array<{ id: number }>>`
+    SELECT nextval(pg_get_serial_sequence(${`"${table}"`}, 'id'))::int AS id FROM generate_series(1, ${count}::int)`;
+  return rows.map((r) => r.id).sort((a, b) => a - b);
+}
+
+/** Column names of a table (the user settings a Zulip user row may carry). */
+export async function tableColumns(tx: Db, table: string): Promise<Map<string, string>> {
+  const rows = await tx.$queryRaw<Array<{ column_name: string; data_type: string }>>`
+    SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ${table}`;
+  return new Map(rows.map((r) => [r.column_name, r.data_type]));
+}
+
+/** Whether an organization already has this URL (its id, or null). */
+export async function realmIdByUrl(db: Db, url: string): Promise<number | null> {
+  const rows = await db.$queryRaw<Array<{ id: number }>>`SELECT id FROM realm WHERE lower(url) = lower(${url}) ORDER BY id LIMIT 1`;
+  return rows[0]?.id ?? null;
+}
+
+/** Sets columns of one row (column names from the importer's constants, values as parameters). */
+export async function updateRow(tx: Db, table: string, id: number, values: Record<string, unknown>, idColumn = 'id'): Promise<void> {
+  const entries = Object.entries(values).filter(([, v]) => v !== undefined);
+  if (entries.length === 0) return;
+  for (const c of [table, idColumn, ...entries.map(([k]) => k)]) if (!IDENTIFIER.test(c)) throw new Error(`bad identifier ${c}`);
+  const sets = entries.map(([k, v]) => Prisma.sql`${Prisma.raw(`"${k}"`)} = ${v instanceof Date ? v : v}`);
+  await tx.$executeRaw`UPDATE ${Prisma.raw(`"${table}"`)} SET ${Prisma.join(sets, ', ')} WHERE ${Prisma.raw(`"${idColumn}"`)} = ${id}::int`;
+}
+
+/** Group settings (realm, channel or group columns) set from a map of column → group id. */
+export async function setGroupColumns(tx: Db, table: 'realm' | 'channel' | 'user_group', id: number, columns: Record<string, number>): Promise<void> {
+  await updateRow(tx, table, id, columns);
+}
+
+/** Every user is caught up to the organization's newest message (imported rows are never deferred). */
+export async function markUsersCaughtUp(tx: Db, realmId: number): Promise<void> {
+  await tx.$executeRaw`
+    INSERT INTO user_message_caught_up (user_id, message_id)
+    SELECT u.id, COALESCE((SELECT max(id) FROM message WHERE realm_id = ${realmId}::int), 0) FROM "user" u WHERE u.realm_id = ${realmId}::int
+    ON CONFLICT (user_id) DO UPDATE SET message_id = EXCLUDED.message_id`;
+}
+
+/** Rows per table of an organization (progress summaries and tests). */
+export async function countRealmRows(db: Db, realmId: number): Promise<Record<string, number>> {
+  const rows = await db.$queryRaw<Array<Record<string, bigint>>>`
+    SELECT
+      (SELECT count(*) FROM "user" WHERE realm_id = ${realmId}::int) AS users,
+      (SELECT count(*) FROM channel WHERE realm_id = ${realmId}::int) AS channels,
+      (SELECT count(*) FROM message WHERE realm_id = ${realmId}::int) AS messages`;
+  return Object.fromEntries(Object.entries(rows[0]!).map(([k, v]) => [k, Number(v)]));
+}
+
+/** Serialises imports to one URL (two at once: the second sees the first's organization and refuses). */
+export async function lockImportUrl(tx: Db, url: string): Promise<void> {
+  await tx.$queryRaw`SELECT pg_advisory_xact_lock(hashtext(${`parley-import:${url.toLowerCase()}`}))::text`;
+}
