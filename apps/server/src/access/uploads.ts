@@ -8,7 +8,7 @@
 // asks the messages each time). A sender may share by link only files they may read themselves.
 import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
-import { findAttachmentByPathId, linkingMessagesFor, type AttachmentRow } from '../data/attachments.repo.ts';
+import { findAttachmentByPathId, linkingMessagesFor, type AttachmentRow, type AttachmentWithMessages } from '../data/attachments.repo.ts';
 import { channelAccessDependsOnGroups, hasMessageAccess } from './messages.ts';
 import { loadPermissionSubject, type PermissionSubject } from './group-settings.ts';
 
@@ -38,4 +38,18 @@ export async function mayReadAttachment(db: Db, realm: Realm, viewer: User | nul
     subject = needGroups ? await loadPermissionSubject(db, viewer) : { user: viewer, groups: new Set() };
   }
   return links.some((l) => hasMessageAccess(subject, l));
+}
+
+/**
+ * The attachment with only the linking messages its owner may read now: what GET /attachments and
+ * `attachment` events show them. (Zulip lists every linking message, so a file forwarded into a
+ * conversation its uploader cannot read would tell them that message's id and time.)
+ */
+export async function withMessagesOwnerMayRead(db: Db, owner: User, attachment: AttachmentWithMessages): Promise<AttachmentWithMessages> {
+  if (attachment.messages.length === 0) return attachment;
+  const links = await linkingMessagesFor(db, attachment.id, owner.id);
+  const needGroups = links.some((l) => l.channel !== null && channelAccessDependsOnGroups(owner, l.channel));
+  const subject: PermissionSubject = needGroups ? await loadPermissionSubject(db, owner) : { user: owner, groups: new Set() };
+  const readable = new Set(links.filter((l) => hasMessageAccess(subject, l)).map((l) => l.messageId));
+  return { ...attachment, messages: attachment.messages.filter((m) => readable.has(m.id)) };
 }

@@ -31,7 +31,8 @@ import {
   usedUploadSpace,
 } from '../data/attachments.repo.ts';
 import type { StoredEvent } from '../data/events.repo.ts';
-import { mayReadAttachment } from '../access/uploads.ts';
+import { mayReadAttachment, withMessagesOwnerMayRead } from '../access/uploads.ts';
+import { findUserById } from '../data/users.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { uploadPathIdsOf } from '../lib/upload-links.ts';
 import { queuePendingPreviews } from './thumbnails.ts';
@@ -90,13 +91,16 @@ async function claim(t: Publishing, sender: User, messageId: number, pathIds: st
   if (claimed.length === 0) return;
   await linkAttachments(t.tx, claimed, messageId);
   const space = await usedUploadSpace(t.tx, t.realm.id);
-  const events: StoredEvent[] = (await attachmentsWithMessages(t.tx, claimed)).map((a) => {
+  const events: StoredEvent[] = [];
+  for (const a of await attachmentsWithMessages(t.tx, claimed)) {
     // To the uploader (Zulip tells the sender, who is the uploader but for forwarded files; a
-    // file's record and where it is shared are its uploader's to know).
-    const owner = candidates.find((c) => c.id === a.id)!.ownerId;
-    const payload: EventData<'attachment', 'update'> = { type: 'attachment', op: 'update', attachment: formatAttachment(a), upload_space_used: space };
-    return { userIds: [owner], payload };
-  });
+    // file's record is its uploader's to know), with the linking messages they may read.
+    const owner = a.ownerId === sender.id ? sender : await findUserById(t.tx, t.realm.id, a.ownerId);
+    if (!owner) continue;
+    const shown = await withMessagesOwnerMayRead(t.tx, owner, a);
+    const payload: EventData<'attachment', 'update'> = { type: 'attachment', op: 'update', attachment: formatAttachment(shown), upload_space_used: space };
+    events.push({ userIds: [owner.id], payload });
+  }
   await t.deps.events.publish(t.tx, t.afterCommit, t.realm.id, events);
 }
 

@@ -1,12 +1,10 @@
 // Incoming webhooks: POST (and GET) /external/{integration_name}. The body is taken raw (whatever the
-// service sends); the caller is named by HTTP Basic credentials (checked by the pipeline) or by the
-// `api_key` parameter (checked here, once the body, where the key may also be, has been read), with
-// Zulip's webhook rules (incoming webhook bots allowed). The integration (src/integrations/) turns the
+// service sends); the caller is named by HTTP Basic credentials or by the `api_key` parameter (both
+// checked by the pipeline, http/pipeline.ts, before the parameters), with Zulip's webhook rules
+// (incoming webhook bots allowed). The integration (src/integrations/) turns the
 // request into messages; actions/webhooks.ts filters and sends them.
 import type { Handler, HandlerContext, RawRequest } from '../http/handler.ts';
-import { authenticateApiKeyAlone } from '../http/authenticate.ts';
-import { isWellFormedApiKey } from '../security/secrets.ts';
-import { JsonableError, MissingArgumentError, UnauthorizedError } from '../errors.ts';
+import { JsonableError } from '../errors.ts';
 import { integrationNamed } from '../integrations/index.ts';
 import { WebhookPayloadError, type WebhookRequest } from '../integrations/types.ts';
 import { doReceiveIncomingWebhook } from '../actions/webhooks.ts';
@@ -18,16 +16,11 @@ const receive = async (ctx: HandlerContext<WebhookOperation>) => {
   const integration = integrationNamed(ctx.path.integration_name);
   // An unknown integration has no URL in Zulip: Django's 404, before any credential is looked at.
   if (!integration) throw new JsonableError('Not Found', { status: 404 });
-  let identity = ctx.viewer ? { user: ctx.viewer, realm: ctx.realm } : null;
-  if (!identity) {
-    const apiKey = params.api_key?.trim();
-    if (apiKey === undefined) throw new MissingArgumentError('api_key');
-    if (!isWellFormedApiKey(apiKey)) throw new UnauthorizedError('Malformed API key');
-    identity = await authenticateApiKeyAlone(deps, apiKey, { incomingWebhookBots: true });
-  }
+  // The caller: by HTTP Basic or by the `api_key` parameter, both checked by the pipeline.
+  const { user, realm } = ctx;
   const stream = params.stream;
   const topic = params.topic?.trim();
-  const answer = await doReceiveIncomingWebhook(deps, identity.realm, identity.user, {
+  const answer = await doReceiveIncomingWebhook(deps, realm, user, {
     integration,
     request: webhookRequest(ctx.raw, topic === '' ? undefined : topic),
     stream: stream === undefined || stream === '' ? undefined : stream,

@@ -21,13 +21,14 @@
 import type { NextFunction, Request, Response } from 'express';
 import express from 'express';
 import type { AppDeps } from '../deps.ts';
-import { JsonableError, UnauthorizedError } from '../errors.ts';
+import { JsonableError, MissingArgumentError, UnauthorizedError } from '../errors.ts';
 import { CachedTableWriteRecord } from '../data/cached-tables.ts';
+import { isWellFormedApiKey } from '../security/secrets.ts';
 import { findFirstRealm } from '../data/realms.repo.ts';
 import { checkSpectatorAccess } from '../access/users.ts';
 import { handlerOf } from '../routes.ts';
 import { admission } from './admission.ts';
-import { createHeaderAuthenticator } from './authenticate.ts';
+import { authenticateApiKeyAlone, createHeaderAuthenticator } from './authenticate.ts';
 import { readPlainBody } from './body.ts';
 import type { RequestState } from './context.ts';
 import { decodeParams } from './decode-params.ts';
@@ -59,6 +60,7 @@ export function createApiPipeline(deps: AppDeps, validationSpec: Record<string, 
     rateLimit(deps.rateLimiter),
     readBody,
     decode,
+    authenticateKeyParameterWith(deps),
     createRequestValidator(validationSpec, { validateResponses: deps.config.validateResponses }),
     dispatchWith(deps),
   ];
@@ -164,8 +166,8 @@ function authenticateWith(deps: AppDeps): Step {
   };
   return function authenticate(req, res, next) {
     const state = res.locals.parley as RequestState;
-    // Incoming webhooks name their caller by an `api_key` parameter when no header does: the handler
-    // authenticates once the body (where the key may be) is read (handlers/integrations.ts).
+    // Incoming webhooks name their caller by an `api_key` parameter when no header does: checked once
+    // the body (where the key may be) is read (authenticateKeyParameter).
     if (state.operation.rawBody && !req.headers.authorization) {
       state.user = null;
       return next();
@@ -271,6 +273,27 @@ function readRawBody(req: Request, res: Response, next: NextFunction): void {
     if (err) return next(err);
     done(req.body);
   });
+}
+
+/**
+ * authenticate (incoming webhooks without an Authorization header): the `api_key` parameter, from the
+ * query string or the body, names the caller (Zulip's webhook_view), and is checked before any other
+ * parameter, as credentials always are. No key is Zulip's `Missing 'api_key' argument`.
+ */
+function authenticateKeyParameterWith(deps: AppDeps): Step {
+  return function authenticateKeyParameter(_req, res, next) {
+    const state = res.locals.parley as RequestState;
+    if (!state.operation.rawBody || state.user) return next();
+    const raw = state.params['api_key'];
+    const apiKey = typeof raw === 'string' ? raw.trim() : undefined;
+    if (apiKey === undefined) throw new MissingArgumentError('api_key');
+    if (!isWellFormedApiKey(apiKey)) throw new UnauthorizedError('Malformed API key');
+    return authenticateApiKeyAlone(deps, apiKey, { incomingWebhookBots: state.operation.incomingWebhookBots === true }).then((identity) => {
+      state.user = identity.user;
+      state.realm = identity.realm;
+      next();
+    }, next);
+  };
 }
 
 /** decode: Zulip's wire format into typed values, driven by the wire plan (body and query string merged). */

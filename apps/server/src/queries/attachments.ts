@@ -5,6 +5,7 @@ import type { Schema } from '@parley/api-types';
 import type { Db } from '../data/db.ts';
 import type { User } from '../data/models.ts';
 import { attachmentsOfOwner, usedUploadSpace, type AttachmentWithMessages } from '../data/attachments.repo.ts';
+import { withMessagesOwnerMayRead } from '../access/uploads.ts';
 
 const milliseconds = (d: Date) => Math.floor(d.getTime() / 1000) * 1000;
 
@@ -21,5 +22,6 @@ export function formatAttachment(a: AttachmentWithMessages): Schema<'Attachment'
 
 export async function listAttachments(db: Db, user: User): Promise<{ attachments: Schema<'Attachment'>[]; upload_space_used: number }> {
   const rows = await attachmentsOfOwner(db, user.id);
-  return { attachments: rows.map(formatAttachment), upload_space_used: await usedUploadSpace(db, user.realmId) };
+  const shown = await Promise.all(rows.map((row) => withMessagesOwnerMayRead(db, user, row)));
+  return { attachments: shown.map(formatAttachment), upload_space_used: await usedUploadSpace(db, user.realmId) };
 }

@@ -74,6 +74,8 @@ export interface OpModel {
   /** Template relative to /api/v1. */
   path: string;
   auth: 'none' | 'optional' | 'required';
+  /** The caller may be named by an `api_key` parameter instead of a header (incoming webhooks). */
+  keyParameter: boolean;
   pathParams: ParamModel[];
   params: ParamModel[];
   /** Complete valid parameter sets from the spec's request-body examples. */
@@ -119,7 +121,7 @@ export class SpecModel {
           }
           if (form.example && typeof form.example === 'object') examples.push(form.example);
         }
-        ops.push({ id: op.operationId, method: method.toUpperCase(), path: path.replace(/^\/api\/v1/, ''), auth: wire.auth, pathParams, params, examples, mutating: method !== 'get' });
+        ops.push({ id: op.operationId, method: method.toUpperCase(), path: path.replace(/^\/api\/v1/, ''), auth: wire.auth, keyParameter: 'rawBody' in wire && wire.rawBody === true, pathParams, params, examples, mutating: method !== 'get' });
       }
     }
     this.ops = ops.sort((a, b) => a.id.localeCompare(b.id));
@@ -931,7 +933,10 @@ export function buildRequest(model: SpecModel, pools: FuzzPools, phase: Phase, s
   let authExpect: number[] | undefined;
   if (!draft.auth.valid && (op.auth === 'required' || (op.auth === 'optional' && draft.auth.label !== 'none'))) {
     if (draft.method === op.method || !draft.pathMutated) {
-      authExpect = [401];
+      // Incoming webhooks: without a header, the `api_key` parameter is the credential, and none at
+      // all is Zulip's 400 `Missing 'api_key' argument` (still before any other parameter).
+      const keyless = op.keyParameter && draft.auth.header === undefined && draft.rawBody === undefined && !draft.entries.some((e) => e.name === 'api_key');
+      authExpect = [keyless ? 400 : 401];
       if (/^malformed:(bearer|digest|token)/.test(draft.auth.label)) authExpect.push(400);
       if (draft.pathMutated) authExpect.push(404, 405);
       if (draft.malformedBody) authExpect.push(400, 413, 415);

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { Person } from '../../helpers/fixtures.ts';
 import { expectJsonError, type TestServer } from '../../helpers/test-server.ts';
 import { basicAuth } from '../../helpers/auth.ts';
-import { useChannel } from '../../helpers/channels.ts';
+import { createChannel, useChannel } from '../../helpers/channels.ts';
 import { eventPayloadsSince, eventsSince, markEvents } from '../../helpers/events.ts';
 import { BACKENDS, download, storedKeys, uploadFile, useUploadServer } from '../../helpers/uploads.ts';
 import { doDeleteOldUnclaimedAttachments } from '../../../src/actions/attachments.ts';
@@ -67,6 +67,21 @@ describe('GET /attachments', () => {
       expect((await download(env.url, url, { auth: auth(env, 'iago') })).status).toBe(200);
       const updates = (await eventsSince(env, mark)).filter((e) => e.payload.type === 'attachment');
       expect(updates.map((e) => [e.userIds, e.payload.attachment.path_id, e.payload.attachment.messages.length])).toEqual([[[env.users.hamlet.id], pathId, 2]]);
+    });
+
+    it('shows its uploader only the linking messages they may read (not a forward into a channel they are not in)', async () => {
+      const { url, pathId } = await uploadFile(env, 'hamlet', 'hidden-forward.txt', 'where does it go');
+      const shared = await send(env, 'hamlet', { type: 'direct', to: JSON.stringify([env.users.othello.id]), content: `[f](${url})` });
+      const secret = await createChannel(env, 'iago', { invite_only: true }, ['iago', 'othello']);
+      const mark = await markEvents(env);
+      const forwarded = await send(env, 'othello', { type: 'stream', to: secret.name, topic: 'fwd', content: `[f](${url})` });
+      // The file is linked from both (iago may read it now), but hamlet is told only of his own message.
+      expect((await download(env.url, url, { auth: auth(env, 'iago') })).status).toBe(200);
+      const listed = (await attachmentsOf(env, 'hamlet')).attachments.find((a) => a.path_id === pathId)!;
+      expect(listed.messages.map((m) => m.id)).toEqual([shared]);
+      const updates = (await eventsSince(env, mark)).filter((e) => e.payload.type === 'attachment');
+      expect(updates.map((e) => [e.userIds, e.payload.attachment.messages.map((m: { id: number }) => m.id)])).toEqual([[[env.users.hamlet.id], [shared]]]);
+      expect(forwarded).toBeGreaterThan(shared);
     });
 
     it('follows edits: a new link is claimed, a dropped one detached and answered as detached_uploads', async () => {

@@ -240,8 +240,16 @@ describe('PATCH /settings: every setting', () => {
       expect(own).toEqual(expected);
     }
     // Nobody else hears of a personal setting, except of the time zone, presence_enabled (the user's
-    // presence, written at once, below) and the address visibility (below).
-    if (s.name !== 'timezone' && s.name !== 'email_address_visibility' && s.name !== 'presence_enabled') expect(events).toHaveLength(own.length);
+    // presence, written at once, below), the address visibility (below) and the consent to private
+    // data in exports (the administrators, below).
+    if (!['timezone', 'email_address_visibility', 'presence_enabled', 'allow_private_data_export'].includes(s.name)) expect(events).toHaveLength(own.length);
+    if (s.name === 'allow_private_data_export') {
+      const consent = events.filter((e) => e.payload.type === 'realm_export_consent');
+      expect(consent.map((e) => e.payload)).toEqual([{ type: 'realm_export_consent', user_id: account.id, consented: value }]);
+      expect(consent[0]!.userIds).toContain(env.users.iago.id);
+      expect(consent[0]!.userIds).not.toContain(env.users.othello.id);
+      expect(events).toHaveLength(own.length + 1);
+    }
     if (s.name === 'presence_enabled') {
       const presence = events.filter((e) => e.payload.type === 'presence');
       expect(presence.map((e) => e.payload.user_id)).toEqual([account.id]);
