@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongPolesFirst from './test/helpers/sequencer.ts';
 
 // PARLEY_TEST_REPORT_DIR (set by .ci/run): also write a JSON report that CI totals.
 const reportDir = process.env.PARLEY_TEST_REPORT_DIR;
@@ -9,6 +10,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     pool: 'forks',
     maxWorkers: 2,
+    sequence: { sequencer: LongPolesFirst },
     testTimeout: 60_000,
     hookTimeout: 120_000,
     env: {},
