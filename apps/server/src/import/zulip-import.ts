@@ -61,7 +61,7 @@ import { REALM_SETTINGS } from '../lib/realm-settings.ts';
 import { alertWordKey } from '../lib/alert-words.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
 import { EMOJI_EXTENSIONS, emojiFileName, emojiKeys } from '../lib/realm-emoji.ts';
-import sharp from 'sharp';
+import { firstFramePng } from '../lib/image-resize.ts';
 import { avatarKeys, AVATAR_SIZE, MEDIUM_AVATAR_SIZE } from '../lib/avatar.ts';
 import { squarePngs } from '../lib/image-resize.ts';
 import { generateApiKey } from '../security/secrets.ts';
@@ -770,7 +770,7 @@ async function importEmoji(
       if (isAnimated) {
         let still: Buffer;
         try {
-          still = await sharp(await readFile(file), { animated: false }).png().toBuffer();
+          still = await firstFramePng(await readFile(file));
         } catch {
           throw new ImportError(`${entry}: ${relative} is not a readable image`);
         }

@@ -41,6 +41,11 @@ export async function fittedPng(input: Buffer, width: number, height: number): P
   return withStillImage(input, (image) => image.rotate().resize(width, height, { fit: 'inside', withoutEnlargement: true }).png().toBuffer());
 }
 
+/** The first frame of the image as a PNG, with the same pixel limit (an imported animated emoji's still image). */
+export async function firstFramePng(input: Buffer): Promise<Buffer> {
+  return withStillImage(input, (image) => image.png().toBuffer());
+}
+
 /** Animated images are refused above this many pixels across their first three frames (a third of the still limit). */
 export const IMAGE_MAX_ANIMATED_PIXELS = IMAGE_BOMB_TOTAL_PIXELS / 3;
 
