@@ -20,10 +20,13 @@
 // - upload: POST /api/v1/user_uploads of the file as a multipart body, streamed from disk by a plain
 //   node:http client, against a PUT of the same bytes to the floor;
 // - download: GET /user_uploads/<path> read to the end, against a GET of the floor's copy.
-// Each row reports MB/s (median of the runs), the ratio to its floor (goal ≥ 0.7) and the growth of
-// Parley's resident memory during the transfer, sampled every 100 ms (goal ≤ 30 MB). Compare ratios
-// within one run (2 shared cores: absolute figures vary between runs).
-import { chmodSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+// Each row reports MB/s (median of the runs), the ratio to its floor (goal ≥ 0.7), the growth of
+// Parley's resident memory during the transfer, sampled every 100 ms (goal ≤ 30 MB), and the CPU time
+// (user + system, all threads) the server process and the floor spent on the transfer: on 2 shared
+// cores the CPU time is the steadier figure. Compare ratios within one run (absolute figures vary
+// between runs). `pnpm start` runs Parley as a primary process and server processes (node:cluster);
+// the bench asks for one (PARLEY_WORKERS=1) and measures it, the process that serves the requests.
+import { chmodSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { execSync } from 'node:child_process';
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -64,6 +67,30 @@ const mbps = (seconds: number) => MB / seconds;
 interface Parley {
   server: ServerProcess;
   auth: string;
+  /** The process that serves requests: the cluster's one worker, or the server itself when it has none. */
+  pid: number;
+}
+
+/** The Node child processes of `pid` (a cluster's workers; not the embedded PostgreSQL's). */
+function nodeChildren(pid: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === pid && name === 'node') found.push(Number(entry));
+    } catch {}
+  }
+  return found;
+}
+
+/** CPU time (user + system, every thread) of a process so far, in seconds. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 async function startParley(label: string, dir: string, env: NodeJS.ProcessEnv): Promise<Parley> {
@@ -73,7 +100,7 @@ async function startParley(label: string, dir: string, env: NodeJS.ProcessEnv): 
     label,
     command: SERVER_CMD,
     cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'production', PARLEY_DATA_DIR: dataDir, PARLEY_RATE_LIMIT: '0', PARLEY_LOG_LEVEL: 'warn', PARLEY_MAX_FILE_UPLOAD_SIZE_MIB: String(MB + 1), HOST: '127.0.0.1', PORT: String(port), ...env },
+    env: { ...process.env, NODE_ENV: 'production', PARLEY_DATA_DIR: dataDir, PARLEY_RATE_LIMIT: '0', PARLEY_LOG_LEVEL: 'warn', PARLEY_WORKERS: '1', PARLEY_MAX_FILE_UPLOAD_SIZE_MIB: String(MB + 1), HOST: '127.0.0.1', PORT: String(port), ...env },
     port,
     readyPath: '/api/v1/server_settings',
     logFile: path.join(dir, `${label}.log`),
@@ -82,7 +109,9 @@ async function startParley(label: string, dir: string, env: NodeJS.ProcessEnv): 
   const zuliprc = readFileSync(path.join(dataDir, 'zuliprc'), 'utf8');
   const email = /^email=(.*)$/m.exec(zuliprc)![1]!;
   const key = /^key=(.*)$/m.exec(zuliprc)![1]!;
-  return { server, auth: `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}` };
+  const workers = nodeChildren(server.pid);
+  if (workers.length > 1) throw new Error(`${label}: ${workers.length} server processes, expected one`);
+  return { server, auth: `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}`, pid: workers[0] ?? server.pid };
 }
 
 /** A request whose body is the file streamed from disk (between `head` and `tail`); the answer's status and body. */
@@ -132,15 +161,26 @@ interface Row {
   seconds: number[];
   floorSeconds: number[];
   rssGrowthMb: number[];
+  cpu: number[];
+  floorCpu: number[];
 }
 
 /** One transfer through Parley while its RSS is sampled: its time and the growth over the RSS before. */
-async function measured(parley: Parley, run: () => Promise<void>): Promise<{ seconds: number; growth: number }> {
+async function measured(parley: Parley, run: () => Promise<void>): Promise<{ seconds: number; growth: number; cpu: number }> {
   execSync('sync');
-  const sampler = sampleRss(parley.server.pid, 100);
+  const sampler = sampleRss(parley.pid, 100);
+  const cpuBefore = cpuSeconds(parley.pid);
   const seconds = await timed(run);
+  const cpu = cpuSeconds(parley.pid) - cpuBefore;
   const samples = sampler.stop();
-  return { seconds, growth: Math.max(...samples) - samples[0]! };
+  return { seconds, growth: Math.max(...samples) - samples[0]!, cpu };
+}
+
+/** A transfer through the floor: its time and the floor process's CPU time. */
+async function floorMeasured(floor: ServerProcess, run: () => Promise<void>): Promise<{ seconds: number; cpu: number }> {
+  const cpuBefore = cpuSeconds(floor.pid);
+  const seconds = await timed(run);
+  return { seconds, cpu: cpuSeconds(floor.pid) - cpuBefore };
 }
 
 async function main() {
@@ -199,8 +239,8 @@ async function main() {
       { name: 'local disk', parley: local, floorKind: 'disk' },
       { name: 'S3 (s3rver)', parley: onS3, floorKind: 's3' },
     ];
-    const uploads = cases.map((c): Row => ({ name: `upload, ${c.name}`, seconds: [], floorSeconds: [], rssGrowthMb: [] }));
-    const downloads = cases.map((c): Row => ({ name: `download, ${c.name}`, seconds: [], floorSeconds: [], rssGrowthMb: [] }));
+    const uploads = cases.map((c): Row => ({ name: `upload, ${c.name}`, seconds: [], floorSeconds: [], rssGrowthMb: [], cpu: [], floorCpu: [] }));
+    const downloads = cases.map((c): Row => ({ name: `download, ${c.name}`, seconds: [], floorSeconds: [], rssGrowthMb: [], cpu: [], floorCpu: [] }));
     rows.push(uploads[0]!, downloads[0]!, uploads[1]!, downloads[1]!);
 
     for (let run = 1; run <= RUNS; run++) {
@@ -208,12 +248,13 @@ async function main() {
       for (const [i, c] of cases.entries()) {
         const floorUrl = `${floor.url}/${c.floorKind}/big-${run}.bin`;
         const floorUpload = async () => {
-          const seconds = await timed(async () => {
+          const { seconds, cpu } = await floorMeasured(floor, async () => {
             const res = await sendFile(floorUrl, 'PUT', {}, file);
             if (res.status !== 200) throw new Error(`floor upload: ${res.status} ${res.body}`);
           });
           uploads[i]!.floorSeconds.push(seconds);
-          log(`  upload, ${c.name}: floor ${fmt(mbps(seconds), 0)} MB/s`);
+          uploads[i]!.floorCpu.push(cpu);
+          log(`  upload, ${c.name}: floor ${fmt(mbps(seconds), 0)} MB/s (CPU ${fmt(cpu, 2)} s)`);
         };
         let url = '';
         const parleyUpload = async () => {
@@ -222,7 +263,8 @@ async function main() {
           });
           uploads[i]!.seconds.push(up.seconds);
           uploads[i]!.rssGrowthMb.push(up.growth);
-          log(`  upload, ${c.name}: Parley ${fmt(mbps(up.seconds), 0)} MB/s (RSS +${fmt(up.growth, 1)} MB)`);
+          uploads[i]!.cpu.push(up.cpu);
+          log(`  upload, ${c.name}: Parley ${fmt(mbps(up.seconds), 0)} MB/s (RSS +${fmt(up.growth, 1)} MB, CPU ${fmt(up.cpu, 2)} s)`);
         };
         // Turns: the floor first in odd runs, Parley first in even ones.
         if (run % 2 === 1) {
@@ -232,16 +274,18 @@ async function main() {
           await parleyUpload();
           await floorUpload();
         }
-        downloads[i]!.floorSeconds.push(
-          await timed(async () => {
-            if ((await downloadAll(floorUrl)) !== SIZE) throw new Error('short floor download');
-          }),
-        );
+        const floorDown = await floorMeasured(floor, async () => {
+          if ((await downloadAll(floorUrl)) !== SIZE) throw new Error('short floor download');
+        });
+        downloads[i]!.floorSeconds.push(floorDown.seconds);
+        downloads[i]!.floorCpu.push(floorDown.cpu);
         const down = await measured(c.parley, async () => {
           if ((await downloadAll(c.parley.server.url + url, { Authorization: c.parley.auth })) !== SIZE) throw new Error('short download');
         });
         downloads[i]!.seconds.push(down.seconds);
         downloads[i]!.rssGrowthMb.push(down.growth);
+        downloads[i]!.cpu.push(down.cpu);
+        log(`  download, ${c.name}: Parley ${fmt(mbps(down.seconds), 0)} MB/s (RSS +${fmt(down.growth, 1)} MB, CPU ${fmt(down.cpu, 2)} s), floor ${fmt(mbps(floorDown.seconds), 0)} MB/s (CPU ${fmt(floorDown.cpu, 2)} s)`);
       }
     }
   } finally {
@@ -263,11 +307,12 @@ async function main() {
       `${fmt(floor, 0)} MB/s`,
       `${fmt(ratio, 2)}× ${ratio >= GOAL_RATIO ? '(goal ≥ 0.7 met)' : '(goal ≥ 0.7 NOT met)'}`,
       `${fmt(growth, 1)} MB ${growth <= GOAL_RSS_MB ? '(≤ 30 met)' : '(≤ 30 NOT met)'}`,
+      `${fmt(median(r.cpu), 2)} s / ${fmt(median(r.floorCpu), 2)} s`,
     ];
   });
   console.log();
-  console.log(`${MB} MB file, median of ${RUNS} runs (RSS growth: the largest of the runs)`);
-  console.log(markdownTable(['transfer', 'through Parley', 'floor', 'ratio', 'server RSS growth'], table));
+  console.log(`${MB} MB file, median of ${RUNS} runs (RSS growth: the largest of the runs; CPU: medians)`);
+  console.log(markdownTable(['transfer', 'through Parley', 'floor', 'ratio', 'server RSS growth', 'CPU, Parley / floor'], table));
 }
 
 await main();

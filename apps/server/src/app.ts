@@ -16,8 +16,10 @@ import { buildValidationSpec } from './http/validation-spec.ts';
 import { pingDatabase } from './data/db.ts';
 import { accountsRouter } from './http/accounts.ts';
 import { emailConfirmationRouter } from './http/email-confirmation.ts';
+import { passwordResetRouter } from './http/password-reset.ts';
 import { userUploadsRouter } from './http/user-uploads.ts';
 import { userAvatarsRouter } from './http/user-avatars.ts';
+import { defaultImagesRouter } from './http/default-images.ts';
 import { exportDownloadsRouter } from './http/export-downloads.ts';
 
 export function buildApp(deps: AppDeps) {
@@ -67,9 +69,11 @@ export function buildApp(deps: AppDeps) {
     res.type('html').sendFile(deps.docsHtmlPath);
   });
   app.use(emailConfirmationRouter(deps)); // GET/POST /accounts/confirm_new_email (PATCH /settings email changes)
+  app.use(passwordResetRouter(deps)); // GET/POST /accounts/password/reset/<key> (imported accounts choose a password)
   app.use(accountsRouter(deps));
   app.use(userUploadsRouter(deps)); // GET /user_uploads/… (the files themselves, outside the API)
   app.use(userAvatarsRouter(deps)); // GET /user_avatars/… (uploaded avatars, public)
+  app.use(defaultImagesRouter()); // GET /static/images/… (the default organization logo, the thumbnail placeholder)
   app.use(exportDownloadsRouter(deps)); // GET /user_avatars/exports/… (finished organization exports)
   const notFound = (_req: Request, res: Response) => sendError(res, new JsonableError('Not Found', { status: 404 }));
   app.use(notFound);

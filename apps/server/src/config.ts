@@ -1,5 +1,6 @@
 // Configuration from the environment, read once at start.
 import { existsSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseStorageConfig } from './storage/index.ts';
 import type { StorageConfig } from './storage/types.ts';
@@ -23,6 +24,8 @@ export interface Config {
   validateResponses: boolean;
   /** Connections of this process's database pool (PARLEY_DB_POOL_SIZE). */
   databasePoolSize: number;
+  /** Server processes `pnpm start` runs (PARLEY_WORKERS); default: one per core (src/cluster/). */
+  workers: number;
   /** Requests handled at once by this process; more wait in line (PARLEY_MAX_CONCURRENT_REQUESTS). */
   maxConcurrentRequests: number;
   /** How long a request may wait in line before it is answered 503 (PARLEY_QUEUE_TIMEOUT_MS). */
@@ -64,6 +67,12 @@ export interface Config {
   emailGateway: EmailGatewayConfig;
   /** Outgoing webhooks (lib/outgoing-webhooks.ts): PARLEY_OUTGOING_WEBHOOK_ALLOW_PRIVATE, _TIMEOUT_MS, _RETRY_DELAY_MS. */
   outgoingWebhooks: OutgoingWebhookConfig;
+  /** Port of the Prometheus endpoint GET /metrics (PARLEY_METRICS_PORT; src/metrics); null (unset): no endpoint. */
+  metricsPort: number | null;
+  /** Address the metrics endpoint listens on (PARLEY_METRICS_HOST), 127.0.0.1 by default: off the public port. */
+  metricsHost: string;
+  /** When set (PARLEY_METRICS_TOKEN), scrapes must send `Authorization: Bearer <token>`. */
+  metricsToken: string | null;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -86,6 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     validateResponses: (env.PARLEY_VALIDATE_RESPONSES ?? (env.NODE_ENV === 'production' ? '0' : '1')) === '1',
     logLevel: parseLogLevel(env.PARLEY_LOG_LEVEL ?? 'info'),
     databasePoolSize: positiveInteger('PARLEY_DB_POOL_SIZE', env.PARLEY_DB_POOL_SIZE ?? '20'),
+    workers: env.PARLEY_WORKERS ? positiveInteger('PARLEY_WORKERS', env.PARLEY_WORKERS) : os.availableParallelism(),
     maxConcurrentRequests: positiveInteger('PARLEY_MAX_CONCURRENT_REQUESTS', env.PARLEY_MAX_CONCURRENT_REQUESTS ?? '64'),
     queueTimeoutMs: positiveInteger('PARLEY_QUEUE_TIMEOUT_MS', env.PARLEY_QUEUE_TIMEOUT_MS ?? '5000'),
     heartbeatMs: positiveInteger('PARLEY_HEARTBEAT_MS', env.PARLEY_HEARTBEAT_MS ?? '45000'),
@@ -104,12 +114,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     botStorageSizeLimit: nonNegativeInteger('PARLEY_BOT_STORAGE_LIMIT', env.PARLEY_BOT_STORAGE_LIMIT ?? '10000000'),
     emailGateway: parseEmailGatewayConfig(env, host, env.PARLEY_URL ?? `http://${shownHost}:${port}`),
     outgoingWebhooks: parseOutgoingWebhookConfig(env),
+    metricsPort: env.PARLEY_METRICS_PORT ? metricsPortNumber(env.PARLEY_METRICS_PORT) : null,
+    metricsHost: env.PARLEY_METRICS_HOST || '127.0.0.1',
+    metricsToken: env.PARLEY_METRICS_TOKEN || null,
   };
 }
 
 function nonNegativeInteger(name: string, value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number (0 or more), got ${value}`);
+  return n;
+}
+
+/** PARLEY_METRICS_PORT: a port number, 0 for any free one. */
+function metricsPortNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`PARLEY_METRICS_PORT must be a port number, got ${value}`);
   return n;
 }
 

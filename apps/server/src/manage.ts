@@ -17,6 +17,7 @@ import { writeFileSync } from 'node:fs';
 import { runImportCommand } from './import/import-command.ts';
 import { runSlackImportCommand } from './import/slack-command.ts';
 import { parseExportType, runExportCommand } from './export/command.ts';
+import { runBackupCommand, runRestoreCommand } from './backup/command.ts';
 
 const USAGE = `usage: pnpm manage <command> [options]
   create-realm --name <name> --url <url>
@@ -27,9 +28,11 @@ const USAGE = `usage: pnpm manage <command> [options]
   create-bot --owner <e> --full-name <n> --short-name <s> [--type generic|incoming|outgoing] [--payload-url <url>] [--output <zuliprc>] [--realm <id>]
               a bot of the owner's, and its zuliprc (printed, or written to --output)
   list-realms
-  import --file <export.tar.gz> [--url <url>] [--name <name>]   a new organization from a Zulip-format export (Zulip's or Parley's)
+  import --file <export.tar.gz> [--url <url>] [--name <name>] [--send-password-resets]   a new organization from a Zulip-format export (Zulip's or Parley's); e-mails its people a link to choose a password (by default when SMTP is configured)
   export --file <out.tar.gz> [--type public|full] [--realm <id>]   the organization in Zulip's export format (full: with members' consent)
   import-slack --file <slack-export.zip> [--url <url>] [--name <name>] [--no-threads]   a new organization from a Slack export
+  backup --file <out.tar.gz>   the whole server (database, local uploads, secret) in one consistent archive (README, "Backups")
+  restore --file <backup.tar.gz>   a backup into an empty database and data directory
   outbox [--id <n>]   e-mails of the outbox (newest 50), or one e-mail in full
   pushes [--email <e>] [--status <status>] [--limit <n>] [--realm <id>]   push notifications of the push outbox, newest first`;
 
@@ -65,6 +68,7 @@ const { values } = parseArgs({
     'payload-url': { type: 'string' },
     output: { type: 'string' },
     file: { type: 'string' },
+    'send-password-resets': { type: 'boolean' },
     'no-threads': { type: 'boolean' },
   },
   allowPositionals: false,
@@ -72,6 +76,22 @@ const { values } = parseArgs({
 if (!command || command === 'help' || command === '--help') {
   console.log(USAGE);
   process.exit(command ? 0 : 2);
+}
+
+// Backup and restore open the database themselves: a restore needs it untouched (no migrations applied yet).
+if (command === 'backup' || command === 'restore') {
+  const file = values.file;
+  if (!file) {
+    console.error(`--file is required\n${USAGE}`);
+    process.exit(2);
+  }
+  try {
+    await (command === 'backup' ? runBackupCommand : runRestoreCommand)(loadConfig(), file);
+    process.exit(0);
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  }
 }
 
 const config = loadConfig();
@@ -180,7 +200,7 @@ try {
       break;
     }
     case 'import': {
-      await runImportCommand(deps, need('file'), { url: values.url ? validateOrganizationUrl(values.url) : undefined, name: values.name });
+      await runImportCommand(deps, need('file'), { url: values.url ? validateOrganizationUrl(values.url) : undefined, name: values.name, ...(values['send-password-resets'] ? { sendPasswordResets: true } : {}) });
       break;
     }
     case 'export': {

@@ -33,6 +33,9 @@ import { scheduleRealmJobs } from './jobs/realm.ts';
 import { createPresenceBuffer } from './presence/buffer.ts';
 import { flushPresenceReports } from './actions/presence.ts';
 import { startEmailGateway, type EmailGateway } from './email-gateway/smtp.ts';
+import cluster from 'node:cluster';
+import { attachMetrics } from './metrics/metrics.ts';
+import { startConfiguredMetricsServer, type MetricsServer } from './metrics/server.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -51,6 +54,11 @@ export interface RunningServer {
   url: string;
   /** The e-mail gateway's SMTP listener (src/email-gateway), when PARLEY_EMAIL_GATEWAY_PORT is set. */
   emailGateway: EmailGateway | null;
+  /**
+   * The Prometheus endpoint (PARLEY_METRICS_PORT), when this process serves it: not in a node:cluster
+   * worker, whose metrics the primary serves (metrics/server.ts).
+   */
+  metrics: MetricsServer | null;
   /** Stops the server: with drainMs, requests under way get that long to finish first. */
   close(options?: { drainMs?: number }): Promise<void>;
 }
@@ -133,6 +141,8 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
   await scheduleAttachmentCleanup(deps);
   await scheduleRealmJobs(deps);
   const emailGateway = deps.config.emailGateway.port === null ? null : await startEmailGateway(deps);
+  const detachMetrics = attachMetrics(deps);
+  const metrics = cluster.isWorker ? null : await startConfiguredMetricsServer(deps.config, false);
   // In-flight requests, so that close() can let them finish.
   let inFlight = 0;
   let drained: (() => void) | null = null;
@@ -151,9 +161,12 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
     server,
     url,
     emailGateway,
+    metrics,
     async close({ drainMs = 0 } = {}) {
       // Parked long-polls answer at once (a heartbeat), so that clients poll again elsewhere.
       deps.delivery.close();
+      detachMetrics();
+      await metrics?.close();
       housekeeping.stop();
       idleCollection.stop();
       // Stop accepting; idle keep-alive connections go at once, requests under way get up to drainMs.
@@ -175,7 +188,9 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
       await deps.presence.close();
       await deps.jobs.stop();
       await deps.events.flush();
-      await deps.rateLimiter?.flush();
+      // Acknowledgments and access times of the queues polled here, recorded in memory, are written now.
+      await deps.delivery.flush();
+      await deps.rateLimiter?.close();
       await deps.listener.close();
       await deps.storage.close();
       await deps.db.$disconnect();

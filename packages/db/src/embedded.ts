@@ -51,8 +51,8 @@ export interface EmbeddedDatabase {
   adminUrl: string;
   /** Builds the connection string of a database on this cluster. */
   urlFor(database: string): string;
-  /** Process id of the PostgreSQL server (postmaster). */
-  pid: number;
+  /** Process id of the PostgreSQL server (postmaster); a new one after a restart (restartOnExit). */
+  readonly pid: number;
   port: number;
   /** Fast shutdown (open sessions are ended), then waits until the server has exited. Idempotent. */
   stop(): Promise<void>;
@@ -73,6 +73,12 @@ export interface StartEmbeddedOptions {
   port?: number;
   /** Where the chosen port is kept; default: next to dataDir, `<dataDir>.port`. Unused for ephemeral clusters. */
   portFile?: string;
+  /**
+   * Start the server again, on the same port, whenever it stops without stop() having been called (an
+   * administrator's `pg_ctl stop`, a crash, the OOM killer): the processes attached to it reconnect by
+   * themselves. Retried with backoff while it cannot start (e.g. old backends still hold its memory).
+   */
+  restartOnExit?: boolean;
   log?: (line: string) => void;
 }
 
@@ -518,17 +524,45 @@ export async function startEmbeddedPostgres(options: StartEmbeddedOptions): Prom
     throw error;
   }
 
-  const { child, exited } = started;
+  let current: Started = started;
   const urlFor = (database: string) => `postgresql://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
   let stopping: Promise<void> | undefined;
+  /** A restart under way (restartOnExit), awaited by stop(). */
+  let restarting: Promise<void> | undefined;
+  const supervise = (server: Started) => {
+    void server.exited.then(() => {
+      if (stopping || !options.restartOnExit) return;
+      const status = server.child.signalCode ?? `exit code ${server.child.exitCode}`;
+      log(`the embedded PostgreSQL (pid ${server.child.pid}) stopped unexpectedly (${status}); starting it again on port ${port}`);
+      restarting = (async () => {
+        for (let attempt = 1; !stopping; attempt++) {
+          await sleep(Math.min(5_000, 100 * 2 ** Math.min(attempt, 6)));
+          if (stopping) return;
+          try {
+            current = await runServer(bin, dataDir, port, ephemeral, runAs, watchdog);
+          } catch (error) {
+            log(`the embedded PostgreSQL did not start again (${(error instanceof Error ? error.message : String(error)).split('\n')[0]}); retrying`);
+            continue;
+          }
+          log(`the embedded PostgreSQL runs again (pid ${current.child.pid})`);
+          supervise(current);
+          return;
+        }
+      })();
+    });
+  };
+  supervise(started);
   return {
     adminUrl: urlFor('postgres'),
     urlFor,
-    pid: child.pid!,
+    get pid() {
+      return current.child.pid!;
+    },
     port,
     stop() {
       stopping ??= (async () => {
-        await stopServer(child, exited);
+        await restarting;
+        await stopServer(current.child, current.exited);
         watchdog.disarm();
         if (ephemeral) {
           rmSync(dataDir, { recursive: true, force: true });
@@ -600,7 +634,12 @@ export async function openParleyDatabase(options: { dataDir: string; port?: numb
   options.log?.(`starting embedded PostgreSQL in ${clusterDir}`);
   let cluster: EmbeddedDatabase;
   try {
-    cluster = await startEmbeddedPostgres({ dataDir: clusterDir, ...(options.port !== undefined ? { port: options.port } : {}), ...(options.log ? { log: options.log } : {}) });
+    cluster = await startEmbeddedPostgres({
+      dataDir: clusterDir,
+      restartOnExit: true,
+      ...(options.port !== undefined ? { port: options.port } : {}),
+      ...(options.log ? { log: options.log } : {}),
+    });
   } catch (error) {
     if (!(error instanceof EmbeddedPostgresInUseError)) throw error;
     throw new EmbeddedPostgresError(

@@ -4,7 +4,7 @@ import type { AppDeps } from '../deps.ts';
 import { inTransaction } from '../data/transactions.ts';
 import { Prisma } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
-import { createEventQueue, deleteEventQueue, touchEventQueue } from '../data/event-queues.repo.ts';
+import { createEventQueue, deleteEventQueue } from '../data/event-queues.repo.ts';
 import { newestEventId } from '../data/event-queues.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { checkCanRegisterQueue } from '../access/event-queues.ts';
@@ -109,12 +109,13 @@ export interface PollRequest {
 }
 
 export async function doGetEvents(deps: AppDeps, user: User, request: PollRequest): Promise<{ events: Record<string, unknown>[]; queue_id: string }> {
-  const queue = await touchEventQueue(deps.db, request.queueId, user.id, request.lastEventId ?? null);
-  if (!queue) throw new BadEventQueueIdError(request.queueId);
+  // Recorded in memory and written in batches (events/queue-cache.ts): a poll writes nothing itself.
+  const opened = await deps.delivery.queues.open(request.queueId, user.id, request.lastEventId ?? null);
+  if (!opened) throw new BadEventQueueIdError(request.queueId);
   // The queue holds only what came after its registration and what the client has not acknowledged: a
   // last_event_id below that (-1, or an id from before the queue existed) starts at the queue's own mark
   // (the acknowledged id, never moving backwards; registration's newest id at first), as Zulip's queues do.
-  const after = queue.lastEventId;
+  const { queue, after } = opened;
   if (!request.dontBlock) request.onWait();
   const answer = await deps.delivery.poll(queue, after, { dontBlock: request.dontBlock, signal: request.signal });
   // Ended under the poll (owner deactivated, or an all_public_streams queue's owner became a guest): the
@@ -124,5 +125,6 @@ export async function doGetEvents(deps: AppDeps, user: User, request: PollReques
 }
 
 export async function doDeleteQueue(deps: AppDeps, user: User, queueId: string): Promise<void> {
+  deps.delivery.queues.forget(queueId);
   if (!(await deleteEventQueue(deps.db, queueId, user.id))) throw new BadEventQueueIdError(queueId);
 }

@@ -13,11 +13,14 @@ import { inTransaction } from '../data/transactions.ts';
 import type { Db, RawSql } from '../data/db.ts';
 import type { CachedTableWrites } from '../data/cached-tables.ts';
 import type { Channel, Realm, Subscription, User } from '../data/models.ts';
-import { defaultChannelIds, findChannelFolder, shareLockChannels, shareLockChannelsByNames } from '../data/channels.repo.ts';
+import { defaultChannelIds, findChannelFolder, shareLockChannels, shareLockChannelsByNames, shareLockChannelsWithFacts, type ChannelFacts } from '../data/channels.repo.ts';
 import { isUniqueViolation } from '../data/database-errors.ts';
 import {
+  activateExpectedSql,
   activateSubscriptions,
   deactivateSubscriptions,
+  isExpectationFailure,
+  newSubscriptionRow,
   findUsersByPrincipalIds,
   findUsersByPrincipalEmails,
   subscriptionRows,
@@ -43,8 +46,9 @@ import {
 } from '../access/channels.ts';
 import { defaultStreamsEvent, insertChannel, streamCreateEvent, streamDeleteEvent, type NewChannel } from './channels.ts';
 import type { GroupSettingValue } from './group-settings.ts';
-import { channelDisplayData, channelFactsRequest } from '../queries/channels.ts';
+import { channelDisplayData, channelFactsRequest, RECENT_ACTIVITY_DAYS } from '../queries/channels.ts';
 import {
+  CHANNEL_GROUP_SETTINGS,
   checkChannelName,
   checkColor,
   formatChannel,
@@ -132,10 +136,14 @@ async function publish(deps: AppDeps, tx: SubscriptionTx, afterCommit: (fn: () =
 
 /**
  * The named channels that exist, share-locked (one statement), in the request's order, with the
- * caller's subscription rows on them and the colors the caller uses (null: not read).
+ * caller's subscription rows on them and the colors the caller uses (null: not read); `withFacts`:
+ * and, read by the same statement, the channels' display facts with their subscriber lists (null: not
+ * read).
  */
-async function lockNamedChannels(tx: RawSql, realm: Realm, actor: User, names: string[]) {
-  const { channels, usedColors } = await shareLockChannelsByNames(tx, realm.id, names, actor.id);
+async function lockNamedChannels(tx: RawSql, realm: Realm, actor: User, names: string[], withFacts = false) {
+  const { channels, usedColors, facts } = withFacts
+    ? await shareLockChannelsWithFacts(tx, realm.id, names, actor.id, { groupFields: CHANNEL_GROUP_SETTINGS.map((s) => s.column), recentDays: RECENT_ACTIVITY_DAYS })
+    : { ...(await shareLockChannelsByNames(tx, realm.id, names, actor.id)), facts: null };
   const byName = new Map(channels.map((c) => [c.channel.name.toLowerCase(), c]));
   const found = names.map((n) => byName.get(n.toLowerCase())).filter((c) => c !== undefined);
   return {
@@ -143,6 +151,7 @@ async function lockNamedChannels(tx: RawSql, realm: Realm, actor: User, names: s
     missing: names.filter((n) => !byName.has(n.toLowerCase())),
     callerRows: new Map(found.filter((c) => c.subscription !== null).map((c) => [c.channel.id, c.subscription!])),
     usedColors: channels.length ? usedColors : null,
+    facts,
   };
 }
 
@@ -212,7 +221,9 @@ async function subscribeOnce(deps: AppDeps, realm: Realm, actor: User, request: 
       writes.none();
       return result;
     } catch (error) {
-      if (!(error instanceof NeedsPrismaTransaction)) throw error;
+      // A concurrent request of the caller's changed a row it was about to write: the plain attempt's
+      // prediction failed and it rolled back (see addSubscriptions); the full transaction finds out.
+      if (!(error instanceof NeedsPrismaTransaction) && !isExpectationFailure(error)) throw error;
     }
   }
   return inTransaction(deps.db, (tx, afterCommit) => subscribeIn(deps, realm, actor, request, prismaTx(tx), afterCommit));
@@ -241,7 +252,9 @@ async function subscribeIn(
   );
 
   const names = checkNames(request.channels.map((c) => c.name));
-  const { channels: existing, missing, callerRows, usedColors } = await lockNamedChannels(tx.sql, realm, actor, names);
+  // In the plain transaction, the channels' facts come with the locks, so that the subscription rows
+  // and their events can be written with COMMIT (addSubscriptions).
+  const { channels: existing, missing, callerRows, usedColors, facts } = await lockNamedChannels(tx.sql, realm, actor, names, tx.prisma === null);
   if (missing.length) {
     checkCanCreateChannel(await subject(), realm, {
       inviteOnly: request.inviteOnly,
@@ -291,10 +304,19 @@ async function subscribeIn(
   const channels = [...authorized, ...created];
   // The caller's own rows and colors came with the lock (a channel created here has no rows yet).
   const known = !others && usedColors ? { rows: new Map([...callerRows].map(([channelId, row]) => [pairKey(actor.id, channelId), row])), usedColors: new Map([[actor.id, usedColors]]) } : undefined;
+  if (facts && known && events.length === 0 && tx.atCommit) {
+    // The plain transaction: the rows and their events go out with COMMIT (one round trip fewer).
+    const outcome = await addSubscriptions(tx, realm, channels, users, colors, known, { facts, deps, afterCommit });
+    return subscribeResult(request, unauthorized, outcome);
+  }
   const outcome = await addSubscriptions(tx, realm, channels, users, colors, known);
   events.push(...outcome.events);
   await publish(deps, tx, afterCommit, realm.id, events);
+  return subscribeResult(request, unauthorized, outcome);
+}
 
+/** The answer of POST /users/me/subscriptions. */
+function subscribeResult(request: SubscribeRequest, unauthorized: Channel[], outcome: { subscribed: Record<string, string[]>; alreadySubscribed: Record<string, string[]> }): SubscribeResult {
   const result: SubscribeResult = { subscribed: outcome.subscribed, already_subscribed: outcome.alreadySubscribed };
   if (!request.authorizationErrorsFatal) result.unauthorized = unauthorized.map((c) => c.name);
   // Zulip includes the field exactly when the request asked for the messages, and reports whether it
@@ -307,6 +329,12 @@ async function subscribeIn(
  * Zulip's bulk_add_subscriptions: activates existing rows or inserts new ones (with the requested
  * color or a palette color the user does not use yet) and builds the events. The channels are
  * share-locked by the caller; `known` gives rows and colors already read (else they are read here).
+ *
+ * With `predicted` (the plain transaction, whose lock also read the channels' facts), the rows are
+ * not written now: the outcome is predicted from the rows read under the locks, the events built from
+ * it, and the rows and events written by one statement that goes out with COMMIT, which PostgreSQL
+ * refuses (the transaction rolls back: isExpectationFailure) unless it changed exactly the predicted
+ * rows. Its events are then stored (and announced after commit) here.
  */
 async function addSubscriptions(
   tx: SubscriptionTx,
@@ -315,6 +343,7 @@ async function addSubscriptions(
   users: User[],
   colors: Map<string, string>,
   known?: { rows: Map<string, Subscription>; usedColors: Map<number, Set<string>> },
+  predicted?: { facts: ChannelFacts; deps: AppDeps; afterCommit: (fn: () => void | Promise<void>) => void },
 ) {
   const channelIds = channels.map((c) => c.id);
   const userIds = users.map((u) => u.id);
@@ -337,8 +366,20 @@ async function addSubscriptions(
   // Only what this statement changed counts as subscribed: a pair subscribed concurrently is "already".
   // The same statement reads what the events show of the channels written to.
   const candidates = channels.filter((c) => wanted.some((w) => w.channelId === c.id));
-  const activation = await activateSubscriptions(tx.sql, realm.id, wanted, channelFactsRequest(candidates, { withSubscribers: true }));
-  const changed = new Map(activation.rows.map((r) => [pairKey(r.userId, r.channelId), r]));
+  let changed: Map<string, Subscription>;
+  let facts: ChannelFacts;
+  if (predicted) {
+    // Every pair wanted changes: reactivated as read, or inserted with the table's defaults.
+    changed = new Map(wanted.map((w) => {
+      const row = rowOf.get(pairKey(w.userId, w.channelId));
+      return [pairKey(w.userId, w.channelId), row ? { ...row, active: true } : newSubscriptionRow(w.userId, w.channelId, w.color)];
+    }));
+    facts = withNewSubscribers(predicted.facts, candidates, users.filter((u) => u.isActive), (c, u) => changed.has(pairKey(u.id, c.id)));
+  } else {
+    const activation = await activateSubscriptions(tx.sql, realm.id, wanted, channelFactsRequest(candidates, { withSubscribers: true }));
+    changed = new Map(activation.rows.map((r) => [pairKey(r.userId, r.channelId), r]));
+    facts = activation.facts!;
+  }
 
   const subscribed: Record<string, string[]> = {};
   const alreadySubscribed: Record<string, string[]> = {};
@@ -357,7 +398,7 @@ async function addSubscriptions(
   const events: QueuedEvent[] = [];
   if (added.length) {
     const touched = channels.filter((c) => added.some((a) => a.channel.id === c.id));
-    const data = await channelDisplayData(tx.reader, realm.id, touched, activation.facts!);
+    const data = await channelDisplayData(tx.reader, realm.id, touched, facts);
     // Users who could not see a channel before get its creation event first.
     for (const channel of touched) {
       const joined = added.filter((a) => a.channel.id === channel.id).map((a) => a.user);
@@ -378,7 +419,33 @@ async function addSubscriptions(
       events.push({ audience: { ...channelAudience(channel), except: altered }, payload: { type: 'subscription', op: 'peer_add', stream_ids: [channel.id], user_ids: altered } });
     }
   }
+  if (predicted && changed.size > 0) {
+    tx.atCommit!(activateExpectedSql([...changed.values()], insertEventsSql(realm.id, events)));
+    if (events.length) predicted.afterCommit(() => predicted.deps.events.announce(realm.id));
+    return { subscribed, alreadySubscribed, events: [] };
+  }
   return { subscribed, alreadySubscribed, events };
+}
+
+/**
+ * Facts read before the subscriptions were written, with the users who join each channel added to
+ * its subscribers (as the facts activateSubscriptions reads show them). Throws NeedsPrismaTransaction
+ * when they lack a channel or a group its settings name (a concurrent change of the channel made one
+ * after the facts' snapshot).
+ */
+function withNewSubscribers(facts: ChannelFacts, channels: Channel[], users: User[], joins: (channel: Channel, user: User) => boolean): ChannelFacts {
+  const subscribers = new Map(facts.subscribers);
+  const subscriberCount = new Map(facts.subscriberCount);
+  for (const channel of channels) {
+    const before = facts.subscribers.get(channel.id);
+    if (!before || CHANNEL_GROUP_SETTINGS.some((s) => !facts.groups.has(channel[s.column]))) throw new NeedsPrismaTransaction('the facts read with the lock are incomplete');
+    const ids = new Set(before);
+    for (const user of users) if (joins(channel, user)) ids.add(user.id);
+    const list = [...ids].sort((a, b) => a - b);
+    subscribers.set(channel.id, list);
+    subscriberCount.set(channel.id, list.length);
+  }
+  return { ...facts, subscribers, subscriberCount };
 }
 
 /** A new user joins the organization's default channels (Zulip's do_create_user); returns the events. */

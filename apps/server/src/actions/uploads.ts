@@ -124,24 +124,21 @@ export async function doUploadFile(deps: AppDeps, realm: Realm, user: User, body
 }
 
 /**
- * `source` through a byte counter: `check` is asked after every chunk with the bytes so far, and a
- * failure it answers ends the stream with that failure (the storage write then fails, leaving nothing).
+ * `source` with a byte counter: `check` is asked after every chunk with the bytes so far, and a failure
+ * it answers ends the stream with that failure (the storage write then fails, leaving nothing). Not a
+ * stage of its own (a Transform would hold up to its high-water mark of the body's chunks, which then
+ * live long enough to reach V8's old generation): the counter listens to the chunks the reader takes
+ * (a paused stream emits 'data' for each read without starting to flow).
  */
 function limitSize(source: Readable, check: (received: number) => JsonableError | null): Readable {
   let received = 0;
-  const limited = new Transform({
-    highWaterMark: 256 * 1024,
-    transform(chunk: Buffer, _encoding, callback) {
-      received += chunk.length;
-      const failure = check(received);
-      if (failure) return callback(failure);
-      callback(null, chunk);
-    },
+  source.pause();
+  source.on('data', (chunk: Buffer) => {
+    received += chunk.length;
+    const failure = check(received);
+    if (failure) source.destroy(failure);
   });
-  source.on('error', (error) => limited.destroy(error));
-  limited.on('error', () => source.unpipe(limited));
-  source.pipe(limited);
-  return limited;
+  return source;
 }
 
 /**

@@ -80,10 +80,47 @@ export async function shareLockChannelsByNames(db: RawSql, realmId: number, name
     FROM channel c LEFT JOIN subscription s ON s.channel_id = c.id AND s.user_id = ${userId}
     WHERE c.realm_id = ${realmId} AND lower(c.name) IN (SELECT lower(n) FROM unnest(${names}::text[]) AS n)
     ORDER BY c.id FOR SHARE OF c`;
+  return sharedChannelsOf(rows);
+}
+
+function sharedChannelsOf(rows: Array<Record<string, unknown>>): { channels: SharedChannel[]; usedColors: Set<string> } {
   return {
     channels: rows.map((r) => ({ channel: channelOf(r), subscription: r.subscription ? subscriptionOfJson(r.subscription as Record<string, unknown>) : null })),
     usedColors: new Set((rows[0]?.used_colors as string[] | undefined) ?? []),
   };
+}
+
+/**
+ * shareLockChannelsByNames, and in the same statement the display facts of the channels found
+ * (channelDisplayFacts with subscriber lists, the groups named by the channels' `groupFields`), read
+ * once the locks are held. The facts come from the statement's snapshot: a group a concurrent change
+ * of a channel created after it began is missing from them (the caller checks).
+ */
+export async function shareLockChannelsWithFacts(
+  db: RawSql,
+  realmId: number,
+  names: string[],
+  userId: number,
+  facts: { groupFields: ReadonlyArray<keyof Channel>; recentDays: number },
+): Promise<{ channels: SharedChannel[]; usedColors: Set<string>; facts: ChannelFacts }> {
+  if (names.length === 0) return { channels: [], usedColors: new Set(), facts: channelFactsOf([]) };
+  const groupColumns = Prisma.raw(facts.groupFields.map((f) => `l.${channelColumn(f)}`).join(', '));
+  const factsSql = channelFactsSql(realmId, { channelIds: [], groupIds: [], recentDays: facts.recentDays, withSubscribers: true }, undefined, {
+    channelIds: Prisma.sql`SELECT l.id FROM locked l`,
+    groupIds: Prisma.sql`SELECT unnest(ARRAY[${groupColumns}]) FROM locked l`,
+  });
+  const rows = await db.$queryRaw<Array<Record<string, unknown>>>`
+    WITH locked AS (
+      SELECT c.* FROM channel c
+      WHERE c.realm_id = ${realmId} AND lower(c.name) IN (SELECT lower(n) FROM unnest(${names}::text[]) AS n)
+      ORDER BY c.id FOR SHARE OF c
+    )
+    SELECT ${channelColumns('c')}, to_jsonb(s) AS subscription,
+      ARRAY(SELECT DISTINCT o.color FROM subscription o WHERE o.user_id = ${userId}) AS used_colors,
+      (SELECT jsonb_agg(to_jsonb(f)) FROM (${factsSql}) f) AS facts
+    FROM locked c LEFT JOIN subscription s ON s.channel_id = c.id AND s.user_id = ${userId}
+    ORDER BY c.id`;
+  return { ...sharedChannelsOf(rows), facts: channelFactsOf((rows[0]?.facts as FactsRow[] | null | undefined) ?? []) };
 }
 
 /** A subscription row from its to_jsonb form. */
@@ -171,7 +208,7 @@ type FactsRow = { kind: string; id: number; count: number | null; ids: number[] 
  * the same statement made active (a data-modifying CTE): its statement snapshot does not show them, so
  * they are added to the subscriber lists.
  */
-export function channelFactsSql(realmId: number, request: ChannelFactsRequest, alsoSubscribed?: Prisma.Sql): Prisma.Sql {
+export function channelFactsSql(realmId: number, request: ChannelFactsRequest, alsoSubscribed?: Prisma.Sql, from?: FactsSource): Prisma.Sql {
   const activeSubscribers = (select: Prisma.Sql, order: Prisma.Sql = Prisma.empty) =>
     Prisma.sql`(SELECT ${select} FROM subscription s JOIN "user" u ON u.id = s.user_id WHERE s.channel_id = c.id AND s.active AND u.is_active ${order})`;
   const subscriberIds = !request.withSubscribers
@@ -186,13 +223,19 @@ export function channelFactsSql(realmId: number, request: ChannelFactsRequest, a
       (SELECT min(m.id) FROM message m WHERE m.channel_id = c.id) AS first,
       EXISTS (SELECT 1 FROM message m WHERE m.channel_id = c.id AND m.date_sent >= (now() AT TIME ZONE 'UTC') - make_interval(days => ${request.recentDays}::int)) AS recent,
       NULL::boolean AS anonymous, NULL::int[] AS subgroups
-    FROM unnest(${request.channelIds}::int[]) AS c(id)
+    FROM ${from ? Prisma.sql`(${from.channelIds})` : Prisma.sql`unnest(${request.channelIds}::int[])`} AS c(id)
     UNION ALL
     SELECT 'g', g.id, NULL,
       CASE WHEN g.name IS NULL THEN ARRAY(SELECT m.user_id FROM user_group_member m JOIN "user" u ON u.id = m.user_id WHERE m.group_id = g.id AND u.is_active ORDER BY m.user_id) END,
       NULL, NULL, g.name IS NULL,
       CASE WHEN g.name IS NULL THEN ARRAY(SELECT sg.subgroup_id FROM user_group_subgroup sg WHERE sg.supergroup_id = g.id ORDER BY sg.subgroup_id) END
-    FROM user_group g WHERE g.realm_id = ${realmId} AND g.id = ANY(${[...new Set(request.groupIds)]}::int[])`;
+    FROM user_group g WHERE g.realm_id = ${realmId} AND ${from ? Prisma.sql`g.id IN (${from.groupIds})` : Prisma.sql`g.id = ANY(${[...new Set(request.groupIds)]}::int[])`}`;
+}
+
+/** Channel and group ids of channelFactsSql given as queries (one int column each) instead of lists. */
+interface FactsSource {
+  channelIds: Prisma.Sql;
+  groupIds: Prisma.Sql;
 }
 
 /** The facts from the rows of channelFactsSql. */

@@ -46,21 +46,7 @@ interface QueueSqlRow {
   created_ms: number;
 }
 
-/**
- * Marks a poll of the user's queue: records the acknowledged event id (never moving backwards) and
- * the access time. Null when the queue does not exist, belongs to someone else, or has expired.
- * `event_types` is null for "every type" (stored as an empty array with no types given).
- */
-export async function touchEventQueue(db: Db, queueId: string, userId: number, acknowledged: number | null): Promise<EventQueueRow | null> {
-  const rows = await db.$queryRaw<QueueSqlRow[]>`
-    UPDATE event_queue SET last_accessed_at = now(),
-      last_event_id = GREATEST(last_event_id, COALESCE(${acknowledged}::bigint, last_event_id))
-    WHERE id = ${queueId} AND user_id = ${userId}::int
-      AND last_accessed_at > now() - make_interval(secs => lifespan_secs)
-    RETURNING id, realm_id, user_id, event_types, all_public_streams, apply_markdown, client_gravatar, narrow,
-      client_capabilities, lifespan_secs, last_event_id, (extract(epoch FROM created_at) * 1000)::float8 AS created_ms`;
-  const r = rows[0];
-  if (!r) return null;
+function toQueueRow(r: QueueSqlRow): EventQueueRow {
   return {
     id: r.id,
     realmId: r.realm_id,
@@ -75,6 +61,44 @@ export async function touchEventQueue(db: Db, queueId: string, userId: number, a
     lastEventId: Number(r.last_event_id),
     createdAtMs: r.created_ms,
   };
+}
+
+/** NOTIFY channel on which a process that starts serving a queue tells the others (payload: "<process token> <queue id>"). */
+export const QUEUE_MOVED_CHANNEL = 'parley_queue_moved';
+/** NOTIFY channel of deleted queues (payload: queue ids separated by commas), from the event_queue trigger. */
+export const QUEUE_GONE_CHANNEL = 'parley_queue_gone';
+
+/**
+ * Reads the user's queue without writing it (a process starting to serve it: events/queue-cache.ts), and
+ * tells the other processes, at once, that `token`'s process serves it now. Null when the queue does
+ * not exist, belongs to someone else, or has expired. `recentlyPolled`: a poll of it was recorded in
+ * the row less than `recentSecs` ago (never, for a queue not polled since its registration).
+ */
+export async function readEventQueue(db: Db, queueId: string, userId: number, token: string, recentSecs: number): Promise<{ queue: EventQueueRow; recentlyPolled: boolean } | null> {
+  const rows = await db.$queryRaw<(QueueSqlRow & { recently_polled: boolean })[]>`
+    SELECT id, realm_id, user_id, event_types, all_public_streams, apply_markdown, client_gravatar, narrow,
+      client_capabilities, lifespan_secs, last_event_id, (extract(epoch FROM created_at) * 1000)::float8 AS created_ms,
+      (last_accessed_at > created_at AND last_accessed_at > now() - make_interval(secs => ${recentSecs}::float8)) AS recently_polled,
+      pg_notify(${QUEUE_MOVED_CHANNEL}::text, ${token}::text || ' ' || id) IS NULL AS notified
+    FROM event_queue
+    WHERE id = ${queueId} AND user_id = ${userId}::int AND last_accessed_at > now() - make_interval(secs => lifespan_secs)`;
+  const r = rows[0];
+  return r ? { queue: toQueueRow(r), recentlyPolled: r.recently_polled } : null;
+}
+
+/**
+ * Records polls of many queues in one statement: each queue's acknowledged event id (never moving
+ * backwards) and when it was last polled (`idleSecs` before now, on the database's clock; never moving
+ * backwards). Queues deleted meanwhile are skipped.
+ */
+export async function recordQueuePolls(db: Db, marks: { id: string; acknowledged: number; idleSecs: number }[]): Promise<void> {
+  if (!marks.length) return;
+  await db.$executeRaw`
+    UPDATE event_queue q SET
+      last_event_id = GREATEST(q.last_event_id, m.acknowledged),
+      last_accessed_at = GREATEST(q.last_accessed_at, now() - make_interval(secs => m.idle_secs))
+    FROM unnest(${marks.map((m) => m.id)}::text[], ${marks.map((m) => m.acknowledged)}::bigint[], ${marks.map((m) => m.idleSecs)}::float8[]) AS m(id, acknowledged, idle_secs)
+    WHERE q.id = m.id`;
 }
 
 /** Deletes the user's queue; false when there was none. */

@@ -53,9 +53,20 @@ export const updateRealmExport = (
   data: Partial<{ status: number; dateStarted: Date; dateSucceeded: Date; dateFailed: Date; dateDeleted: Date; exportPath: string; tarballSizeBytes: bigint; sha256sumHex: string; stats: Prisma.InputJsonValue }>,
 ) => db.realmExport.update({ where: { id }, data });
 
-/** A succeeded export by the path of its download URL (null once deleted, failed or unknown). */
-export const findDownloadableExport = (db: Db, realmId: number, exportPath: string) =>
-  db.realmExport.findFirst({ where: { realmId, exportPath, status: ExportStatus.SUCCEEDED }, select: { id: true } });
+/**
+ * How long an export's download link works after the export succeeded: 7 days. Long enough to fetch a
+ * large tarball across a week-end or time zones, short enough that a link that leaked (pasted in a chat,
+ * kept in a browser's history or a proxy's log) stops exposing the organization's data; the
+ * administrators can make a new export at any time (five a week).
+ */
+export const EXPORT_LINK_LIFETIME_MS = 7 * 24 * 3600 * 1000;
+
+/** A succeeded export by the path of its download URL (null once deleted, failed, expired or unknown). */
+export const findDownloadableExport = (db: Db, realmId: number, exportPath: string, now = new Date()) =>
+  db.realmExport.findFirst({
+    where: { realmId, exportPath, status: ExportStatus.SUCCEEDED, dateSucceeded: { gt: new Date(now.getTime() - EXPORT_LINK_LIFETIME_MS) } },
+    select: { id: true },
+  });
 
 /** Active human administrators and owners: who hears of exports and consents (Zulip's get_human_admin_users). */
 export async function humanAdminIds(db: Db, realmId: number): Promise<number[]> {

@@ -25,6 +25,17 @@ export interface RateLimiter {
   consume(key: string): RateLimitOutcome;
   /** Resolves once every accepted request was written to the shared store. */
   flush(): Promise<void>;
+  /** Writes what is left and stops the limiter's timers (the process, or this server in it, is closing). */
+  close(): Promise<void>;
+}
+
+/** Rows whose window ended more than an hour ago serve nobody (the library's own sweep keeps the same hour). */
+const PRUNE_EVERY_MS = 5 * 60_000;
+
+/** Deletes the shared store's rows whose window ended over an hour ago. */
+export async function pruneExpiredRateLimits(db: PrismaClient): Promise<number> {
+  const { count } = await db.rateLimiterFlexible.deleteMany({ where: { expire: { lt: new Date(Date.now() - 3_600_000) } } });
+  return count;
 }
 
 interface KeyState {
@@ -46,6 +57,8 @@ export function createRateLimiter(db: PrismaClient, rule: RateLimitRule, keyPref
     points: rule.points,
     duration: rule.durationSeconds,
     keyPrefix,
+    // Its own timer could not be stopped when a server closes; ours (below) can.
+    clearExpiredByTimeout: false,
   });
   const states = new Map<string, KeyState>();
   const inFlight = new Set<Promise<void>>();
@@ -82,6 +95,8 @@ export function createRateLimiter(db: PrismaClient, rule: RateLimitRule, keyPref
     for (const [key, state] of states) if (state.resetAt <= now && !state.writing && state.unwritten === 0) states.delete(key);
   }, Math.max(1_000, Math.min(windowMs, 60_000)));
   sweep.unref();
+  const prune = setInterval(() => void pruneExpiredRateLimits(db).catch(onError), PRUNE_EVERY_MS);
+  prune.unref();
 
   return {
     consume(key) {
@@ -104,6 +119,11 @@ export function createRateLimiter(db: PrismaClient, rule: RateLimitRule, keyPref
     },
     async flush() {
       while (inFlight.size > 0) await Promise.all([...inFlight]);
+    },
+    async close() {
+      clearInterval(sweep);
+      clearInterval(prune);
+      await this.flush();
     },
   };
 }

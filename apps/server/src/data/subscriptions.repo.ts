@@ -62,6 +62,81 @@ export async function activateSubscriptions(
   };
 }
 
+/** A subscription row as the JSON the expectation of activateExpectedSql compares (snake_case columns). */
+const subscriptionJsonSql = (alias: string) => Prisma.raw(
+  `jsonb_build_object('user_id', ${alias}.user_id, 'channel_id', ${alias}.channel_id, 'active', ${alias}.active, 'color', ${alias}.color, ` +
+    `'is_muted', ${alias}.is_muted, 'pin_to_top', ${alias}.pin_to_top, 'desktop_notifications', ${alias}.desktop_notifications, ` +
+    `'audible_notifications', ${alias}.audible_notifications, 'push_notifications', ${alias}.push_notifications, ` +
+    `'email_notifications', ${alias}.email_notifications, 'wildcard_mentions_notify', ${alias}.wildcard_mentions_notify)`,
+);
+const subscriptionJson = (r: Subscription) => ({
+  user_id: r.userId,
+  channel_id: r.channelId,
+  active: r.active,
+  color: r.color,
+  is_muted: r.isMuted,
+  pin_to_top: r.pinToTop,
+  desktop_notifications: r.desktopNotifications,
+  audible_notifications: r.audibleNotifications,
+  push_notifications: r.pushNotifications,
+  email_notifications: r.emailNotifications,
+  wildcard_mentions_notify: r.wildcardMentionsNotify,
+});
+
+/** A new subscription row as the table's defaults make it (activateSubscriptions inserts only the pair and its color). */
+export const newSubscriptionRow = (userId: number, channelId: number, color: string): Subscription => ({
+  userId,
+  channelId,
+  active: true,
+  color,
+  isMuted: false,
+  pinToTop: false,
+  desktopNotifications: null,
+  audibleNotifications: null,
+  pushNotifications: null,
+  emailNotifications: null,
+  wildcardMentionsNotify: null,
+});
+
+/**
+ * activateSubscriptions as one statement to send with COMMIT, when the caller has predicted what it
+ * changes (`expected`: the rows the pairs will have, from rows read under the channels' share locks)
+ * and built what follows from that (the events, stored by `alongside`, a data-modifying statement
+ * run by the same statement). PostgreSQL fails the statement (parley_expect, SQLSTATE PX001: the
+ * transaction rolls back, see isExpectationFailure) unless the rows it changed are exactly `expected`
+ * (a concurrent request of the same user subscribed a pair, or changed a row, in between): nothing
+ * is then stored, and the caller runs the change again the slow way.
+ */
+export function activateExpectedSql(expected: Subscription[], alongside: Prisma.Sql | null): Prisma.Sql {
+  const ordered = [...expected].sort((a, b) => a.userId - b.userId || a.channelId - b.channelId);
+  const users = ordered.map((p) => p.userId);
+  const channels = ordered.map((p) => p.channelId);
+  const colors = ordered.map((p) => p.color);
+  return Prisma.sql`
+    WITH inserted AS (
+      INSERT INTO subscription (user_id, channel_id, color, active)
+      SELECT p.u, p.c, p.color, true FROM unnest(${users}::int[], ${channels}::int[], ${colors}::text[]) AS p(u, c, color)
+      ON CONFLICT (user_id, channel_id) DO NOTHING
+      RETURNING *
+    ), reactivated AS (
+      UPDATE subscription s SET active = true
+      FROM unnest(${users}::int[], ${channels}::int[]) AS p(u, c)
+      WHERE s.user_id = p.u AND s.channel_id = p.c AND NOT s.active
+      RETURNING s.*
+    ), changed AS (
+      SELECT * FROM inserted UNION ALL SELECT * FROM reactivated
+    )${alongside ? Prisma.sql`, stored AS (${alongside})` : Prisma.empty}
+    SELECT parley_expect(
+      (SELECT coalesce(jsonb_agg(${subscriptionJsonSql('ch')} ORDER BY ch.user_id, ch.channel_id), '[]'::jsonb) FROM changed ch) = ${JSON.stringify(ordered.map(subscriptionJson))}::jsonb,
+      'subscription rows changed concurrently')`;
+}
+
+/** The statement of activateExpectedSql found other rows than expected (and its transaction rolled back). */
+export function isExpectationFailure(error: unknown): boolean {
+  const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } } | null;
+  return e?.code === 'PX001' || e?.cause?.code === 'PX001' || /write expectation failed/.test(`${e?.message ?? ''} ${e?.cause?.message ?? ''}`);
+}
+
 /** Deactivates the active subscriptions among the pairs (one statement); returns the pairs it changed. */
 export async function deactivateSubscriptions(db: Db, pairs: Array<{ userId: number; channelId: number }>): Promise<Array<{ userId: number; channelId: number }>> {
   if (pairs.length === 0) return [];

@@ -1,5 +1,6 @@
 // System groups of an organization and users' direct memberships in them.
 import type { Db } from './db.ts';
+import { databaseCache } from '../lib/process-caches.ts';
 
 export const SYSTEM_GROUP_NAMES = [
   'role:internet',
@@ -58,7 +59,7 @@ function systemGroupDescription(name: SystemGroupName): string {
  * System groups are created with their organization and never change, so their ids are cached per
  * process (a process serves one database). Permission and setting code asks for them often.
  */
-const systemGroupCache = new Map<number, Record<SystemGroupName, number>>();
+const systemGroupCache = databaseCache<number, Record<SystemGroupName, number>>();
 
 export async function systemGroupIds(db: Db, realmId: number): Promise<Record<SystemGroupName, number>> {
   const cached = systemGroupCache.get(realmId);

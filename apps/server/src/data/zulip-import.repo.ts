@@ -1,16 +1,132 @@
 // The SQL of organization imports (src/import/zulip-import.ts): one long transaction, fresh ids drawn
-// from the tables' sequences in blocks, and rows written in batches as one multi-row INSERT … SELECT
-// FROM unnest(arrays) per batch and table (one statement and one round trip per few thousand rows).
+// from the tables' sequences in blocks, and rows written either in batches as one multi-row INSERT …
+// SELECT FROM unnest(arrays) per batch and table (the small tables), or streamed with COPY … FROM
+// STDIN on the transaction's own connection (messages and their per-user rows: pg-copy-streams).
+import { finished } from 'node:stream/promises';
+import type { PoolClient } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import { Prisma, type Db, type PrismaClient } from './db.ts';
+import { sqlPoolOf } from '@parley/db';
 
 export type ImportTx = Prisma.TransactionClient;
 
 /**
- * Runs the whole import in one transaction (no retry: an import is not repeated behind the caller's
- * back). Long organizations take minutes, hence the generous time limit.
+ * COPY … FROM STDIN into the import's transaction. Only one COPY runs at a time, and no other
+ * statement of the transaction may be sent until `end()` has resolved.
  */
-export async function inImportTransaction<T>(db: PrismaClient, work: (tx: ImportTx) => Promise<T>): Promise<T> {
-  return db.$transaction(work, { maxWait: 60_000, timeout: 24 * 3600_000 });
+export interface CopyIn {
+  start(table: string, columns: readonly BulkColumn[]): CopyStream;
+}
+
+export interface CopyStream {
+  /** Adds a row (values in the order of the columns); resolves at once unless the stream is full. */
+  row(values: readonly unknown[]): Promise<void> | undefined;
+  /** Sends what is left and waits for PostgreSQL's answer (its error, if the rows were refused). */
+  end(): Promise<void>;
+  /** Abandons the COPY (CopyFail: PostgreSQL refuses it and the connection takes statements again). */
+  abort(): Promise<void>;
+  readonly rows: number;
+}
+
+/**
+ * Runs the whole import in one transaction (no retry: an import is not repeated behind the caller's
+ * back). Long organizations take minutes, hence the generous time limit. `copy` writes into the same
+ * transaction: Prisma's interactive transaction holds one connection of the client's pool (PrismaPg
+ * checks it out with pool.connect()), which is found by its backend process id.
+ */
+export async function inImportTransaction<T>(db: PrismaClient, work: (tx: ImportTx, copy: CopyIn) => Promise<T>): Promise<T> {
+  const pool = sqlPoolOf(db)?.pool;
+  if (!pool) throw new Error('the import needs the pg pool of its Prisma client');
+  const acquired: PoolClient[] = [];
+  const onAcquire = (client: PoolClient) => acquired.push(client);
+  pool.on('acquire', onAcquire);
+  try {
+    return await db.$transaction(
+      async (tx) => {
+        pool.off('acquire', onAcquire);
+        const [me] = await tx.$queryRaw<Array<{ pid: number }>>`SELECT pg_backend_pid() AS pid`;
+        const connection = acquired.find((c) => (c as unknown as { processID: number | null }).processID === me?.pid);
+        acquired.length = 0;
+        if (!connection) throw new Error("the import could not find its transaction's connection");
+        return work(tx, { start: (table, columns) => startCopy(connection, table, columns) });
+      },
+      { maxWait: 60_000, timeout: 24 * 3600_000 },
+    );
+  } finally {
+    pool.off('acquire', onAcquire);
+  }
+}
+
+/** COPY's text format: NULL as \N, backslash and the separators escaped. */
+function copyText(value: unknown, type: BulkColumn['type']): string {
+  if (value === null || value === undefined) return '\\N';
+  switch (type) {
+    case 'int':
+    case 'smallint':
+    case 'bigint':
+      return String(value);
+    case 'bool':
+      return value ? 't' : 'f';
+    case 'timestamp':
+      return (value as Date).toISOString();
+    case 'int[]':
+      return `{${(value as number[]).join(',')}}`;
+    default: {
+      const text = typeof value === 'string' ? value : JSON.stringify(value);
+      return /[\\\n\r\t]/.test(text) ? text.replace(/[\\\n\r\t]/g, (c) => (c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t')) : text;
+    }
+  }
+}
+
+const COPY_CHUNK = 256 * 1024;
+
+function startCopy(connection: PoolClient, table: string, columns: readonly BulkColumn[]): CopyStream {
+  for (const c of [table, ...columns.map((c) => c.name)]) if (!IDENTIFIER.test(c)) throw new Error(`bad identifier ${c}`);
+  const stream = connection.query(copyFrom(`COPY "${table}" (${columns.map((c) => `"${c.name}"`).join(', ')}) FROM STDIN`));
+  let failure: Error | null = null;
+  const done = new Promise<void>((resolve, reject) => {
+    stream.on('finish', resolve);
+    stream.on('error', (error: Error) => {
+      failure = error;
+      reject(error);
+    });
+  });
+  done.catch(() => {}); // surfaced by row() and end()
+  let buffer = '';
+  let rows = 0;
+  const flush = (): Promise<void> | undefined => {
+    if (failure) return Promise.reject(failure);
+    const full = !stream.write(buffer);
+    buffer = '';
+    if (!full) return undefined;
+    return new Promise<void>((resolve, reject) => {
+      stream.once('drain', resolve);
+      done.catch(reject);
+    });
+  };
+  return {
+    row(values) {
+      let line = '';
+      for (let i = 0; i < columns.length; i++) line += (i ? '\t' : '') + copyText(values[i], columns[i]!.type);
+      buffer += line + '\n';
+      rows++;
+      return buffer.length >= COPY_CHUNK ? flush() : undefined;
+    },
+    async end() {
+      if (buffer) await flush();
+      if (failure) throw failure;
+      stream.end();
+      await done;
+    },
+    async abort() {
+      if (failure) return;
+      stream.destroy(new Error('import abandoned'));
+      await finished(stream).catch(() => {});
+    },
+    get rows() {
+      return rows;
+    },
+  };
 }
 
 /** A column of a bulk insert: its name and the PostgreSQL type of its array parameter's elements. */

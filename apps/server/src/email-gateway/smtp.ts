@@ -145,7 +145,7 @@ export async function startEmailGateway(deps: AppDeps): Promise<EmailGateway> {
     port,
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await Promise.all(limiters.map((limiter) => limiter.flush()));
+      await Promise.all(limiters.map((limiter) => limiter.close()));
     },
   };
 }

@@ -11,6 +11,7 @@ import { insertEvents, insertEventsSql, publishEphemeralEvents, type QueuedEvent
 import type { Prisma } from '../data/db.ts';
 import type { Logger } from '../http/logging.ts';
 import { refusedByPostgres, type DatabaseNotifier } from './notifier.ts';
+import { countEphemeralEvent, countStoredEvents } from '../metrics/metrics.ts';
 
 export const EVENTS_CHANNEL = 'parley_events';
 /** Ephemeral events (typing), whole in the NOTIFY payload. */
@@ -204,15 +205,23 @@ export function createEventBus(db: AnyDb, notifier: DatabaseNotifier, logger: Lo
     async publish(tx, afterCommit, realmId, events) {
       if (events.length === 0) return;
       await insertEvents(tx, realmId, events);
-      afterCommit(() => announce(realmId));
+      afterCommit(() => {
+        countStoredEvents(events.length);
+        return announce(realmId);
+      });
     },
     async publishAlong(afterCommit, realmId, events, write) {
       const result = await write(insertEventsSql(realmId, events));
-      if (events.length > 0) afterCommit(() => announce(realmId));
+      if (events.length > 0)
+        afterCommit(() => {
+          countStoredEvents(events.length);
+          return announce(realmId);
+        });
       return result;
     },
     publishEphemeral(realmId, userIds, payload) {
       if (userIds.length === 0) return Promise.resolve();
+      countEphemeralEvent();
       return new Promise<void>((resolve, reject) => {
         // {"user_ids": […], "payload": {…}} without its opening brace: the statement splices the id in.
         const body = JSON.stringify({ user_ids: userIds, payload }).slice(1);
@@ -226,7 +235,10 @@ export function createEventBus(db: AnyDb, notifier: DatabaseNotifier, logger: Lo
         }
       });
     },
-    enqueue: (tx, realmId, events) => insertEvents(tx, realmId, events),
+    enqueue: (tx, realmId, events) => {
+      countStoredEvents(events.length);
+      return insertEvents(tx, realmId, events);
+    },
     announce,
     async flush() {
       while (sending) await sending;

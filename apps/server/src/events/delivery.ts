@@ -17,6 +17,7 @@ import { EPHEMERAL_CHANNEL, EVENTS_CHANNEL } from './bus.ts';
 import type { DatabaseListener } from './listener.ts';
 import { eventEndsQueue } from '../access/event-queues.ts';
 import { presentEvents, type DeliverableEvent } from './present.ts';
+import { createQueueCache, type QueueCache } from './queue-cache.ts';
 
 export interface DeliveryOptions {
   /** A parked poll answers a heartbeat after this long plus up to `heartbeatJitterMs`. */
@@ -63,8 +64,12 @@ export interface EventDelivery {
   watch(realmId: number): void;
   /** Number of polls parked in this process (figures, tests). */
   readonly parked: number;
+  /** The queues this process serves polls for (acknowledgments and access times, written in batches). */
+  readonly queues: QueueCache;
   /** Answers every parked poll (with a heartbeat) and stops fetching. */
   close(): void;
+  /** Resolves once what `queues` recorded is written (after `close`, before the database goes). */
+  flush(): Promise<void>;
 }
 
 interface BufferedEvent extends DeliverableEvent {
@@ -94,8 +99,15 @@ interface Tail {
 
 const fromRow = (r: EventRow, at: number): BufferedEvent => ({ ...r, at });
 
+/**
+ * A wake-up answers at most this many parked polls in one go, then lets the event loop serve other
+ * requests (and the answered clients' next polls) before the next slice.
+ */
+const DISPATCH_SLICE = 128;
+
 export function createEventDelivery(db: Db, listener: DatabaseListener, logger: Logger, options: DeliveryOptions = DEFAULT_DELIVERY_OPTIONS): EventDelivery {
   const tails = new Map<number, Tail>();
+  const queues = createQueueCache(db, listener, logger);
   let parkedCount = 0;
   let closed = false;
 
@@ -197,11 +209,26 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
     return lo;
   }
 
+  /**
+   * Answers the parked polls the buffer now has something for, in slices (DISPATCH_SLICE), so that a
+   * message to every user does not hold the process for the whole of its answers: requests that
+   * arrive meanwhile (the answered clients' next polls among them) are served between slices. Each
+   * poll's answer is read from the buffer when its slice runs.
+   */
   function dispatch(tail: Tail) {
-    for (const poll of [...tail.polls]) {
-      const answer = collect(tail, poll.queue, poll.after);
-      if (answer.events.length || answer.ended) poll.done(answer);
-    }
+    const polls = [...tail.polls];
+    let at = 0;
+    const slice = () => {
+      const end = Math.min(polls.length, at + DISPATCH_SLICE);
+      for (; at < end; at++) {
+        const poll = polls[at]!;
+        if (!tail.polls.has(poll)) continue;
+        const answer = collect(tail, poll.queue, poll.after);
+        if (answer.events.length || answer.ended) poll.done(answer);
+      }
+      if (at < polls.length && !closed) setImmediate(slice);
+    };
+    slice();
   }
 
   listener.on(EVENTS_CHANNEL, (payload) => {
@@ -263,6 +290,8 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
     get parked() {
       return parkedCount;
     },
+    queues,
+    flush: () => queues.close(),
     watch(realmId) {
       if (!closed) tailFor(realmId);
     },

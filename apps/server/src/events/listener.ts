@@ -127,6 +127,8 @@ export function createDatabaseListener(databaseUrl: string, logger: Logger): Dat
       void lost(c);
     });
     c.on('end', () => void lost(c));
+    // A fresh line for the new connection: writes stuck on a lost one must not hold it up.
+    queue = Promise.resolve();
     try {
       await c.connect();
       for (const channel of handlers.keys()) await query(c, `LISTEN ${pg.escapeIdentifier(channel)}`);
@@ -155,7 +157,9 @@ export function createDatabaseListener(databaseUrl: string, logger: Logger): Dat
     reset();
     // Barriers out on the lost connection will not come back: nothing is cached while not listening.
     for (const token of [...sentBarriers.keys()]) finishBarrier(token);
-    await c.end().catch(() => {});
+    // Not awaited: with pipelined statements still out, end() waits for answers that a connection
+    // the server ended never gives, and the reconnection would never be scheduled.
+    void c.end().catch(() => {});
     scheduleReconnect();
   }
 

@@ -2,6 +2,7 @@
 import type { SuccessData } from '@parley/api-types';
 import type { Handler } from '../http/handler.ts';
 import { doDeleteQueue, doGetEvents, doRegisterQueue } from '../actions/event-queues.ts';
+import { countEventsDelivered } from '../metrics/metrics.ts';
 
 export const registerQueue: Handler<'register-queue'> = async ({ params, realm, user, deps }) => {
   const state = await doRegisterQueue(deps, realm, user, {
@@ -28,6 +29,7 @@ export const getEvents: Handler<'get-events'> = async ({ params, user, deps, sig
     signal,
     onWait: detachFromAdmission,
   });
+  countEventsDelivered(answer.events.length);
   return answer as SuccessData<'get-events'>;
 };
 

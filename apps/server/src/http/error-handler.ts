@@ -9,6 +9,7 @@ import { requestIdOf } from './logging.ts';
 import { sendError } from './respond.ts';
 import { RequestValidationError, toZulipError, UnmappedValidationError } from './validation-errors.ts';
 import type { ParamRules } from './validation-spec.ts';
+import { outOfResources } from '../data/database-errors.ts';
 
 const internalError = () => new JsonableError('Internal server error', { status: 500, code: 'INTERNAL_SERVER_ERROR' });
 
@@ -102,12 +103,24 @@ function bodyFailureMessage(e: { type?: string; code?: string; status?: number; 
   return 'Malformed request body';
 }
 
+/** Seconds a client is asked to wait when the database is out of space or memory (an operator has to act). */
+const OUT_OF_RESOURCES_RETRY_SECONDS = 30;
+
 /** Database failures that are not bugs: numbers out of range (the client's), and overload (ours, transient). */
 function databaseErrorOf(error: unknown): JsonableError | null {
   const e = error as { code?: string; message?: string; cause?: { code?: string; originalCode?: string; message?: string } } | null;
   if (!e || typeof e !== 'object') return null;
   const text = `${e.code ?? ''} ${e.cause?.code ?? ''} ${e.cause?.originalCode ?? ''} ${e.message ?? ''} ${e.cause?.message ?? ''}`;
   if (/\b22003\b|P2020|out of range for type (integer|smallint|bigint)|value out of range/i.test(text)) return new JsonableError('Number out of range');
+  // The database cannot write (disk full, out of memory): 503, as overload. The failure is the server's
+  // and passes (space returns, nothing to change in the request); the transaction rolled back, so
+  // nothing was written and the client may retry. (507 Insufficient Storage is WebDAV's, unknown to
+  // Zulip's clients, which retry 503 and show other 5xx as failures.)
+  const lacking = outOfResources(error);
+  if (lacking) {
+    const msg = lacking === 'disk' ? 'The server is out of storage space; retry later' : 'The server is out of resources; retry later';
+    return new JsonableError(msg, { status: 503, code: 'SERVER_OVERLOADED', data: { 'retry-after': OUT_OF_RESOURCES_RETRY_SECONDS }, headers: { 'Retry-After': String(OUT_OF_RESOURCES_RETRY_SECONDS) } });
+  }
   // Transaction or connection not obtained in time, too many connections, statement timeout, shutdown.
   if (/P2024|P2028|\b53300\b|\b57014\b|\b57P0[123]\b|Unable to start a transaction in the given time|timed out fetching a new connection|timeout exceeded when trying to connect|waiting for a database connection/i.test(text)) {
     return new ServerOverloadedError(1);

@@ -2,8 +2,10 @@
 // /user_avatars/exports/<realm id>/<random>/<name>.tar.gz, the `export_url` of GET /export/realm.
 // As Zulip's (which serves them from its avatars directory, or a signed S3 URL), no credentials are
 // asked: the 24-character random segment (18 random bytes) is the secret, and it is only ever shown to
-// the organization's administrators. A path of an export that is unknown, failed or deleted, or of
-// another organization, answers 404; with presigned S3 downloads configured, the answer redirects to a
+// the organization's administrators. The link works for 7 days after the export succeeded
+// (data/exports.repo.ts EXPORT_LINK_LIFETIME_MS says why), then answers 404; GET /export/realm still lists
+// the export with its export_url, as Zulip's does until it is deleted. A path of an export that is
+// unknown, failed, deleted or expired, or of another organization, answers 404; with presigned S3 downloads configured, the answer redirects to a
 // presigned URL of the bucket that expires within a minute.
 import { Router } from 'express';
 import type { AppDeps } from '../deps.ts';

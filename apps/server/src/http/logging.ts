@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { pino, type Logger } from 'pino';
 import type { RequestState } from './context.ts';
+import { observeRequest } from '../metrics/metrics.ts';
 
 export type { Logger };
 
@@ -95,8 +96,10 @@ export function requestLogging(logger: Logger) {
     res.setHeader('X-Request-Id', id);
     const started = process.hrtime.bigint();
     res.on('close', () => {
-      if (!logger.isLevelEnabled('info')) return;
       const state = res.locals.parley as Partial<RequestState> | undefined;
+      // Metrics (src/metrics): 499 when the client went away before the answer (nginx's convention).
+      observeRequest(state?.operation?.operationId, res.writableFinished ? res.statusCode : 499, Number(process.hrtime.bigint() - started) / 1e9);
+      if (!logger.isLevelEnabled('info')) return;
       const line: Record<string, unknown> = {
         req_id: id,
         method: req.method,

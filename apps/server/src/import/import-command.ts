@@ -1,18 +1,31 @@
-// `pnpm manage import --file <export.tar.gz>`: the import with its progress on the terminal (rows per
-// table as each is written, message files as they go) and, at the end, the accounts and how their
-// owners get in. Imported accounts have no password (Zulip's exports carry none; Parley has no
-// password-reset flow yet) and new API keys: the command lists every account, and the administrator
-// hands each person their key with `pnpm manage api-key --email <address> --realm <id>` (or a
-// zuliprc). API keys are never printed in bulk (README, "Moving from Zulip").
+// `pnpm manage import --file <export.tar.gz> [--send-password-resets]`: the import with its progress on
+// the terminal (rows per table as each is written, message files as they go) and, at the end, the
+// accounts and how their owners get in. Imported accounts have no password (Zulip's exports carry none)
+// and new API keys. The command says how many people must choose a password, and, with
+// --send-password-resets (the default when an SMTP server is configured), queues each active person a
+// password-reset e-mail through the outbox (actions/password-reset.ts: a link to choose one, valid 3
+// days, once). Without it, the administrator hands out API keys with `pnpm manage api-key --email
+// <address> --realm <id>` (or a zuliprc); the reset e-mails cannot be sent later yet. API keys are never printed
+// in bulk (README, "Moving from Zulip").
 import type { ImportDeps, ImportOptions, ImportResult } from './zulip-import.ts';
 import { importRealmFromArchive } from './zulip-import.ts';
+import type { AppDeps } from '../deps.ts';
+import { inTransaction } from '../data/transactions.ts';
+import { findRealmById } from '../data/realms.repo.ts';
+import { queuePasswordResetEmails } from '../actions/password-reset.ts';
 
 const ROLE_NAMES: Record<number, string> = { 100: 'owner', 200: 'administrator', 300: 'moderator', 400: 'member', 600: 'guest' };
 
-export async function runImportCommand(deps: ImportDeps, file: string, options: Pick<ImportOptions, 'url' | 'name'>, out: (line: string) => void = console.log): Promise<ImportResult> {
+export async function runImportCommand(
+  deps: ImportDeps & Pick<AppDeps, 'jobs'>,
+  file: string,
+  options: Pick<ImportOptions, 'url' | 'name'> & { sendPasswordResets?: boolean },
+  out: (line: string) => void = console.log,
+): Promise<ImportResult & { passwordResetsQueued: number }> {
   const interactive = process.stdout.isTTY === true;
   const result = await importRealmFromArchive(deps, file, {
-    ...options,
+    url: options.url,
+    name: options.name,
     onProgress(step, done, total) {
       const line = total === undefined ? `${step}: ${done}` : `${step}: ${done}/${total}`;
       if (interactive && step.startsWith('messages (')) process.stdout.write(`\r${line}   `);
@@ -25,5 +38,17 @@ export async function runImportCommand(deps: ImportDeps, file: string, options: 
   for (const u of result.users) {
     out(['  ' + u.email, u.id, ROLE_NAMES[u.role] ?? u.role, u.isBot ? 'bot' : 'person', u.isActive ? 'active' : 'deactivated'].join('\t'));
   }
-  return result;
+  const people = result.users.filter((u) => u.isActive && !u.isBot);
+  let passwordResetsQueued = 0;
+  const send = options.sendPasswordResets ?? deps.config.smtpUrl !== null;
+  if (send && people.length) {
+    const realm = await findRealmById(deps.db, result.realmId);
+    passwordResetsQueued = await inTransaction(deps.db, (tx) =>
+      queuePasswordResetEmails(tx, deps, realm!, people.map((u) => ({ id: u.id, deliveryEmail: u.email, passwordHash: null, isActive: u.isActive, isBot: u.isBot })), 'import'),
+    );
+    out(`${people.length} people must choose a password: ${passwordResetsQueued} password-reset e-mails queued (pnpm manage outbox shows them)`);
+  } else {
+    out(`${people.length} people have no password and cannot log in with one: hand out their API keys (--send-password-resets, given to the import, e-mails each a link to choose a password)`);
+  }
+  return { ...result, passwordResetsQueued };
 }

@@ -52,7 +52,7 @@ import path from 'node:path';
 import mime from 'mime-types';
 import type { AppDeps } from '../deps.ts';
 import type { Realm } from '../data/models.ts';
-import { allocateIds, bulkInsert, inImportTransaction, lockImportUrl, markUsersCaughtUp, realmIdByUrl, tableColumns, updateRow, type BulkColumn, type ImportTx } from '../data/zulip-import.repo.ts';
+import { allocateIds, bulkInsert, inImportTransaction, type CopyIn, type CopyStream, lockImportUrl, markUsersCaughtUp, realmIdByUrl, tableColumns, updateRow, type BulkColumn, type ImportTx } from '../data/zulip-import.repo.ts';
 import { systemGroupIds, systemGroupsForRole, SYSTEM_GROUP_NAMES, type SystemGroupName } from '../data/system-groups.repo.ts';
 import { createRealmInTransaction } from '../actions/realm.ts';
 import { notificationBot } from '../actions/system-bots.ts';
@@ -68,6 +68,8 @@ import { generateApiKey } from '../security/secrets.ts';
 import { ALL_ROLES } from '../access/roles.ts';
 import { waitingPeriodOver } from '../access/realm.ts';
 import { extractArchive, type ArchiveLimits } from './archive.ts';
+import { jsonTableRows, JsonRowsError } from './json-rows.ts';
+import { MessageIdMap, type IdLookup } from './message-ids.ts';
 
 export { ArchiveError } from './archive.ts';
 
@@ -104,7 +106,7 @@ export interface ImportResult {
   /** Rows written per table. */
   counts: Record<string, number>;
   /** Old id → new id. */
-  ids: { users: Map<number, number>; channels: Map<number, number>; groups: Map<number, number>; messages: Map<number, number> };
+  ids: { users: Map<number, number>; channels: Map<number, number>; groups: Map<number, number>; messages: IdLookup };
 }
 
 /** A refused export: the message names the file, table and row at fault; nothing was imported. */
@@ -157,7 +159,7 @@ class Reader {
     return new Date(Math.round(v * 1000));
   }
   /** An id this row points at, mapped; refused when the export has no such row. */
-  ref(row: Row, field: string, map: ReadonlyMap<number, number>, what: string): number {
+  ref(row: Row, field: string, map: IdLookup, what: string): number {
     const old = this.int(row, field);
     const id = map.get(old);
     if (id === undefined) throw new ImportError(`${where(this.file, this.table, row)}: "${field}" points at ${what} ${old}, which is not in the export`);
@@ -332,7 +334,7 @@ export async function importRealmFromDirectory(deps: ImportDeps, dir: string, op
     counts[table] = (counts[table] ?? 0) + n;
   };
   try {
-    return await inImportTransaction(deps.db, async (tx) => {
+    return await inImportTransaction(deps.db, async (tx, copy) => {
       await lockImportUrl(tx, url);
       const raced = await realmIdByUrl(tx, url);
       if (raced !== null) throw refuseExisting(raced);
@@ -372,12 +374,14 @@ export async function importRealmFromDirectory(deps: ImportDeps, dir: string, op
       const attachments = await importAttachments(tx, root, realm, attachmentData, uploadRecords, maps, put, progress, count);
 
       const clients = new Map(t('zerver_client').map((c) => [Number(c.id), String(c.name)]));
-      const messageIds = new Map<number, number>();
+      const messageIds = new MessageIdMap();
+      const messageContext: MessageContext = { tx, copy, root, maps, channelRecipients, huddles, personal, clients, messageIds, freeIds: { ids: [], next: 0 }, count };
       for (const [index, file] of messageFiles.entries()) {
-        const data = await readTables(root, file);
-        await importMessages(tx, file, data, { maps, channelRecipients, huddles, personal, clients, messageIds }, count);
+        await importMessageFile(messageContext, file);
         progress(`messages (${file})`, index + 1, messageFiles.length);
       }
+      const twice = messageIds.duplicate();
+      if (twice !== undefined) throw new ImportError(`messages: zerver_message id ${twice}: the id appears twice`);
       progress('messages', counts.message ?? 0, counts.message ?? 0);
 
       await importReactions(tx, realmData, maps, messageIds, emojiIds, count);
@@ -878,31 +882,67 @@ async function putBuffer(put: Put, key: string, bytes: Buffer): Promise<void> {
 // Messages, flags, reactions
 
 interface MessageContext {
+  tx: ImportTx;
+  copy: CopyIn;
+  root: string;
   maps: ContentMaps;
   channelRecipients: Map<number, number>;
   huddles: Map<number, number[]>;
   personal: Map<number, number>;
   clients: Map<number, string>;
-  messageIds: Map<number, number>;
+  messageIds: MessageIdMap;
+  /** Fresh message ids drawn from the sequence ahead of need (a block at a time, between COPYs). */
+  freeIds: { ids: number[]; next: number };
+  count: Count;
 }
 
 const MESSAGE_COLUMNS = [
   col('id', 'int'), col('realm_id', 'int'), col('sender_id', 'int'), col('channel_id', 'int'), col('topic', 'text'), col('direct_user_ids', 'int[]'), col('content', 'text'), col('rendered_content', 'text'),
   col('date_sent', 'timestamp'), col('last_edit_time', 'timestamp'), col('sending_client', 'text'), col('edit_history', 'jsonb'), col('last_moved_time', 'timestamp'),
 ];
+const USER_MESSAGE_COLUMNS = [col('message_id', 'int'), col('user_id', 'int'), col('flags', 'bigint')];
+const MESSAGE_TABLES = new Set(['zerver_message', 'zerver_usermessage']);
+const USER_MESSAGE_TABLE = new Set(['zerver_usermessage']);
+/** Message ids drawn from the sequence at a time. */
+const ID_BLOCK = 10_000;
 
-async function importMessages(tx: ImportTx, file: string, data: Record<string, Row[]>, ctx: MessageContext, count: Count): Promise<void> {
-  const r = new Reader(file, 'zerver_message');
-  const rows = data.zerver_message ?? [];
-  const ids = await allocateIds(tx, 'message', rows.length);
-  const values: unknown[][] = [];
-  for (const [i, row] of rows.entries()) {
+/**
+ * One messages-NNNNNN.json, streamed (jsonTableRows): each message and per-user row is checked,
+ * mapped and written by COPY as it is read. The rows of a partial's per-user table normally follow its
+ * messages; when they come first, they are read in a second pass over the file.
+ */
+async function importMessageFile(ctx: MessageContext, file: string): Promise<void> {
+  const fileIds = new Map<number, number>();
+  let copy: CopyStream | null = null;
+  let copying = '';
+  const switchTo = async (table: string) => {
+    if (copying === table) return;
+    if (copy) {
+      await copy.end();
+      ctx.count(copying, copy.rows);
+    }
+    copy = table ? ctx.copy.start(table, table === 'message' ? MESSAGE_COLUMNS : USER_MESSAGE_COLUMNS) : null;
+    copying = table;
+  };
+  const m = new Reader(file, 'zerver_message');
+  const u = new Reader(file, 'zerver_usermessage');
+  let sawMessages = false;
+  let deferred = false;
+
+  const message = async (row: Row) => {
     const entry = where(file, 'zerver_message', row);
-    const old = r.int(row, 'id');
-    if (ctx.messageIds.has(old)) throw new ImportError(`${entry}: the id appears twice`);
-    ctx.messageIds.set(old, ids[i]!);
-    const sender = r.ref(row, 'sender', ctx.maps.users, 'user');
-    const recipient = r.int(row, 'recipient');
+    const old = m.int(row, 'id');
+    if (ctx.freeIds.next === ctx.freeIds.ids.length) {
+      await switchTo(''); // no statement may run during a COPY
+      ctx.freeIds.ids = await allocateIds(ctx.tx, 'message', ID_BLOCK);
+      ctx.freeIds.next = 0;
+    }
+    await switchTo('message');
+    const id = ctx.freeIds.ids[ctx.freeIds.next++]!;
+    if (fileIds.has(old) || !ctx.messageIds.add(old, id)) throw new ImportError(`${entry}: the id appears twice`);
+    fileIds.set(old, id);
+    const sender = m.ref(row, 'sender', ctx.maps.users, 'user');
+    const recipient = m.int(row, 'recipient');
     let channelId: number | null = null;
     let direct: number[] = [];
     if (ctx.channelRecipients.has(recipient)) channelId = ctx.channelRecipients.get(recipient)!;
@@ -910,34 +950,69 @@ async function importMessages(tx: ImportTx, file: string, data: Record<string, R
     else if (ctx.huddles.has(recipient)) direct = [...new Set([sender, ...ctx.huddles.get(recipient)!])];
     else throw new ImportError(`${entry}: "recipient" points at recipient ${recipient}, which is not in the export`);
     direct.sort((a, b) => a - b);
-    const content = rewriteContent(r.str(row, 'content'), ctx.maps);
-    const rendered = r.strOrNull(row, 'rendered_content');
+    const dateSent = m.date(row, 'date_sent');
+    if (dateSent === null) throw new ImportError(`${entry}: "date_sent" is missing`);
+    const content = rewriteContent(m.str(row, 'content'), ctx.maps);
+    const rendered = m.strOrNull(row, 'rendered_content');
     const { json, lastMoved } = rewriteEditHistory(row.edit_history, ctx.maps, entry);
     const client = typeof row.sending_client === 'number' ? (ctx.clients.get(row.sending_client) ?? 'Internal') : 'Internal';
-    values.push([
-      ids[i]!, null, sender, channelId, channelId === null ? '' : r.str(row, 'subject', ''), channelId === null ? direct : [], content,
+    return copy!.row([
+      id, ctx.maps.newRealmId, sender, channelId, channelId === null ? '' : m.str(row, 'subject', ''), channelId === null ? direct : [], content,
       rendered === null ? renderMarkdown(content) : rewriteRendered(rendered, ctx.maps),
-      r.date(row, 'date_sent')!, r.date(row, 'last_edit_time'), client, json, lastMoved,
+      dateSent, m.date(row, 'last_edit_time'), client, json, lastMoved,
     ]);
-    if (r.date(row, 'date_sent') === null) throw new ImportError(`${entry}: "date_sent" is missing`);
-  }
-  const realmId = ctx.maps.newRealmId;
-  for (const v of values) v[1] = realmId;
-  for (let i = 0; i < values.length; i += BATCH) await bulkInsert(tx, 'message', MESSAGE_COLUMNS, values.slice(i, i + BATCH));
-  count('message', values.length);
-
-  const u = new Reader(file, 'zerver_usermessage');
-  const flags: unknown[][] = [];
-  for (const row of data.zerver_usermessage ?? []) {
+  };
+  const userMessage = async (row: Row) => {
     const bits = row.flags_mask ?? 0;
     if (typeof bits !== 'number' || !Number.isInteger(bits) || bits < 0) throw new ImportError(`${where(file, 'zerver_usermessage', row)}: "flags_mask" must be a non-negative integer`);
-    flags.push([u.ref(row, 'message', ctx.messageIds, 'message'), u.ref(row, 'user_profile', ctx.maps.users, 'user'), bits]);
+    const old = u.int(row, 'message');
+    const messageId = fileIds.get(old) ?? u.ref(row, 'message', ctx.messageIds, 'message');
+    const userId = u.ref(row, 'user_profile', ctx.maps.users, 'user');
+    await switchTo('user_message');
+    return copy!.row([messageId, userId, bits]);
+  };
+
+  const pass = async (wanted: ReadonlySet<string>, second: boolean) => {
+    try {
+      for await (const batch of jsonTableRows(path.join(ctx.root, file), wanted)) {
+        for (let i = 0; i < batch.rows.length; i++) {
+          const table = batch.tables[i]!;
+          const row = batch.rows[i]!;
+          if (!row || typeof row !== 'object' || Array.isArray(row)) throw new ImportError(`${file}: ${table}: every row must be an object`);
+          if (table === 'zerver_message') {
+            sawMessages = true;
+            const wait = await message(row);
+            if (wait) await wait;
+          } else if (table === 'zerver_usermessage') {
+            // Per-user rows before the file's messages: read again once the messages are in.
+            if (!second && !sawMessages) {
+              deferred = true;
+              continue;
+            }
+            if (!second && deferred) continue;
+            const wait = await userMessage(row);
+            if (wait) await wait;
+          }
+        }
+      }
+    } catch (error) {
+      if (error instanceof JsonRowsError) throw new ImportError(`${file}: ${error.message}`);
+      throw error;
+    }
+  };
+  try {
+    await pass(MESSAGE_TABLES, false);
+    if (deferred) await pass(USER_MESSAGE_TABLE, true);
+    await switchTo('');
+  } catch (error) {
+    // A COPY still open is abandoned, so that the transaction's connection can roll back.
+    const open = copy as CopyStream | null;
+    if (open) await open.abort();
+    throw error;
   }
-  await insertBatches(tx, 'user_message', [col('message_id', 'int'), col('user_id', 'int'), col('flags', 'bigint')], flags);
-  count('user_message', flags.length);
 }
 
-async function importReactions(tx: ImportTx, data: Record<string, Row[]>, maps: ContentMaps, messageIds: Map<number, number>, emojiIds: Map<number, number>, count: Count): Promise<void> {
+async function importReactions(tx: ImportTx, data: Record<string, Row[]>, maps: ContentMaps, messageIds: IdLookup, emojiIds: Map<number, number>, count: Count): Promise<void> {
   const r = new Reader('realm.json', 'zerver_reaction');
   const rows = (data.zerver_reaction ?? []).map((row) => {
     const type = r.str(row, 'reaction_type', 'unicode_emoji');

@@ -23,6 +23,7 @@
 import PgBoss from 'pg-boss';
 import type { Db } from '../data/db.ts';
 import type { Logger } from '../http/logging.ts';
+import { countJobFailures } from '../metrics/metrics.ts';
 
 /** Every kind of job, with its payload. */
 export interface JobPayloads {
@@ -206,12 +207,16 @@ export function createJobQueue(databaseUrl: string, logger: Logger, options: Job
         const { batchSize, workers } = options.kinds[name];
         for (let w = 0; w < workers; w++) {
           await boss.work(name, { pollingIntervalSeconds: options.pollingIntervalSeconds, batchSize }, async (jobs) => {
-            const failures = await batch(jobs.map((job) => job.data) as never[]);
+            const failures = await batch(jobs.map((job) => job.data) as never[]).catch((error: unknown) => {
+              countJobFailures(name, jobs.length); // pg-boss fails the whole batch
+              throw error;
+            });
             // The failed jobs are retried with backoff; pg-boss then completes the rest of the batch
             // (completing touches only jobs still active).
             for (const { index, error } of failures) {
               const job = jobs[index]!;
               logger.error({ err: error, job: name, job_id: job.id }, 'job failed');
+              countJobFailures(name);
               const message = error instanceof Error ? error.message : String(error);
               await boss.fail(name, job.id, { message });
             }

@@ -6,13 +6,18 @@ import type { AppDeps } from '../deps.ts';
 import { inTransaction } from '../data/transactions.ts';
 import { lockOutboxEmail, markEmailKept, markEmailSent, pruneSentEmails, recordEmailFailure } from '../data/email-outbox.repo.ts';
 import { sendThroughSmtp } from './transport.ts';
+import { countEmail } from '../metrics/metrics.ts';
 
 /** Sent e-mails are deleted from the outbox after this many days (they may hold invitation links). */
 const SENT_RETENTION_DAYS = 30;
 
 export function registerEmailJobs(deps: AppDeps): void {
   deps.jobs.work('send-email', async ({ emailId }) => {
-    const outcome = await deliverOutboxEmail(deps, emailId);
+    const outcome = await deliverOutboxEmail(deps, emailId).catch((error: unknown) => {
+      countEmail('failed');
+      throw error;
+    });
+    countEmail(outcome);
     deps.logger.info({ email_id: emailId, outcome }, 'outbox e-mail');
   });
 }

@@ -1,8 +1,9 @@
 // The `send-push` job: one push of the outbox per job (actions/push.ts deliverPush), through the APNs
 // connection of this process. A push to retry throws, and the job queue runs it again with backoff.
 import type { AppDeps } from '../deps.ts';
-import { deliverPush } from '../actions/push.ts';
+import { deliverPush, PushRetryError } from '../actions/push.ts';
 import { createApnsSenders } from './apns.ts';
+import { countPush } from '../metrics/metrics.ts';
 
 const senders = new WeakMap<AppDeps, ReturnType<typeof createApnsSenders>>();
 
@@ -14,7 +15,11 @@ export function registerPushJobs(deps: AppDeps): void {
   }
   const current = apns;
   deps.jobs.work('send-push', async ({ pushId }) => {
-    const status = await deliverPush(deps, pushId, current.forConfig(deps.config.apns));
+    const status = await deliverPush(deps, pushId, current.forConfig(deps.config.apns)).catch((error: unknown) => {
+      countPush(error instanceof PushRetryError ? 'retry' : 'error');
+      throw error;
+    });
+    countPush(status);
     deps.logger.debug({ push_id: pushId, status }, 'push delivery');
   });
 }

@@ -20,7 +20,7 @@ import { canReadPublicChannels } from '../access/messages.ts';
 import { CHANNEL_GROUP_SETTINGS, formatChannel, formatSubscription, type ChannelDisplayData } from '../lib/channel-format.ts';
 
 /** Zulip's Stream.LAST_ACTIVITY_DAYS_BEFORE_FOR_ACTIVE. */
-const RECENT_ACTIVITY_DAYS = 180;
+export const RECENT_ACTIVITY_DAYS = 180;
 
 /** Zulip sends `partial_subscribers` instead of `subscribers` for channels this large. */
 const PARTIAL_SUBSCRIBERS_THRESHOLD = 250;

@@ -1,5 +1,5 @@
 // The download of a finished export (http/export-downloads.ts): whether the path names an export of
-// the organization that succeeded and was not deleted.
+// the organization that succeeded, was not deleted and is younger than its link's lifetime (7 days).
 import type { Db } from '../data/db.ts';
 import { findDownloadableExport } from '../data/exports.repo.ts';
 

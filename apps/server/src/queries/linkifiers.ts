@@ -13,6 +13,7 @@ import type { Realm } from '../data/models.ts';
 import { linkifiersOfRealm, linkifiersWithVersion } from '../data/linkifiers.repo.ts';
 import { CompiledLinkifiers, type LinkifierRow } from '../lib/linkifiers.ts';
 import type { LinkifierRendering } from '../lib/markdown/linkifiers.ts';
+import { databaseCache } from '../lib/process-caches.ts';
 
 /** The organization's linkifiers, in the order they apply. */
 export async function linkifiersList(db: RawSql, realmId: number): Promise<LinkifierRow[]> {
@@ -20,8 +21,8 @@ export async function linkifiersList(db: RawSql, realmId: number): Promise<Linki
 }
 
 const MAX_KEPT = 64;
-const compiled = new Map<string, CompiledLinkifiers>();
-const loading = new Map<string, Promise<CompiledLinkifiers>>();
+const compiled = databaseCache<string, CompiledLinkifiers>();
+const loading = databaseCache<string, Promise<CompiledLinkifiers>>();
 const keyOf = (realmId: number, version: number) => `${realmId}:${version}`;
 
 /** The organization's linkifiers compiled for rendering, at the version its realm row names. */

@@ -10,7 +10,7 @@
 //   published password are moved to a random one on their first start.
 // - Start-up failures print a message and exit 1.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
@@ -19,44 +19,17 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres } from '@parley/db/embedded';
+import { childrenOf, freePort, isAlive, sleep, until } from '../helpers/processes.ts';
 
 const serverDir = fileURLToPath(new URL('../..', import.meta.url));
 const dbPackageDir = fileURLToPath(new URL('../../../../packages/db', import.meta.url));
 const tempDirs: string[] = [];
 const children: ChildProcess[] = [];
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 function tempDir(): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'parley-lifecycle-'));
   tempDirs.push(dir);
   return dir;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function portOpen(port: number): Promise<boolean> {
@@ -65,19 +38,6 @@ async function portOpen(port: number): Promise<boolean> {
     socket.once('connect', () => (socket.destroy(), resolve(true)));
     socket.once('error', () => resolve(false));
   });
-}
-
-/** Children of a process (Linux /proc). */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(entry));
-    } catch {}
-  }
-  return out;
 }
 
 interface Server {
@@ -93,7 +53,7 @@ async function startServer(dataDir: string, env: Record<string, string> = {}, op
   let output = '';
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: serverDir,
-    env: { ...process.env, PARLEY_DATA_DIR: dataDir, PORT: String(port), INIT_CWD: serverDir, DATABASE_URL: '', PARLEY_LOG_LEVEL: 'error', ...env },
+    env: { ...process.env, PARLEY_DATA_DIR: dataDir, PORT: String(port), INIT_CWD: serverDir, DATABASE_URL: '', PARLEY_LOG_LEVEL: 'error', PARLEY_WORKERS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -240,7 +200,7 @@ describe('the embedded PostgreSQL of `pnpm start`', () => {
     const dataDir = tempDir();
     const first = await startServer(dataDir);
     const postgres = lockFile(dataDir);
-    const backends = childrenOf(postgres.pid);
+    const backends = childrenOf(postgres.pid).map((p) => p.pid);
     process.kill(postgres.pid, 'SIGKILL');
     process.kill(first.child.pid!, 'SIGKILL');
     await first.exited;

@@ -81,6 +81,9 @@ async function startServer(name: string): Promise<Server> {
       INIT_CWD: serverDir,
       PARLEY_RATE_LIMIT: '0',
       PARLEY_LOG_LEVEL: 'warn',
+      // One server process under the cluster's primary: the crash kills the primary, and its worker
+      // with it (a worker ends when its primary's channel closes).
+      PARLEY_WORKERS: '1',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

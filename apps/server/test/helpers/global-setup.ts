@@ -42,6 +42,7 @@ export default async function setup(project: TestProject) {
   // The job queue's schema is made once here, so that each copy of the template starts it at once.
   await deps.jobs.start();
   await deps.jobs.stop();
+  await deps.rateLimiter?.close();
   await deps.db.$disconnect();
   // Copies of the template need it unused: end any connection still open on it (pg-boss closes its
   // pool in the background after stop()).

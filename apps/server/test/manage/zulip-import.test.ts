@@ -15,6 +15,8 @@ import { basicAuth } from '../helpers/auth.ts';
 import { download } from '../helpers/uploads.ts';
 import { exportEntries, writeTarGz, zulipFixture } from '../helpers/zulip-export.ts';
 import { importRealmFromArchive, type ImportResult } from '../../src/import/zulip-import.ts';
+import { runImportCommand } from '../../src/import/import-command.ts';
+import { doFetchApiKey } from '../../src/actions/authentication.ts';
 import type { ArchiveLimits } from '../../src/import/archive.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -148,6 +150,57 @@ describe('manage import: the command line', () => {
     expect(stdout).toContain('  message: 6');
     expect(stdout).toMatch(/hamlet@zulip\.example\t\d+\tmember\tperson\tactive/);
     expect(stdout).not.toMatch(/[A-Za-z0-9]{32}/); // no API key printed
+    // No SMTP server and no --send-password-resets: the command says what to do, and sends nothing.
+    expect(stdout).toContain('people have no password and cannot log in with one: hand out their API keys (--send-password-resets');
+    expect(await deps().db.emailOutbox.count({ where: { text: { contains: `${url}/accounts/password/reset/` } } })).toBe(0);
+  });
+});
+
+describe('manage import: imported people choose a password', () => {
+  it('queues a reset e-mail to each active person with --send-password-resets; no password works until the link sets one, once', async () => {
+    // The per-user rows before the messages in the message file (read in a second pass).
+    const fixture = await zulipFixture();
+    const { zerver_message, zerver_usermessage } = fixture['messages-000001.json'] as { zerver_message: unknown[]; zerver_usermessage: unknown[] };
+    fixture['messages-000001.json'] = { zerver_usermessage, zerver_message };
+    const archive = await writeTarGz(exportEntries(fixture));
+    const url = freshUrl();
+    const lines: string[] = [];
+    const result = await runImportCommand(deps(), archive, { url, sendPasswordResets: true }, (line) => lines.push(line));
+    expect(result.counts.user_message).toBe(zerver_usermessage.length);
+    const people = result.users.filter((u) => u.isActive && !u.isBot);
+    expect(people.length).toBeGreaterThan(0);
+    expect(result.passwordResetsQueued).toBe(people.length);
+    expect(lines).toContain(`${people.length} people must choose a password: ${people.length} password-reset e-mails queued (pnpm manage outbox shows them)`);
+    const mails = await deps().db.emailOutbox.findMany({ where: { text: { contains: `${url}/accounts/password/reset/` } } });
+    expect(mails.map((m) => m.to).sort()).toEqual(people.map((u) => u.email).sort());
+
+    const hamlet = people.find((u) => u.email === 'hamlet@zulip.example')!;
+    const realm = (await deps().db.realm.findUniqueOrThrow({ where: { id: result.realmId } }));
+    const login = (password: string) => doFetchApiKey(env.running.deps, realm, { username: hamlet.email, password }).then((r) => r.user_id, (e: Error) => e.message);
+    const password = 'Imported-and-reset 4 Parley!';
+    expect(await login(password)).toBe('Your username or password is incorrect');
+    expect(await login('')).toBe('Your username or password is incorrect');
+
+    const mail = mails.find((m) => m.to === hamlet.email)!;
+    const link = new RegExp(`${url.replace(/[.]/g, '\\.')}(/accounts/password/reset/[0-9a-f.]+)`).exec(mail.text)![1]!;
+    const page = await fetch(`${env.url}${link}`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('hamlet@zulip.example');
+    const weak = await fetch(`${env.url}${link}`, { method: 'POST', body: new URLSearchParams({ new_password: 'abc' }) });
+    expect(weak.status).toBe(400);
+    expect(await weak.text()).toContain('The password is too weak.');
+    const set = await fetch(`${env.url}${link}`, { method: 'POST', body: new URLSearchParams({ new_password: password }) });
+    expect(set.status).toBe(200);
+    await set.arrayBuffer();
+    expect(await login(password)).toBe(hamlet.id);
+    // Used: the link (and any other issued before) no longer works; a forged one never did.
+    const again = await fetch(`${env.url}${link}`, { method: 'POST', body: new URLSearchParams({ new_password: 'Another-one 5 Parley?' }) });
+    expect(again.status).toBe(404);
+    expect(await again.text()).toContain('has expired or has already been used');
+    expect(await login(password)).toBe(hamlet.id);
+    const forged = await fetch(`${env.url}${link.replace(/\.[0-9a-f]{40}$/, `.${'0'.repeat(40)}`)}`);
+    expect(forged.status).toBe(404);
+    await forged.arrayBuffer();
   });
 });
 
@@ -189,6 +242,8 @@ describe('manage import: refusals', () => {
 
   it('refuses malformed JSON and ids that point nowhere, importing nothing (files included)', async () => {
     await refused(exportEntries({ ...(await zulipFixture()), 'realm.json': '{"zerver_realm": [' }), /^realm\.json: malformed JSON/);
+    await refused(exportEntries({ ...(await zulipFixture()), 'messages-000001.json': '{"zerver_message": [{"id": 1001, "sender": 10' }), /^messages-000001\.json: malformed JSON/);
+    await refused(exportEntries({ ...(await zulipFixture()), 'messages-000001.json': '{"zerver_message": [17]}' }), 'messages-000001.json: zerver_message: every row must be an object');
     const fixture = await zulipFixture();
     const messages = fixture['messages-000001.json'] as { zerver_message: Array<Record<string, unknown>> };
     messages.zerver_message[2]!.sender = 999;

@@ -241,6 +241,21 @@ describe('GET /export/realm', () => {
     expect((await fetchExport(url.replace(`/exports/${env.realmId}/`, `/exports/${env.realmId + 1000}/`))).status).toBe(404);
     expect((await fetchExport(url.replace(/zulip-export-[a-z0-9]{8}/, 'zulip-export-aaaaaaaa'))).status).toBe(404);
   });
+
+  it('stops serving the tarball 7 days after the export succeeded', async () => {
+    const row = await db().realmExport.findUniqueOrThrow({ where: { id: publicExport.id } });
+    const day = 24 * 3600 * 1000;
+    try {
+      await db().realmExport.update({ where: { id: row.id }, data: { dateSucceeded: new Date(Date.now() - 7 * day + 60_000) } });
+      const fresh = await fetchExport(publicExport.export_url!);
+      expect(fresh.status).toBe(200);
+      await fresh.arrayBuffer();
+      await db().realmExport.update({ where: { id: row.id }, data: { dateSucceeded: new Date(Date.now() - 7 * day - 60_000) } });
+      expect((await fetchExport(publicExport.export_url!)).status).toBe(404);
+    } finally {
+      await db().realmExport.update({ where: { id: row.id }, data: { dateSucceeded: row.dateSucceeded } });
+    }
+  });
 });
 
 describe('DELETE /export/realm/{export_id}', () => {

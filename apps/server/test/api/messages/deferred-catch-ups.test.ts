@@ -2,26 +2,22 @@
 // writeDeferredRows): once for every request that reads the user's rows or flags, a mark-all-as-read
 // once per batch, and never for a request refused before it reads them. (Earlier commits removed
 // repeated catch-ups on purpose; this pins the count of each entry point.)
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import type { Person } from '../../helpers/fixtures.ts';
 import { createChannel } from '../../helpers/channels.ts';
 
-const calls = vi.hoisted(() => ({ count: 0 }));
-vi.mock('../../../src/data/deferred-rows.repo.ts', async (importOriginal) => {
-  const original = await importOriginal<typeof import('../../../src/data/deferred-rows.repo.ts')>();
-  return {
-    ...original,
-    writeDeferredRows: (...args: Parameters<typeof original.writeDeferredRows>) => {
-      calls.count++;
-      return original.writeDeferredRows(...args);
-    },
-  };
-});
+// A catch-up is the one statement that records how far the user was caught up (counted from the
+// database client's query events, so the count is what reached PostgreSQL).
+const CATCH_UP = /^\s*WITH mark AS[\s\S]*INSERT INTO user_message_caught_up/;
+const calls = { count: 0 };
 
 let env: TestServer;
 beforeAll(async () => {
-  env = await startTestServer();
+  env = await startTestServer({ emitQueryEvents: true });
+  env.running.deps.db.$on('query' as never, ((e: { query: string }) => {
+    if (CATCH_UP.test(e.query)) calls.count++;
+  }) as never);
 });
 afterAll(() => env.close());
 

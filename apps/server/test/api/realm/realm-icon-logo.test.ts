@@ -101,6 +101,21 @@ describe('POST /realm/logo', () => {
 });
 
 describe('DELETE /realm/logo', () => {
+  it('leaves URLs that answer: the default logos are served, and the default icon is an absolute gravatar URL', async () => {
+    for (const night of ['false', 'true']) expect((await env.raw('/realm/logo', { method: 'DELETE', body: new URLSearchParams({ night }), as: 'iago' })).status).toBe(200);
+    const state = await realmState(env);
+    expect([state.realm_logo_source, state.realm_night_logo_source]).toEqual(['D', 'D']);
+    for (const url of [state.realm_logo_url as string, state.realm_night_logo_url as string]) {
+      const res = await download(env.url, url);
+      expect(res.status, url).toBe(200);
+      expect(res.headers.get('content-type'), url).toBe('image/svg+xml');
+      expect(res.body.toString('utf8'), url).toMatch(/^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+      expect(res.body.toString('utf8'), url).not.toMatch(/<script/i);
+      expect(res.headers.get('content-security-policy'), url).toContain('sandbox');
+    }
+    if (state.realm_icon_source === 'G') expect(state.realm_icon_url).toMatch(/^https:\/\/secure\.gravatar\.com\/avatar\//);
+  });
+
   it('goes back to the default logo of the theme asked', async () => {
     expect((await send('/realm/logo', 'iago', [{ name: 'night', contentType: null, data: 'true' }, await png(100, 100)])).status).toBe(200);
     const before = await realmState(env);

@@ -1,0 +1,327 @@
+// A load-generator process of bench/organization.bench.ts: simulates the users the bench hands it, each
+// behaving like a Zulip client (register, a long-poll held at all times, presence every 60 s, a channel
+// read every 30 s, a message every ~2 min with typing first, reactions, marking read), and reports
+// latencies and deliveries to the bench over IPC when asked. Started by the bench with a lower
+// priority (os.setPriority) so that it yields the CPU to the server.
+//
+// Kept light so that it does not compete with the server more than it must:
+//   - two keep-alive agents: one socket per parked poll (bounded by the users of this process), and at
+//     most API_SOCKETS sockets for every other request (requests queue in the agent beyond that);
+//   - request bodies and headers made once per user when it joins (only ids and counters change);
+//   - one timer per user and activity, jittered, so that users never act in lockstep;
+//   - poll answers scanned for what the bench needs (message ids), nothing else kept.
+import http from 'node:http';
+import type { SimUser } from './org-sim-seed.ts';
+
+const API_SOCKETS = 48;
+
+export type Operation = 'register' | 'poll' | 'presence' | 'read' | 'typing' | 'send' | 'react' | 'mark_read';
+export const OPERATIONS: Operation[] = ['register', 'poll', 'presence', 'read', 'typing', 'send', 'react', 'mark_read'];
+
+export interface WorkerStart {
+  type: 'start';
+  api: string;
+  users: SimUser[];
+  /** New users come online at random moments within this many seconds. */
+  joinSeconds: number;
+  everyoneChannelId: number;
+  /** Probe users only register and poll. */
+  passive: boolean;
+  /** Share of messages sent to the everyone channel (the rest go to one of the sender's small channels). */
+  everyoneShare: number;
+}
+
+export type ToWorker = WorkerStart | { type: 'report' } | { type: 'receipts'; messageId: number } | { type: 'stop' };
+
+export interface WorkerReport {
+  type: 'report';
+  /** Latencies (ms) of answered requests by operation (polls: counted only, they wait by design). */
+  latencies: Partial<Record<Operation, number[]>>;
+  counts: Partial<Record<Operation, number>>;
+  errors: Partial<Record<Operation, number>>;
+  firstError?: string;
+  /** [message id, send start (epoch ms), channel id] of the messages this process sent. */
+  sends: [number, number, number][];
+  /** [message id, last arrival (epoch ms), receipts] of the messages polls received. */
+  receipts: [number, number, number][];
+  /** [user id, epoch ms when its queue was registered] of users that came online since the last report. */
+  online: [number, number][];
+  parked: number;
+}
+
+const now = () => performance.timeOrigin + performance.now();
+const jitter = (ms: number, share = 0.2) => ms * (1 - share + 2 * share * Math.random());
+const FORM = 'application/x-www-form-urlencoded';
+const form = (fields: Record<string, string | number | boolean>) => new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString();
+const EMOJI = ['octopus', 'smile', 'heart', 'tada', 'thumbs_up', 'rocket', 'eyes', 'fire'];
+const CAPABILITIES = JSON.stringify({
+  notification_settings_null: true,
+  bulk_message_deletion: true,
+  user_avatar_url_field_optional: true,
+  stream_typing_notifications: true,
+  user_settings_object: true,
+  linkifier_url_template: true,
+  user_list_incomplete: true,
+  include_deactivated_groups: true,
+  archived_channels: true,
+  empty_topic_name: true,
+  simplified_presence_events: true,
+});
+
+const pollAgent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 4096, timeout: 0 });
+const apiAgent = new http.Agent({ keepAlive: true, maxSockets: API_SOCKETS, maxFreeSockets: API_SOCKETS });
+
+let report: WorkerReport = emptyReport();
+function emptyReport(): WorkerReport {
+  return { type: 'report', latencies: {}, counts: {}, errors: {}, sends: [], receipts: [], online: [], parked: 0 };
+}
+const receiptIndex = new Map<number, [number, number, number]>();
+/** Receipts per message id since start (for the probe). */
+const receiptTotals = new Map<number, number>();
+let stopping = false;
+let parked = 0;
+const active = new Set<http.ClientRequest>();
+
+function record(op: Operation, ms: number | null, status: number, body: string) {
+  report.counts[op] = (report.counts[op] ?? 0) + 1;
+  if (status === 200) {
+    if (ms !== null) (report.latencies[op] ??= []).push(ms);
+  } else if (!stopping) {
+    report.errors[op] = (report.errors[op] ?? 0) + 1;
+    report.firstError ??= `${op}: ${status} ${body.slice(0, 200)}`;
+  }
+}
+
+function request(agent: http.Agent, url: string, method: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve) => {
+    const req = http.request(url, { method, agent, headers: body !== undefined ? { ...headers, 'content-type': FORM, 'content-length': String(Buffer.byteLength(body)) } : headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        active.delete(req);
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+      });
+      res.on('error', (e) => {
+        active.delete(req);
+        resolve({ status: 0, body: String(e) });
+      });
+    });
+    active.add(req);
+    req.on('error', (e) => {
+      active.delete(req);
+      resolve({ status: 0, body: String(e) });
+    });
+    req.end(body);
+  });
+}
+
+class User {
+  private readonly auth: Record<string, string>;
+  private queueId = '';
+  private lastEventId = -1;
+  private readonly recent: number[] = [];
+  private readonly unread: number[] = [];
+  private readonly reacted = new Set<number>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private sent = 0;
+  private readonly registerBody: string;
+  private readonly readUrls: string[];
+  private readonly presenceBody: string;
+
+  constructor(
+    private readonly api: string,
+    private readonly me: SimUser,
+    private readonly start: WorkerStart,
+  ) {
+    this.auth = { authorization: `Basic ${Buffer.from(`${me.email}:${me.apiKey}`).toString('base64')}` };
+    // Probe users need a queue, not the state (fetch_event_types []: no state, every event type).
+    this.registerBody = form({ apply_markdown: true, client_gravatar: true, slim_presence: true, include_subscribers: false, client_capabilities: CAPABILITIES, ...(start.passive ? { fetch_event_types: '[]' } : {}) });
+    this.readUrls = me.channelIds.map(
+      (id) => `${api}/messages?${form({ anchor: 'newest', num_before: 50, num_after: 0, apply_markdown: true, client_gravatar: true, narrow: JSON.stringify([{ operator: 'channel', operand: id }]) })}`,
+    );
+    this.presenceBody = form({ status: 'active', new_user_input: true, ping_only: false, slim_presence: true, last_update_id: -1 });
+  }
+
+  async join(): Promise<void> {
+    if (!(await this.register())) return;
+    void this.pollLoop();
+    if (this.start.passive) return;
+    const every = (ms: number, first: number, act: () => Promise<void>) => {
+      const run = () => {
+        if (stopping) return;
+        void act().finally(() => {
+          if (!stopping) this.timers.push(setTimeout(run, jitter(ms)));
+        });
+      };
+      this.timers.push(setTimeout(run, first));
+    };
+    every(60_000, 0, () => this.presence());
+    every(30_000, Math.random() * 30_000, () => this.read());
+    every(120_000, Math.random() * 120_000, () => this.send());
+    every(120_000, Math.random() * 120_000, () => this.react());
+    every(30_000, Math.random() * 30_000, () => this.markRead());
+  }
+
+  private async register(): Promise<boolean> {
+    let answer: { status: number; body: string };
+    for (;;) {
+      const t0 = performance.now();
+      answer = await request(apiAgent, `${this.api}/register`, 'POST', this.auth, this.registerBody);
+      record('register', performance.now() - t0, answer.status, answer.body);
+      // Overloaded: a client waits as told, then registers again (the error is counted).
+      if (answer.status !== 503 || stopping) break;
+      await new Promise((r) => setTimeout(r, jitter(1000 * Number(/"retry-after":(\d+)/.exec(answer.body)?.[1] ?? 5))));
+    }
+    if (answer.status !== 200) return false;
+    // Only the two fields the client needs from a large body.
+    const queue = /"queue_id":"([^"]+)"/.exec(answer.body);
+    const last = /"last_event_id":(-?\d+)/.exec(answer.body);
+    if (!queue || !last) return false;
+    this.queueId = queue[1]!;
+    this.lastEventId = Number(last[1]);
+    report.online.push([this.me.id, now()]);
+    return true;
+  }
+
+  private async pollLoop(): Promise<void> {
+    while (!stopping) {
+      const url = `${this.api}/events?queue_id=${this.queueId}&last_event_id=${this.lastEventId}`;
+      parked++;
+      const answer = await request(pollAgent, url, 'GET', this.auth);
+      parked--;
+      const at = now();
+      if (stopping) return;
+      record('poll', null, answer.status, answer.body);
+      if (answer.status !== 200) {
+        if (answer.body.includes('BAD_EVENT_QUEUE_ID')) {
+          if (!(await this.register())) return;
+          continue;
+        }
+        await new Promise((r) => setTimeout(r, 1000));
+        continue;
+      }
+      const events = (JSON.parse(answer.body) as { events: { id: number; type: string; message?: { id: number; sender_id: number } }[] }).events;
+      for (const e of events) {
+        if (e.id > this.lastEventId) this.lastEventId = e.id;
+        if (e.type !== 'message' || !e.message) continue;
+        const id = e.message.id;
+        let r = receiptIndex.get(id);
+        if (!r) {
+          r = [id, at, 0];
+          receiptIndex.set(id, r);
+          report.receipts.push(r);
+        }
+        r[1] = Math.max(r[1], at);
+        r[2]++;
+        receiptTotals.set(id, (receiptTotals.get(id) ?? 0) + 1);
+        if (e.message.sender_id !== this.me.id) {
+          this.recent.push(id);
+          if (this.recent.length > 20) this.recent.shift();
+          this.unread.push(id);
+        }
+      }
+    }
+  }
+
+  private async presence(): Promise<void> {
+    const t0 = performance.now();
+    const a = await request(apiAgent, `${this.api}/users/me/presence`, 'POST', this.auth, this.presenceBody);
+    record('presence', performance.now() - t0, a.status, a.body);
+  }
+
+  private async read(): Promise<void> {
+    const url = this.readUrls[Math.floor(Math.random() * this.readUrls.length)]!;
+    const t0 = performance.now();
+    const a = await request(apiAgent, url, 'GET', this.auth);
+    record('read', performance.now() - t0, a.status, a.body);
+  }
+
+  private async send(): Promise<void> {
+    const ids = this.me.channelIds;
+    const channelId = Math.random() < this.start.everyoneShare || ids.length === 1 ? ids[0]! : ids[1 + Math.floor(Math.random() * (ids.length - 1))]!;
+    const topic = `topic ${1 + (this.sent % 5)}`;
+    const typing = (op: string) => form({ op, type: 'stream', stream_id: channelId, topic });
+    let t0 = performance.now();
+    let a = await request(apiAgent, `${this.api}/typing`, 'POST', this.auth, typing('start'));
+    record('typing', performance.now() - t0, a.status, a.body);
+    await new Promise((r) => setTimeout(r, jitter(3_000, 0.5)));
+    if (stopping) return;
+    t0 = performance.now();
+    a = await request(apiAgent, `${this.api}/typing`, 'POST', this.auth, typing('stop'));
+    record('typing', performance.now() - t0, a.status, a.body);
+    this.sent++;
+    const body = form({
+      type: 'stream',
+      to: channelId,
+      topic,
+      content: `Message ${this.sent} from user ${this.me.id}: the quick brown fox jumps over the lazy dog, and the bench times its delivery.`,
+      queue_id: this.queueId,
+      local_id: `${this.sent}.01`,
+    });
+    const started = now();
+    t0 = performance.now();
+    a = await request(apiAgent, `${this.api}/messages`, 'POST', this.auth, body);
+    record('send', performance.now() - t0, a.status, a.body);
+    const id = /"id":(\d+)/.exec(a.body);
+    if (a.status === 200 && id) report.sends.push([Number(id[1]), started, channelId]);
+  }
+
+  private async react(): Promise<void> {
+    const candidates = this.recent.filter((id) => !this.reacted.has(id));
+    if (!candidates.length) return;
+    const id = candidates[Math.floor(Math.random() * candidates.length)]!;
+    this.reacted.add(id);
+    const t0 = performance.now();
+    const a = await request(apiAgent, `${this.api}/messages/${id}/reactions`, 'POST', this.auth, form({ emoji_name: EMOJI[this.me.id % EMOJI.length]! }));
+    record('react', performance.now() - t0, a.status, a.body);
+  }
+
+  private async markRead(): Promise<void> {
+    if (!this.unread.length) return;
+    const ids = this.unread.splice(0);
+    const t0 = performance.now();
+    const a = await request(apiAgent, `${this.api}/messages/flags`, 'POST', this.auth, form({ op: 'add', flag: 'read', messages: JSON.stringify(ids) }));
+    record('mark_read', performance.now() - t0, a.status, a.body);
+  }
+
+  async leave(): Promise<void> {
+    for (const t of this.timers) clearTimeout(t);
+    if (this.queueId) await request(apiAgent, `${this.api}/events?queue_id=${this.queueId}`, 'DELETE', this.auth);
+  }
+}
+
+const users: User[] = [];
+
+process.on('message', (message: ToWorker) => {
+  switch (message.type) {
+    case 'start':
+      for (const u of message.users) {
+        const user = new User(message.api, u, message);
+        users.push(user);
+        setTimeout(() => void user.join(), Math.random() * message.joinSeconds * 1000);
+      }
+      break;
+    case 'report': {
+      const out = report;
+      out.parked = parked;
+      report = emptyReport();
+      receiptIndex.clear();
+      process.send!(out);
+      break;
+    }
+    case 'receipts':
+      process.send!({ type: 'receipts', messageId: message.messageId, count: receiptTotals.get(message.messageId) ?? 0, parked });
+      break;
+    case 'stop':
+      stopping = true;
+      void Promise.all(users.splice(0).map((u) => u.leave())).finally(() => {
+        for (const req of active) req.destroy();
+        pollAgent.destroy();
+        apiAgent.destroy();
+        process.send!({ type: 'stopped' }, () => process.exit(0));
+      });
+      break;
+    default:
+      break;
+  }
+});
