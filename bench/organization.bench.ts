@@ -119,6 +119,8 @@ function treeRssMb(root: number): number {
  * answers SIGUSR2 with it on its log); null otherwise.
  */
 async function heapAfterGcMb(server: ServerProcess): Promise<number | null> {
+  // SIGUSR2's default action ends a process: only org-sim-server.ts listens for it.
+  if (!PARLEY_SERVER_CMD.includes('org-sim-server')) return null;
   const before = readFileSync(server.logFile, 'utf8').length;
   try {
     process.kill(server.pid, 'SIGUSR2');
