@@ -7,18 +7,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { AppDeps } from '../deps.ts';
 import { CONFIRM_NEW_EMAIL_PATH, doConfirmEmailChange, inspectEmailChangeKey } from '../actions/user-settings.ts';
 import { escapeHtml } from '../lib/html.ts';
-
-function page(res: Response, status: number, title: string, body: string): void {
-  res
-    .status(status)
-    .type('html')
-    .set('Cache-Control', 'no-store')
-    .set('Referrer-Policy', 'no-referrer')
-    .send(
-      `<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
-        `<title>${escapeHtml(title)}</title></head>\n<body><main><h1>${escapeHtml(title)}</h1>\n${body}\n</main></body></html>\n`,
-    );
-}
+import { sendPage } from './html-page.ts';
 
 const INVALID = 'The confirmation link is malformed or invalid.';
 const EXPIRED = 'The confirmation link has expired or been deactivated.';
@@ -30,9 +19,9 @@ export function emailConfirmationRouter(deps: AppDeps): express.Router {
     try {
       const key = String(req.params['key'] ?? '');
       const link = await inspectEmailChangeKey(deps, key);
-      if (link.state === 'invalid') return page(res, 404, 'Invalid link', `<p>${INVALID}</p>`);
-      if (link.state === 'expired') return page(res, 404, 'Expired link', `<p>${EXPIRED}</p>`);
-      page(
+      if (link.state === 'invalid') return sendPage(res, 404, 'Invalid link', `<p>${INVALID}</p>`);
+      if (link.state === 'expired') return sendPage(res, 404, 'Expired link', `<p>${EXPIRED}</p>`);
+      sendPage(
         res,
         200,
         'Confirm your new e-mail address',
@@ -52,13 +41,13 @@ export function emailConfirmationRouter(deps: AppDeps): express.Router {
       const outcome = await doConfirmEmailChange(deps, key);
       switch (outcome.state) {
         case 'invalid':
-          return page(res, 404, 'Invalid link', `<p>${INVALID}</p>`);
+          return sendPage(res, 404, 'Invalid link', `<p>${INVALID}</p>`);
         case 'expired':
-          return page(res, 404, 'Expired link', `<p>${EXPIRED}</p>`);
+          return sendPage(res, 404, 'Expired link', `<p>${EXPIRED}</p>`);
         case 'refused':
-          return page(res, 400, 'E-mail address not changed', `<p>${escapeHtml(outcome.message)}</p>`);
+          return sendPage(res, 400, 'E-mail address not changed', `<p>${escapeHtml(outcome.message)}</p>`);
         case 'confirmed':
-          return page(
+          return sendPage(
             res,
             200,
             'E-mail address changed',

@@ -7,24 +7,13 @@ import type { AppDeps } from '../deps.ts';
 import { doResetPassword, inspectPasswordResetKey, PASSWORD_RESET_PATH } from '../actions/password-reset.ts';
 import { JsonableError } from '../errors.ts';
 import { escapeHtml } from '../lib/html.ts';
-
-function page(res: Response, status: number, title: string, body: string): void {
-  res
-    .status(status)
-    .type('html')
-    .set('Cache-Control', 'no-store')
-    .set('Referrer-Policy', 'no-referrer')
-    .send(
-      `<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
-        `<title>${escapeHtml(title)}</title></head>\n<body><main><h1>${escapeHtml(title)}</h1>\n${body}\n</main></body></html>\n`,
-    );
-}
+import { sendPage } from './html-page.ts';
 
 const INVALID = 'The password reset link is malformed or invalid.';
 const EXPIRED = 'The password reset link has expired or has already been used.';
 
 function form(res: Response, status: number, key: string, email: string, error?: string): void {
-  page(
+  sendPage(
     res,
     status,
     'Choose your password',
@@ -42,8 +31,8 @@ export function passwordResetRouter(deps: AppDeps): express.Router {
     try {
       const key = String(req.params['key'] ?? '');
       const link = await inspectPasswordResetKey(deps, key);
-      if (link.state === 'invalid') return page(res, 404, 'Invalid link', `<p>${INVALID}</p>`);
-      if (link.state === 'expired') return page(res, 404, 'Expired link', `<p>${EXPIRED}</p>`);
+      if (link.state === 'invalid') return sendPage(res, 404, 'Invalid link', `<p>${INVALID}</p>`);
+      if (link.state === 'expired') return sendPage(res, 404, 'Expired link', `<p>${EXPIRED}</p>`);
       form(res, 200, key, link.user.deliveryEmail);
     } catch (error) {
       next(error);
@@ -54,9 +43,9 @@ export function passwordResetRouter(deps: AppDeps): express.Router {
     try {
       const password = typeof req.body?.new_password === 'string' ? req.body.new_password : '';
       const outcome = await doResetPassword(deps, key, password);
-      if (outcome.state === 'invalid') return page(res, 404, 'Invalid link', `<p>${INVALID}</p>`);
-      if (outcome.state === 'expired') return page(res, 404, 'Expired link', `<p>${EXPIRED}</p>`);
-      page(res, 200, 'Password set', `<p>You can now log in to ${escapeHtml(outcome.realm.url)} as ${escapeHtml(outcome.user.deliveryEmail)}.</p>`);
+      if (outcome.state === 'invalid') return sendPage(res, 404, 'Invalid link', `<p>${INVALID}</p>`);
+      if (outcome.state === 'expired') return sendPage(res, 404, 'Expired link', `<p>${EXPIRED}</p>`);
+      sendPage(res, 200, 'Password set', `<p>You can now log in to ${escapeHtml(outcome.realm.url)} as ${escapeHtml(outcome.user.deliveryEmail)}.</p>`);
     } catch (error) {
       if (error instanceof JsonableError) {
         const link = await inspectPasswordResetKey(deps, key).catch(() => null);
