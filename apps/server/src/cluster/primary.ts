@@ -23,12 +23,15 @@
 // gives requests under way up to 10 s), then the embedded PostgreSQL, and exit with status 0. A second
 // signal cuts the wait short. The end of the npx/pnpm processes that started the server counts as
 // SIGTERM (see followLauncher). Should this process die without any of that (kill -9), its workers end
-// with the IPC channel and the embedded PostgreSQL's watchdog stops the database.
+// with the IPC channel (node:cluster exits a worker whose channel to the primary closes), releasing the
+// port, and the embedded PostgreSQL's watchdog stops the database (fast shutdown: nothing committed is
+// lost). A start on the same data directory right after such a crash waits for that shutdown to finish
+// (waitForOrphanedPostgres) rather than refusing the directory as in use.
 import cluster, { type Worker } from 'node:cluster';
 import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { openParleyDatabase, type ParleyDatabase } from '@parley/db/embedded';
+import { inspectDataDirectory, openParleyDatabase, type ParleyDatabase } from '@parley/db/embedded';
 import { applyMigrations } from '@parley/db/migrate';
 import { loadConfig, type Config } from '../config.ts';
 import { loadOrCreateSecret } from '../security/secrets.ts';
@@ -110,6 +113,41 @@ function followLauncher(requestStop: (reason: string) => void): void {
     requestStop(`${gone.args.join(' ').slice(0, 60)} (pid ${gone.pid}), which started this server, has ended`);
   }, 1000);
   timer.unref();
+}
+
+/**
+ * How long a start waits for a PostgreSQL left by a crashed Parley to be stopped by its watchdog: for the
+ * shutdown to begin, then (postmaster.pid says "stopping") for it to end.
+ */
+const ORPHAN_START_WAIT_MS = 10_000;
+const ORPHAN_STOP_WAIT_MS = 60_000;
+
+/**
+ * After kill -9 of a previous primary, its PostgreSQL is still being stopped by its watchdog for a
+ * moment (a fast shutdown takes a second or so, more on a busy machine): wait for that, instead of
+ * refusing the data directory as in use. A PostgreSQL that a live Parley owns is not waited for (the
+ * start refuses at once, naming it); one that nobody owns and that does not begin to stop (its watchdog
+ * is gone too) is left to that refusal, which says how to stop it.
+ */
+async function waitForOrphanedPostgres(clusterDir: string, cancelled: () => boolean): Promise<void> {
+  const orphan = () => {
+    const running = inspectDataDirectory(clusterDir).running;
+    return running !== null && running.ownerPid === null ? running.postgresPid : null;
+  };
+  const stopping = () => {
+    try {
+      return readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[7]?.trim() === 'stopping';
+    } catch {
+      return false;
+    }
+  };
+  const first = orphan();
+  if (first === null) return;
+  say(`the PostgreSQL (pid ${first}) of a Parley that ended without stopping it still runs on ${clusterDir}; waiting for it to stop`);
+  const started = Date.now();
+  while (!cancelled() && orphan() !== null && Date.now() - started < (stopping() ? ORPHAN_STOP_WAIT_MS : ORPHAN_START_WAIT_MS)) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** Fails early, before any database work, when the address cannot be listened on. */
@@ -203,6 +241,10 @@ export async function runPrimary(entry: string, startedAt: number): Promise<void
 
   async function boot() {
     const config = loadConfig();
+    // Right after kill -9 of a previous primary on this data directory, its PostgreSQL (and its workers,
+    // which hold the port) may still be ending.
+    if (!config.databaseUrl) await waitForOrphanedPostgres(path.join(path.resolve(config.dataDir), 'postgres'), () => stopReason !== undefined);
+    if (stopReason) await stop(0);
     await checkAddress(config);
     // Made here, once, before the workers read it (several creating it at once would race).
     loadOrCreateSecret(config.secretKey, config.dataDir);

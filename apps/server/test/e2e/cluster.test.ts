@@ -7,6 +7,8 @@
 //   receive every event once, in order;
 // - the embedded PostgreSQL stopped under load (fast shutdown, as `pg_ctl stop -m fast` does) is
 //   started again on its port; every process serves again, and no acknowledged message is lost;
+// - kill -9 of the primary: its workers exit with the IPC channel, the embedded PostgreSQL's watchdog
+//   stops PostgreSQL, and a start at once on the same data directory serves every message;
 // - SIGTERM drains every worker, stops PostgreSQL and exits 0.
 // Every request opens its own connection, which any worker may accept (they share the listening socket).
 import http from 'node:http';
@@ -68,16 +70,32 @@ async function send(content: string): Promise<number> {
   return res.body['id'] as number;
 }
 
-beforeAll(async () => {
-  port = await freePort();
-  server = spawnCollecting(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+/** `pnpm start` with two workers on the data directory and port of this file. */
+const startServer = () =>
+  spawnCollecting(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: serverDir,
     env: { ...process.env, PARLEY_DATA_DIR: dataDir, PORT: String(port), INIT_CWD: serverDir, DATABASE_URL: '', PARLEY_WORKERS: '2', PARLEY_LOG_LEVEL: 'error', PARLEY_RATE_LIMIT: '100000/60' },
   });
-  await until('the server to listen', () => {
-    if (server.child.exitCode !== null) throw new Error(`server exited (${server.child.exitCode}):\n${server.output()}`);
-    return /listening on/.test(server.output());
+const listening = (started: StartedProcess) =>
+  until('the server to listen', () => {
+    if (started.child.exitCode !== null) throw new Error(`server exited (${started.child.exitCode}):\n${started.output()}`);
+    return /listening on/.test(started.output());
   }, 240_000);
+/** Gone, or a zombie nobody has reaped yet (an orphan's new parent may be slow to reap it). */
+const ended = (pid: number) => {
+  if (!isAlive(pid)) return true;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return true;
+  }
+};
+
+beforeAll(async () => {
+  port = await freePort();
+  server = startServer();
+  await listening(server);
   const rc = readFileSync(path.join(dataDir, 'zuliprc'), 'utf8');
   const get = (k: string) => new RegExp(`^${k}=(.*)$`, 'm').exec(rc)![1]!;
   auth = `Basic ${Buffer.from(`${get('email')}:${get('key')}`).toString('base64')}`;
@@ -229,6 +247,31 @@ describe('`pnpm start` with two server processes', () => {
       await sql.end();
     }
   }, 180_000);
+
+  it('kill -9 of the primary: its workers exit, its PostgreSQL stops, and a start at once on the same data directory has every message', async () => {
+    const id = await send('before the primary is killed');
+    const [pids, postgres] = [workers(), postmasterPid()];
+    expect(pids).toHaveLength(2);
+    // PostgreSQL is held (SIGSTOP) so that the next start surely finds it still running: its watchdog's
+    // SIGINT waits until it continues, as a slow fast-shutdown would make it wait.
+    process.kill(postgres, 'SIGSTOP');
+    try {
+      process.kill(server.child.pid!, 'SIGKILL');
+      await server.exited;
+      await until('the old workers to exit (they held the port)', () => pids.every(ended), 30_000);
+      server = startServer(); // at once, on the same data directory
+      await until('the next start to wait for the old PostgreSQL', () => server.output().includes(`the PostgreSQL (pid ${postgres}) of a Parley that ended without stopping it`), 60_000);
+    } finally {
+      process.kill(postgres, 'SIGCONT');
+    }
+    await until('the old PostgreSQL to stop (its watchdog)', () => ended(postgres), 60_000);
+    await listening(server);
+    expect(postmasterPid()).not.toBe(postgres);
+    expect(workers()).toHaveLength(2);
+    const res = await request('GET', `messages/${id}`);
+    expect(res.status).toBe(200);
+    expect(res.body['message']).toMatchObject({ id, content: '<p>before the primary is killed</p>' });
+  }, 300_000);
 
   it('drains every worker on SIGTERM, stops PostgreSQL and exits 0', async () => {
     const pids = workers();

@@ -9097,8 +9097,12 @@ export interface components {
         };
         /**
          * @description The server is overloaded: the request could not start in time (every process admits a bounded number
-         *     of requests at once and lets the rest wait briefly). Nothing was changed; retry after the number of
-         *     seconds in `retry-after` (also the `Retry-After` header).
+         *     of requests at once and lets the rest wait briefly), or its database could not carry it out. The same
+         *     answer (code `SERVER_OVERLOADED`) comes when the database's disk is full (`msg` "The server is out of
+         *     storage space; retry later") or it is out of memory ("The server is out of resources; retry later"):
+         *     an operator has to act, so `retry-after` is longer (30 s). Either way the request's transaction was
+         *     rolled back and nothing was changed; retry after the number of seconds in `retry-after` (also the
+         *     `Retry-After` header).
          */
         Overloaded: {
             headers: {
