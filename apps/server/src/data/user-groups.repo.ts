@@ -100,12 +100,23 @@ export async function directSubgroupIds(db: Db, groupId: number): Promise<number
 export async function membershipOfGroups(db: Db, groupIds: number[]): Promise<Map<number, { members: number[]; subgroups: number[] }>> {
   const result = new Map<number, { members: number[]; subgroups: number[] }>(groupIds.map((id) => [id, { members: [], subgroups: [] }]));
   if (groupIds.length === 0) return result;
-  const [members, subgroups] = await Promise.all([
-    db.userGroupMember.findMany({ where: { groupId: { in: groupIds }, user: { isActive: true } }, select: { groupId: true, userId: true }, orderBy: { userId: 'asc' } }),
-    db.userGroupSubgroup.findMany({ where: { supergroupId: { in: groupIds } }, select: { supergroupId: true, subgroupId: true }, orderBy: { subgroupId: 'asc' } }),
-  ]);
-  for (const m of members) result.get(m.groupId)!.members.push(m.userId);
-  for (const s of subgroups) result.get(s.supergroupId)!.subgroups.push(s.subgroupId);
+  // One row per group with its lists (an organization's system groups hold every user: thousands of
+  // rows as objects otherwise).
+  // Set-based: a subquery per group joined to "user" may hash the whole user table once per group.
+  const ids = [...new Set(groupIds)];
+  const rows = await db.$queryRaw<Array<{ id: number; members: number[] | null; subgroups: number[] | null }>>`
+    SELECT g.id, mm.members, ss.subgroups
+    FROM unnest(${ids}::int[]) AS g(id)
+    LEFT JOIN (
+      SELECT m.group_id, array_agg(m.user_id ORDER BY m.user_id) AS members
+      FROM user_group_member m JOIN "user" u ON u.id = m.user_id AND u.is_active
+      WHERE m.group_id = ANY(${ids}::int[]) GROUP BY m.group_id
+    ) mm ON mm.group_id = g.id
+    LEFT JOIN (
+      SELECT s.supergroup_id, array_agg(s.subgroup_id ORDER BY s.subgroup_id) AS subgroups
+      FROM user_group_subgroup s WHERE s.supergroup_id = ANY(${ids}::int[]) GROUP BY s.supergroup_id
+    ) ss ON ss.supergroup_id = g.id`;
+  for (const r of rows) result.set(r.id, { members: r.members ?? [], subgroups: r.subgroups ?? [] });
   return result;
 }
 

@@ -1,4 +1,4 @@
-import type { Db } from './db.ts';
+import { Prisma, type Db } from './db.ts';
 
 /** The key's row with its user and the user's organization (one query per authenticated request). */
 export const findUserByApiKeyHash = (db: Db, lookupHash: string) =>
@@ -84,14 +84,34 @@ export type DirectoryUser = Awaited<ReturnType<typeof listUsers>>[number] & { em
  * Every user of the organization with their e-mail visibility, in one statement whatever the
  * organization's size (no list of ids to bind).
  */
-export async function listDirectoryUsers(db: Db, realmId: number): Promise<DirectoryUser[]> {
+export async function listDirectoryUsers(db: Db, realmId: number, ids?: number[]): Promise<DirectoryUser[]> {
   const [users, settings] = await Promise.all([
-    db.user.findMany({ where: { realmId }, orderBy: { id: 'asc' } }),
+    listUsers(db, realmId, ids),
     db.$queryRaw<{ user_id: number; v: number }[]>`
-      SELECT s.user_id, s.email_address_visibility AS v FROM user_settings s JOIN "user" u ON u.id = s.user_id WHERE u.realm_id = ${realmId}`,
+      SELECT s.user_id, s.email_address_visibility AS v FROM user_settings s JOIN "user" u ON u.id = s.user_id
+      WHERE u.realm_id = ${realmId} ${ids ? Prisma.sql`AND u.id = ANY(${ids}::int[])` : Prisma.empty}`,
   ]);
   const visibility = new Map(settings.map((s) => [s.user_id, s.v]));
   return users.map((u) => Object.assign(u, { emailVisibility: visibility.get(u.id) ?? 1 }));
+}
+
+/**
+ * Every user of the organization (by id) with a version of what their user object is made of: the
+ * row versions (PostgreSQL's xmin, which changes with every update) of the user, their settings and
+ * their custom profile field values, as the statement's snapshot sees them. Equal versions, equal
+ * objects: a cache keyed by it needs no invalidation.
+ */
+export async function userObjectVersions(db: Db, realmId: number): Promise<Array<{ id: number; active: boolean; version: string }>> {
+  return db.$queryRaw`
+    SELECT u.id, u.is_active AS active, u.xmin::text || '/' || COALESCE(s.xmin::text, '') || '/' || COALESCE(p.v, '') AS version
+    FROM "user" u
+    LEFT JOIN user_settings s ON s.user_id = u.id
+    LEFT JOIN (
+      SELECT v.user_id, string_agg(v.field_id::text || ':' || v.xmin::text, ',' ORDER BY v.field_id) AS v
+      FROM custom_profile_field_value v JOIN "user" o ON o.id = v.user_id WHERE o.realm_id = ${realmId} GROUP BY v.user_id
+    ) p ON p.user_id = u.id
+    WHERE u.realm_id = ${realmId}
+    ORDER BY u.id`;
 }
 
 /**

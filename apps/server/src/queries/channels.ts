@@ -63,8 +63,17 @@ export async function channelDisplayData(db: Db, realmId: number, channels: Chan
   };
 }
 
-export async function presentChannels(db: Db, realmId: number, channels: Channel[], options: { includeDefault?: boolean } = {}): Promise<Schema<'Channel'>[]> {
-  const data = await loadChannelDisplayData(db, realmId, channels);
+/**
+ * The display data of `channels`: from `known` (facts read once for many channels, e.g. every channel
+ * of the organization for one /register) when it covers them all, else read now.
+ */
+async function displayDataOf(db: Db, realmId: number, channels: Channel[], known: ChannelFacts | undefined): Promise<ChannelDisplayData> {
+  if (known && channels.every((c) => known.subscriberCount.has(c.id))) return channelDisplayData(db, realmId, channels, known);
+  return loadChannelDisplayData(db, realmId, channels);
+}
+
+export async function presentChannels(db: Db, realmId: number, channels: Channel[], options: { includeDefault?: boolean; known?: ChannelFacts } = {}): Promise<Schema<'Channel'>[]> {
+  const data = await displayDataOf(db, realmId, channels, options.known);
   return channels.map((c) => formatChannel(c, data, options));
 }
 
@@ -157,8 +166,8 @@ async function subscriberLists(db: Db, channels: Channel[], includeSubscribers: 
 
 type SubscriptionRow = Awaited<ReturnType<typeof activeSubscriptionsOfUser>>[number];
 
-async function formatSubscriptions(db: Db, realm: Realm, rows: SubscriptionRow[], lists: Map<number, SubscriberLists>): Promise<Schema<'Subscription'>[]> {
-  const data = await loadChannelDisplayData(db, realm.id, rows.map((r) => r.channel));
+async function formatSubscriptions(db: Db, realm: Realm, rows: SubscriptionRow[], lists: Map<number, SubscriberLists>, known?: ChannelFacts): Promise<Schema<'Subscription'>[]> {
+  const data = await displayDataOf(db, realm.id, rows.map((r) => r.channel), known);
   return rows.map((row) => formatSubscription(row.channel, row, data, lists.get(row.channelId))).sort(byChannelName);
 }
 
@@ -167,10 +176,10 @@ async function formatSubscriptions(db: Db, realm: Realm, rows: SubscriptionRow[]
  * with subscriber lists as asked, sorted by name. A subscriber may always know a channel's
  * subscribers (canSeeSubscribers answers yes to anyone subscribed), so no group is read here.
  */
-export async function subscriptionsOfUser(db: Db, realm: Realm, user: User, includeSubscribers: IncludeSubscribers): Promise<Schema<'Subscription'>[]> {
+export async function subscriptionsOfUser(db: Db, realm: Realm, user: User, includeSubscribers: IncludeSubscribers, known?: ChannelFacts): Promise<Schema<'Subscription'>[]> {
   const rows = await activeSubscriptionsOfUser(db, user.id);
   const lists = await subscriberLists(db, rows.map((r) => r.channel), includeSubscribers, () => true);
-  return formatSubscriptions(db, realm, rows, lists);
+  return formatSubscriptions(db, realm, rows, lists, known);
 }
 
 /**
@@ -178,10 +187,10 @@ export async function subscriptionsOfUser(db: Db, realm: Realm, user: User, incl
  * still see (canSeeFormerSubscription), with their subscription settings and the subscriber lists
  * they may know, sorted by name.
  */
-export async function formerSubscriptionsOfUser(db: Db, realm: Realm, viewer: PermissionSubject, includeSubscribers: IncludeSubscribers): Promise<Schema<'Subscription'>[]> {
+export async function formerSubscriptionsOfUser(db: Db, realm: Realm, viewer: PermissionSubject, includeSubscribers: IncludeSubscribers, known?: ChannelFacts): Promise<Schema<'Subscription'>[]> {
   const rows = (await inactiveSubscriptionsOfUser(db, viewer.user.id)).filter((r) => canSeeFormerSubscription(viewer, r.channel));
   const lists = await subscriberLists(db, rows.map((r) => r.channel), includeSubscribers, (c) => canSeeSubscribers(viewer, c, false));
-  return formatSubscriptions(db, realm, rows, lists);
+  return formatSubscriptions(db, realm, rows, lists, known);
 }
 
 /**
@@ -196,9 +205,10 @@ export async function neverSubscribedChannels(
   channels: Channel[],
   subscriptionRows: Map<number, boolean>,
   includeSubscribers: IncludeSubscribers,
+  known?: ChannelFacts,
 ): Promise<Array<Schema<'Channel'> & SubscriberLists>> {
   const visible = channels.filter((c) => !subscriptionRows.has(c.id) && canBrowseUnsubscribedChannel(viewer, c));
   const lists = await subscriberLists(db, visible, includeSubscribers, (c) => canSeeSubscribers(viewer, c, false));
-  const formatted = await presentChannels(db, realm.id, visible);
+  const formatted = await presentChannels(db, realm.id, visible, known ? { known } : {});
   return formatted.map((c) => ({ ...c, ...lists.get(c.stream_id) })).sort(byChannelName);
 }

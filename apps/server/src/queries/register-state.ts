@@ -5,11 +5,10 @@
 import { realmImagesState } from '../lib/realm-images.ts';
 import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
-import { listUsers } from '../data/users.repo.ts';
 import { subscriptionStatesOfUser, maxMessageIdOfUser } from '../data/register-state.repo.ts';
 import { readSettingsRow } from '../data/user-settings.repo.ts';
 import { defaultSettingsRow, legacySettingsState, userSettingsState } from '../lib/user-settings.ts';
-import { listChannelsOfRealm, defaultChannelIds } from '../data/channels.repo.ts';
+import { listChannelsOfRealm, defaultChannelIds, channelDisplayFacts } from '../data/channels.repo.ts';
 import { hasMetadataAccess, loadChannelViewer } from '../access/channels.ts';
 import {
   canCreateSomeChannel,
@@ -21,7 +20,7 @@ import { isModeratorRole, roleFlagsOf } from '../access/roles.ts';
 import { settingsOf } from '../lib/group-settings.ts';
 import { MAX_CHANNEL_DESCRIPTION_LENGTH, MAX_CHANNEL_NAME_LENGTH } from '../lib/channel-format.ts';
 import { MAX_MESSAGE_LENGTH, MAX_REMINDER_NOTE_LENGTH, MAX_TOPIC_LENGTH, EMPTY_TOPIC_DISPLAY_NAME } from '../lib/message-limits.ts';
-import { formatUsers } from './users.ts';
+import { realmUsersState } from './realm-users-state.ts';
 import { avatarUrl } from '../lib/avatar.ts';
 import { realmEmojiDict } from './realm-emoji.ts';
 import { userGroupsOfRealm } from './user-groups.ts';
@@ -29,7 +28,7 @@ import { customProfileFields } from './profile-fields.ts';
 import { defaultExternalAccounts } from '../lib/profile-fields.ts';
 import { defaultChannelGroups } from './default-channels.ts';
 import { savedSnippetsOf } from './saved-snippets.ts';
-import { formerSubscriptionsOfUser, neverSubscribedChannels, presentChannels, subscriptionsOfUser } from './channels.ts';
+import { channelFactsRequest, formerSubscriptionsOfUser, neverSubscribedChannels, presentChannels, subscriptionsOfUser } from './channels.ts';
 import { formatGroupSettingValues } from './group-settings.ts';
 import { realmSettingsState, realmUserDefaultsState } from './realm-settings.ts';
 import { unreadMessagesState, recentDirectConversations } from './message-state.ts';
@@ -86,10 +85,14 @@ function sharedReads(db: Db, realm: Realm, user: User) {
     let value: Promise<T> | null = null;
     return () => (value ??= read());
   };
+  const channels = once(() => listChannelsOfRealm(db, realm.id, { excludeArchived: true }));
   return {
     viewer: once(() => loadChannelViewer(db, user)),
     subscriptionStates: once(() => subscriptionStatesOfUser(db, user.id)),
-    channels: once(() => listChannelsOfRealm(db, realm.id, { excludeArchived: true })),
+    channels,
+    // The display facts (subscriber counts, first messages, setting groups) of every channel above,
+    // read once for the channel kinds of state.
+    channelFacts: once(async () => channelDisplayFacts(db, realm.id, channelFactsRequest(await channels()))),
   };
 }
 type SharedReads = ReturnType<typeof sharedReads>;
@@ -188,11 +191,8 @@ const CONTRIBUTORS: StateContributor[] = [
     kinds: ['realm_user'],
     async read({ db, realm, user, options, shared }) {
       const subject = await shared.viewer();
-      const everyone = await listUsers(db, realm.id);
-      const formatted = await formatUsers(db, realm, user, everyone, { clientGravatar: options.clientGravatar, includeProfile: true });
-      const active = formatted.filter((u) => u.is_active);
-      const inactive = formatted.filter((u) => !u.is_active);
-      const me = formatted.find((u) => u.user_id === user.id)!;
+      // As JSON text, made again only for the users changed since another registration (realm-users-state.ts).
+      const { active, inactive, me } = await realmUsersState(db, realm, user, { clientGravatar: options.clientGravatar });
       return {
         realm_users: active,
         realm_non_active_users: inactive,
@@ -241,10 +241,11 @@ const CONTRIBUTORS: StateContributor[] = [
     kinds: ['subscription'],
     async read({ db, realm, user, options, shared }) {
       const subject = await shared.viewer();
+      const known = await shared.channelFacts();
       return {
-        subscriptions: await subscriptionsOfUser(db, realm, user, options.includeSubscribers),
-        unsubscribed: await formerSubscriptionsOfUser(db, realm, subject, options.includeSubscribers),
-        never_subscribed: await neverSubscribedChannels(db, realm, subject, await shared.channels(), await shared.subscriptionStates(), options.includeSubscribers),
+        subscriptions: await subscriptionsOfUser(db, realm, user, options.includeSubscribers, known),
+        unsubscribed: await formerSubscriptionsOfUser(db, realm, subject, options.includeSubscribers, known),
+        never_subscribed: await neverSubscribedChannels(db, realm, subject, await shared.channels(), await shared.subscriptionStates(), options.includeSubscribers, known),
       };
     },
   },
@@ -254,7 +255,8 @@ const CONTRIBUTORS: StateContributor[] = [
       const subject = await shared.viewer();
       const states = await shared.subscriptionStates();
       const channels = await shared.channels();
-      return { streams: await presentChannels(db, realm.id, channels.filter((c) => hasMetadataAccess(subject, c, states.get(c.id) === true)), { includeDefault: true }) };
+      const visible = channels.filter((c) => hasMetadataAccess(subject, c, states.get(c.id) === true));
+      return { streams: await presentChannels(db, realm.id, visible, { includeDefault: true, known: await shared.channelFacts() }) };
     },
   },
   {

@@ -57,7 +57,10 @@ const uid = (person: Person) => env.users[person].id;
 /** Runs one request and counts the SQL statements it issued (all of them, and the recursive ones). */
 async function measure(request: () => Promise<{ response: Response }>): Promise<Measured> {
   // Every caller's credentials cached first (unmeasured): the lookup runs only on a process's first
-  // request by a user, or after a change to them or the organization.
+  // request by a user, or after a change to them or the organization. The barrier first: an
+  // invalidation from the previous request or reset that had not reached this process yet would
+  // otherwise empty the cache between the warm-up and the measured request.
+  await env.running.deps.listener.barrier();
   for (const person of ['desdemona', 'iago', 'hamlet', 'othello', 'cordelia'] as const) await env.client(person).GET('/users/me');
   statements = [];
   const { response } = await request();

@@ -1,0 +1,90 @@
+// `realm_users` and `realm_non_active_users` of POST /register: every user object of the organization
+// as the viewer sees them, in the register's snapshot. Formatting thousands of users for every
+// registration was most of its cost, so each user's object is kept as JSON text, per kind of viewer
+// (role, client_gravatar), together with the version of the rows it was made from
+// (users.repo.ts userObjectVersions). Each registration reads the versions in its own snapshot and
+// formats again only the users whose version differs: what it answers is exactly what its snapshot
+// holds, with no invalidation to wait for (unlike the GET /users directory, which may answer from
+// before a change it has not heard of yet, registration must match its queue's first event).
+import type { Schema } from '@parley/api-types';
+import type { Db } from '../data/db.ts';
+import type { CustomProfileFieldValue, Realm, User } from '../data/models.ts';
+import { listDirectoryUsers, userObjectVersions, type DirectoryUser } from '../data/users.repo.ts';
+import { profileValuesOfRealm, profileValuesOfUsers } from '../data/profile-fields.repo.ts';
+import { formatUser } from '../lib/user-format.ts';
+import { RawJson } from '../lib/raw-json.ts';
+import { databaseCache } from '../lib/process-caches.ts';
+
+interface Kept {
+  version: string;
+  json: string;
+}
+
+/** Kept objects by kind of viewer (organization, its URL, role, client_gravatar), then by user id. */
+const kept = databaseCache<string, Map<number, Kept>>();
+/** Kinds of viewer kept at most (each holds one JSON text per user of its organization). */
+const MAX_KINDS = 64;
+/** Above this many users to format, every user's rows are read in one statement rather than by id. */
+const READ_ALL_ABOVE = 200;
+
+export interface RealmUsersState {
+  active: RawJson;
+  inactive: RawJson;
+  /** The viewer's own object (their real address, their profile). */
+  me: Schema<'User'>;
+}
+
+export async function realmUsersState(db: Db, realm: Realm, viewer: User, options: { clientGravatar: boolean }): Promise<RealmUsersState> {
+  const key = `${realm.id}|${realm.url}|${viewer.role}|${options.clientGravatar}`;
+  let objects = kept.get(key);
+  if (!objects) {
+    if (kept.size >= MAX_KINDS) kept.delete(kept.keys().next().value!);
+    objects = new Map();
+    kept.set(key, objects);
+  }
+  const versions = await userObjectVersions(db, realm.id);
+  // The JSON of each user, chosen before any await: another registration may replace kept objects
+  // meanwhile (with its own snapshot's versions).
+  const jsonOf = new Map<number, string>();
+  const stale: number[] = [];
+  for (const v of versions) {
+    const object = objects.get(v.id);
+    if (v.id !== viewer.id && object?.version === v.version) jsonOf.set(v.id, object.json);
+    else stale.push(v.id);
+  }
+  const readAll = stale.length > READ_ALL_ABOVE;
+  const [rows, values] = await Promise.all([
+    listDirectoryUsers(db, realm.id, readAll ? undefined : stale),
+    readAll ? profileValuesOfRealm(db, realm.id) : profileValuesOfUsers(db, stale),
+  ]);
+  const profiles = new Map<number, CustomProfileFieldValue[]>();
+  for (const value of values) {
+    const list = profiles.get(value.userId);
+    if (list) list.push(value);
+    else profiles.set(value.userId, [value]);
+  }
+  const format = (user: DirectoryUser, as: User) =>
+    formatUser(user, { realm, viewer: as, clientGravatar: options.clientGravatar, emailVisibility: user.emailVisibility, profileValues: profiles.get(user.id) ?? [] });
+  // Formatted as the viewer's role, as nobody in particular: no object is the viewer's own.
+  const asRole = { ...viewer, id: -1 };
+  const versionOf = new Map(versions.map((v) => [v.id, v.version]));
+  let me: Schema<'User'> | null = null;
+  for (const row of rows) {
+    const version = versionOf.get(row.id);
+    if (version === undefined || jsonOf.has(row.id)) continue;
+    if (row.id === viewer.id) {
+      me = format(row, viewer);
+      jsonOf.set(row.id, JSON.stringify(me));
+      if (objects.get(row.id)?.version === version) continue;
+    }
+    const json = JSON.stringify(format(row, asRole));
+    objects.set(row.id, { version, json });
+    if (row.id !== viewer.id) jsonOf.set(row.id, json);
+  }
+  if (objects.size > versions.length) for (const id of objects.keys()) if (!versionOf.has(id)) objects.delete(id);
+  const active: string[] = [];
+  const inactive: string[] = [];
+  for (const v of versions) (v.active ? active : inactive).push(jsonOf.get(v.id)!);
+  if (!me) throw new Error(`register: the viewer ${viewer.id} is not a user of organization ${realm.id}`);
+  return { active: new RawJson(`[${active.join(',')}]`), inactive: new RawJson(`[${inactive.join(',')}]`), me };
+}
