@@ -21,6 +21,7 @@ import { Readable, Transform, type TransformCallback } from 'node:stream';
 import type { Request } from 'express';
 import { JsonableError } from '../errors.ts';
 import type { IncomingFile, StreamedMultipart } from '../lib/multipart-body.ts';
+import { transferred } from './idle-collection.ts';
 
 export type { IncomingFile, StreamedMultipart };
 
@@ -337,7 +338,10 @@ export function streamMultipart(req: Request): StreamedMultipart {
       resumeRequest();
     },
   });
-  const onData = (chunk: Buffer) => splitter.write(chunk);
+  const onData = (chunk: Buffer) => {
+    splitter.write(chunk);
+    transferred(chunk.length); // young collections at the pace of the body (http/idle-collection.ts)
+  };
   req.on('data', onData);
   req.on('end', () => {
     if (detached) return;

@@ -4,6 +4,7 @@
 import type { Request, Response } from 'express';
 import type { Logger } from './logging.ts';
 import type { ObjectRead } from '../storage/types.ts';
+import { transferred } from './idle-collection.ts';
 
 export async function streamStoredBody(req: Request, res: Response, read: ObjectRead, logger: Logger, failure: { msg: string; [field: string]: unknown }): Promise<void> {
   if (req.method === 'HEAD') {
@@ -22,6 +23,7 @@ export async function streamStoredBody(req: Request, res: Response, read: Object
       read.body.destroy();
       resolve();
     });
+    read.body.on('data', (chunk: Buffer) => transferred(chunk.length));
     read.body.pipe(res);
   });
 }
