@@ -16,16 +16,14 @@
 //      (what `manage export` or the server's export job holds, without the seeding's memory), its RSS
 //      sampled every 50 ms and its peak (VmHWM) read at the end.
 // Goal (issue 27): streamed — RSS ≤ 300 MB whatever the size of the organization.
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
+import { createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../apps/server/src/config.ts';
-import { createDeps } from '../apps/server/src/server.ts';
+import { loadConfig, type Config } from '../apps/server/src/config.ts';
+import { createCommandDeps } from '../apps/server/src/import/command-deps.ts';
 import { exportRealm } from '../apps/server/src/export/realm-export.ts';
-import { addHistory, createMessagesDatabase, pg, type PgPool } from './lib/messages-seed.ts';
+import type { PgPool } from './lib/messages-seed.ts';
+import { runMeasuredChild, sampleRss } from './lib/measured-child.ts';
 import { stopBenchDatabase } from './lib/processes.ts';
 import { fmt, markdownTable } from './lib/stats.ts';
 
@@ -35,6 +33,8 @@ const log = (line: string) => console.log(`[bench] ${line}`);
 const rssMb = () => process.memoryUsage().rss / 1024 / 1024;
 
 async function main() {
+  // The seeding loads the whole server (createDeps): only here, not in the export's own process.
+  const { addHistory, createMessagesDatabase, pg } = await import('./lib/messages-seed.ts');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'export-bench-'));
   log(`node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg()[0]!.toFixed(1)}; work directory ${dir}`);
   const t0 = performance.now();
@@ -63,20 +63,11 @@ async function main() {
     log(`floor: ${read.toLocaleString('en')} messages read in ${fmt(floorS)} s`);
 
     // 2. The export, in its own process.
-    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url)], {
-      env: { ...process.env, BENCH_EXPORT_CONFIG: JSON.stringify(config), BENCH_EXPORT_DATABASE: fixture.databaseUrl, BENCH_EXPORT_REALM: String(fixture.realmId), BENCH_EXPORT_FILE: path.join(dir, 'export.tar.gz') },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      const text = chunk.toString();
-      output += text;
-      for (const line of text.split('\n')) if (line.startsWith('[bench]')) console.log(line);
-    });
-    const [code] = (await once(child, 'exit')) as [number | null];
-    const figures = output.split('\n').find((line) => line.startsWith('{'));
-    if (code !== 0 || !figures) throw new Error(`the export failed (exit ${code})`);
-    const { exportS, baseline, peak, heapAfterGc, messages, bytes } = JSON.parse(figures) as { exportS: number; baseline: number; peak: number; heapAfterGc: number[]; messages: number; bytes: number };
+    const { exportS, baseline, peak, heapAfterGc, messages, bytes } = await runMeasuredChild<{ exportS: number; baseline: number; peak: number; heapAfterGc: number[]; messages: number; bytes: number }>(
+      import.meta.url,
+      { BENCH_EXPORT_CONFIG: JSON.stringify(config), BENCH_EXPORT_DATABASE: fixture.databaseUrl, BENCH_EXPORT_REALM: String(fixture.realmId), BENCH_EXPORT_FILE: path.join(dir, 'export.tar.gz') },
+      'the export',
+    );
     const result = { messages };
 
     console.log(
@@ -104,12 +95,10 @@ async function main() {
 
 /** The export in a process of its own: prints its figures as one JSON line. */
 async function exportChild(): Promise<void> {
-  const config = JSON.parse(process.env.BENCH_EXPORT_CONFIG!) as Parameters<typeof createDeps>[0];
-  const deps = await createDeps(config, process.env.BENCH_EXPORT_DATABASE!, { poolSize: 4 });
-  if (global.gc) global.gc();
-  const baseline = rssMb();
-  let peak = baseline;
-  const sampler = setInterval(() => (peak = Math.max(peak, rssMb())), 50);
+  // As `manage export` runs (src/import/commands.ts): the command's dependencies, not the server's.
+  const config = JSON.parse(process.env.BENCH_EXPORT_CONFIG!) as Config;
+  const deps = await createCommandDeps(config, process.env.BENCH_EXPORT_DATABASE!);
+  const rss = sampleRss();
   const heapAfterGc: number[] = [];
   const file = process.env.BENCH_EXPORT_FILE!;
   const e0 = performance.now();
@@ -125,12 +114,10 @@ async function exportChild(): Promise<void> {
     },
   });
   const exportS = (performance.now() - e0) / 1000;
-  clearInterval(sampler);
-  const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-  peak = Math.max(peak, rssMb(), hwm ? Number(hwm[1]) / 1024 : 0);
+  const { baseline, peak } = rss.stop();
   const bytes = statSync(file).size;
   log(`export: ${result.messages.toLocaleString('en')} messages, ${fmt(bytes / 1024 / 1024)} MB in ${fmt(exportS)} s`);
-  console.log(JSON.stringify({ exportS, baseline, peak, heapAfterGc, messages: result.messages, bytes }));
+  console.log(JSON.stringify({ exportS, baseline: baseline / 2 ** 20, peak: peak / 2 ** 20, heapAfterGc, messages: result.messages, bytes }));
   await deps.db.$disconnect();
 }
 

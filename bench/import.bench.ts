@@ -18,26 +18,16 @@
 //   2. the floor: COPY … FROM of the two CSV files into message and user_message (new ids, same
 //      organization, same columns), in a transaction rolled back afterwards.
 // Goal (issue 27): the import ≤ 2× the COPY, RSS ≤ 300 MB.
-import { chmodSync, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { chmodSync, createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
-import { createRequire } from 'node:module';
-import { startEmbeddedPostgres } from '../packages/db/src/embedded.ts';
-import { loadConfig } from '../apps/server/src/config.ts';
-import { createDeps } from '../apps/server/src/server.ts';
-import { importRealmFromDirectory } from '../apps/server/src/import/zulip-import.ts';
+import { loadConfig, type Config } from '../apps/server/src/config.ts';
+import { createCommandDeps } from '../apps/server/src/import/command-deps.ts';
+import { pg, startBenchPostgres } from './lib/bench-pg.ts';
+import { runMeasuredChild, sampleRss } from './lib/measured-child.ts';
 import { fmt, markdownTable } from './lib/stats.ts';
-
-interface PgClient {
-  connect(): Promise<void>;
-  query<R = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: R[] }>;
-  end(): Promise<void>;
-}
-const pg = createRequire(new URL('../apps/server/package.json', import.meta.url))('pg') as { Client: new (o: { connectionString: string }) => PgClient };
 
 const USERS = Number(process.env.BENCH_USERS ?? 1000);
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 1_000_000);
@@ -103,21 +93,20 @@ async function writeExport(dir: string): Promise<void> {
  * the import's and not this process's (which wrote the export): it prints one JSON line of figures.
  */
 async function importChild(): Promise<void> {
-  const config = JSON.parse(process.env.BENCH_IMPORT_CONFIG!) as Parameters<typeof createDeps>[0];
-  const deps = await createDeps(config, process.env.BENCH_IMPORT_DATABASE!, { poolSize: 4 });
-  global.gc?.();
-  const baseline = process.memoryUsage().rss;
-  let peak = baseline;
-  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
+  // As `manage import` runs (src/import/commands.ts): the command's dependencies, not the server's, and the
+  // importer loaded after them.
+  const config = JSON.parse(process.env.BENCH_IMPORT_CONFIG!) as Config;
+  const deps = await createCommandDeps(config, process.env.BENCH_IMPORT_DATABASE!);
+  const { importRealmFromDirectory } = await import('../apps/server/src/import/zulip-import.ts');
+  const rss = sampleRss();
   const started = performance.now();
   const result = await importRealmFromDirectory(deps, process.env.BENCH_IMPORT_DIR!, {
     url: 'http://imported.parley.bench',
     onProgress: (step, done, total) => (step.startsWith('messages (') && done % 100 !== 0 ? undefined : log(`${step} ${done}/${total ?? ''} (RSS ${fmt(process.memoryUsage().rss / 2 ** 20, 0)} MB, heap ${fmt(process.memoryUsage().heapUsed / 2 ** 20, 0)} MB, external ${fmt(process.memoryUsage().external / 2 ** 20, 0)} MB)`)),
   });
   const importMs = performance.now() - started;
-  clearInterval(sampler);
-  const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-  console.log(JSON.stringify({ importMs, baseline, peak: Math.max(peak, hwm ? Number(hwm[1]) * 1024 : 0), realmId: result.realmId, counts: result.counts }));
+  const { baseline, peak } = rss.stop();
+  console.log(JSON.stringify({ importMs, baseline, peak, realmId: result.realmId, counts: result.counts }));
   await deps.db.$disconnect();
 }
 
@@ -128,13 +117,8 @@ if (process.env.BENCH_IMPORT_DIR) {
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'parley-import-bench-'));
 chmodSync(work, 0o755); // the CSV files are read by PostgreSQL's own user
-const database = await startEmbeddedPostgres({ dataDir: path.join(work, 'pg'), ephemeral: true });
+const { database, databaseUrl } = await startBenchPostgres(work);
 try {
-  const admin = new pg.Client({ connectionString: database.adminUrl });
-  await admin.connect();
-  await admin.query('CREATE DATABASE parley_bench');
-  await admin.end();
-  const databaseUrl = database.urlFor('parley_bench');
   const config = { ...loadConfig({}), secretKey: randomBytes(32).toString('hex'), dataDir: work, publicUrl: 'http://parley.bench', validateResponses: false, rateLimit: null, storage: { kind: 'local' as const, dir: path.join(work, 'files') } };
   const exportDir = path.join(work, 'export');
   mkdirSync(exportDir);
@@ -145,20 +129,11 @@ try {
 
   // The import, in its own process (migrations are applied by the first createDeps there).
   started = performance.now();
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url)], {
-    env: { ...process.env, BENCH_IMPORT_DIR: exportDir, BENCH_IMPORT_DATABASE: databaseUrl, BENCH_IMPORT_CONFIG: JSON.stringify(config) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    const text = chunk.toString();
-    output += text;
-    for (const line of text.split('\n')) if (line.startsWith('[bench]')) console.log(line);
-  });
-  const [code] = (await once(child, 'exit')) as [number | null];
-  const figures = output.split('\n').find((line) => line.startsWith('{'));
-  if (code !== 0 || !figures) throw new Error(`the import failed (exit ${code})`);
-  const result = JSON.parse(figures) as { importMs: number; baseline: number; peak: number; realmId: number; counts: Record<string, number> };
+  const result = await runMeasuredChild<{ importMs: number; baseline: number; peak: number; realmId: number; counts: Record<string, number> }>(
+    import.meta.url,
+    { BENCH_IMPORT_DIR: exportDir, BENCH_IMPORT_DATABASE: databaseUrl, BENCH_IMPORT_CONFIG: JSON.stringify(config) },
+    'the import',
+  );
   const { importMs, baseline, peak } = result;
   log(`imported: ${JSON.stringify(result.counts)} (${fmt((performance.now() - started) / 1000, 1)} s with the process's start)`);
 

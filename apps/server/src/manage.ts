@@ -2,22 +2,12 @@
 // (DATABASE_URL, or the embedded PostgreSQL under $PARLEY_DATA_DIR; stop the server first when it
 // uses the embedded one, since only one process may run the embedded cluster).
 import { parseArgs } from 'node:util';
+// Each command loads only its own modules (dynamic imports below): the server's whole module set is
+// about 200 MB of memory under tsx, which an import or export does not need (src/import/commands.ts).
 import { loadConfig, validateOrganizationUrl } from './config.ts';
-import { createDeps, openDatabase } from './server.ts';
-import { doCreateRealm } from './actions/realm.ts';
-import { doCreateUser, doRotateApiKey, doUpdateUser, getOrCreateApiKey } from './actions/users.ts';
-import { findRealmById, listRealms } from './data/realms.repo.ts';
-import { findUserByDeliveryEmail, listUsers } from './data/users.repo.ts';
-import { listPushes } from './data/push-outbox.repo.ts';
 import { ALL_ROLES } from './access/roles.ts';
 import { JsonableError } from './errors.ts';
-import { listOutbox, outboxEmail, outboxStatus } from './mail/outbox.ts';
-import { doCreateBot } from './actions/bots.ts';
 import { writeFileSync } from 'node:fs';
-import { runImportCommand } from './import/import-command.ts';
-import { runSlackImportCommand } from './import/slack-command.ts';
-import { parseExportType, runExportCommand } from './export/command.ts';
-import { runBackupCommand, runRestoreCommand } from './backup/command.ts';
 
 const USAGE = `usage: pnpm manage <command> [options]
   create-realm --name <name> --url <url>
@@ -86,6 +76,7 @@ if (command === 'backup' || command === 'restore') {
     process.exit(2);
   }
   try {
+    const { runBackupCommand, runRestoreCommand } = await import('./backup/command.ts');
     await (command === 'backup' ? runBackupCommand : runRestoreCommand)(loadConfig(), file);
     process.exit(0);
   } catch (error) {
@@ -94,6 +85,18 @@ if (command === 'backup' || command === 'restore') {
   }
 }
 
+// Import, import-slack and export run on the dependencies they use, without the HTTP app.
+const { isDataCommand, runDataCommand } = await import('./import/commands.ts');
+if (isDataCommand(command)) process.exit(await runDataCommand(command, values, USAGE));
+
+const { createDeps, openDatabase } = await import('./server.ts');
+const { doCreateRealm } = await import('./actions/realm.ts');
+const { doCreateUser, doRotateApiKey, doUpdateUser, getOrCreateApiKey } = await import('./actions/users.ts');
+const { findRealmById, listRealms } = await import('./data/realms.repo.ts');
+const { findUserByDeliveryEmail, listUsers } = await import('./data/users.repo.ts');
+const { listPushes } = await import('./data/push-outbox.repo.ts');
+const { listOutbox, outboxEmail, outboxStatus } = await import('./mail/outbox.ts');
+const { doCreateBot } = await import('./actions/bots.ts');
 const config = loadConfig();
 const database = await openDatabase(config);
 const deps = await createDeps(config, database.url, { poolSize: 2 });
@@ -197,19 +200,6 @@ try {
       } else {
         for (const e of await listOutbox(deps.db)) console.log([e.id, e.createdAt.toISOString(), e.to, outboxStatus(e), e.subject].join('\t'));
       }
-      break;
-    }
-    case 'import': {
-      await runImportCommand(deps, need('file'), { url: values.url ? validateOrganizationUrl(values.url) : undefined, name: values.name, ...(values['send-password-resets'] ? { sendPasswordResets: true } : {}) });
-      break;
-    }
-    case 'export': {
-      const realm = await realmFromArgs();
-      await runExportCommand(deps, realm.id, need('file'), parseExportType(values.type));
-      break;
-    }
-    case 'import-slack': {
-      await runSlackImportCommand(deps, need('file'), { url: values.url ? validateOrganizationUrl(values.url) : undefined, name: values.name, convertThreads: values['no-threads'] !== true });
       break;
     }
     case 'list-realms':

@@ -177,11 +177,11 @@ export const exportUserMessages = (db: Db, messageIds: readonly number[], userId
        AND NOT EXISTS (SELECT 1 FROM user_message um WHERE um.message_id = m.id AND um.user_id = d.uid)
     ORDER BY 1, 2`;
 
-/** The reactions to the exported messages. */
-export const exportReactions = (db: Db, condition: Prisma.Sql) =>
+/** The reactions to the exported messages after reaction `afterId`, in id order, `limit` at most (a page of the export's cursor). */
+export const exportReactions = (db: Db, condition: Prisma.Sql, afterId: number, limit: number) =>
   db.$queryRaw<Array<{ id: number; user_id: number; message_id: number; emoji_name: string; emoji_code: string; reaction_type: string }>>`
     SELECT r.id, r.user_id, r.message_id, r.emoji_name, r.emoji_code, r.reaction_type
-      FROM reaction r JOIN message m ON m.id = r.message_id WHERE ${condition} ORDER BY r.id`;
+      FROM reaction r JOIN message m ON m.id = r.message_id WHERE ${condition} AND r.id > ${afterId}::int ORDER BY r.id LIMIT ${limit}::int`;
 
 /** The clients that sent the exported messages (Zulip's zerver_client), by name. */
 export async function exportClientNames(db: Db, condition: Prisma.Sql): Promise<string[]> {
@@ -218,16 +218,18 @@ export const exportBotProfiles = (db: Db, realmId: number) =>
   db.$queryRaw<Array<{ user_id: number; default_sending_stream_id: number | null; default_events_register_stream_id: number | null; default_all_public_streams: boolean }>>`
     SELECT b.* FROM bot_profile b JOIN "user" u ON u.id = b.user_id WHERE u.realm_id = ${realmId}::int ORDER BY b.user_id`;
 export const exportChannels = (db: Db, realmId: number) => db.channel.findMany({ where: { realmId }, orderBy: { id: 'asc' } });
-export const exportSubscriptions = (db: Db, realmId: number) =>
+/** A page of one channel's subscriptions: its subscribers after user `afterUserId`, in user id order, `limit` at most. */
+export const exportSubscriptions = (db: Db, channelId: number, afterUserId: number, limit: number) =>
   db.$queryRaw<Array<{ user_id: number; channel_id: number; active: boolean; is_user_active: boolean; color: string; is_muted: boolean; pin_to_top: boolean; desktop_notifications: boolean | null; audible_notifications: boolean | null; push_notifications: boolean | null; email_notifications: boolean | null; wildcard_mentions_notify: boolean | null }>>`
     SELECT s.user_id, s.channel_id, s.active, u.is_active AS is_user_active, s.color, s.is_muted, s.pin_to_top, s.desktop_notifications,
            s.audible_notifications, s.push_notifications, s.email_notifications, s.wildcard_mentions_notify
-      FROM subscription s JOIN channel c ON c.id = s.channel_id JOIN "user" u ON u.id = s.user_id
-     WHERE c.realm_id = ${realmId}::int ORDER BY s.channel_id, s.user_id`;
+      FROM subscription s JOIN "user" u ON u.id = s.user_id
+     WHERE s.channel_id = ${channelId}::int AND s.user_id > ${afterUserId}::int ORDER BY s.user_id LIMIT ${limit}::int`;
 export const exportUserGroups = (db: Db, realmId: number) => db.userGroup.findMany({ where: { realmId }, orderBy: { id: 'asc' } });
-export const exportGroupMembers = (db: Db, realmId: number) =>
+/** A page of one group's direct members: after user `afterUserId`, in user id order, `limit` at most. */
+export const exportGroupMembers = (db: Db, groupId: number, afterUserId: number, limit: number) =>
   db.$queryRaw<Array<{ group_id: number; user_id: number }>>`
-    SELECT m.group_id, m.user_id FROM user_group_member m JOIN user_group g ON g.id = m.group_id WHERE g.realm_id = ${realmId}::int ORDER BY 1, 2`;
+    SELECT m.group_id, m.user_id FROM user_group_member m WHERE m.group_id = ${groupId}::int AND m.user_id > ${afterUserId}::int ORDER BY m.user_id LIMIT ${limit}::int`;
 export const exportGroupSubgroups = (db: Db, realmId: number) =>
   db.$queryRaw<Array<{ supergroup_id: number; subgroup_id: number }>>`
     SELECT s.supergroup_id, s.subgroup_id FROM user_group_subgroup s JOIN user_group g ON g.id = s.supergroup_id WHERE g.realm_id = ${realmId}::int ORDER BY 1, 2`;
@@ -255,4 +257,11 @@ export const exportBotStorageData = (db: Db, botIds: readonly number[]) => db.bo
 export async function countExportableMessages(db: Db, condition: Prisma.Sql, limit: number): Promise<number> {
   const [row] = await db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM (SELECT 1 FROM message m WHERE ${condition} LIMIT ${limit}::int) s`;
   return row?.n ?? 0;
+}
+
+/** The migrations the database has applied (Prisma's history table), by name, in order: the export's migration_status.json. */
+export async function appliedMigrationNames(db: Db): Promise<string[]> {
+  const rows = await db.$queryRaw<{ name: string }[]>`
+    SELECT migration_name AS name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY migration_name`;
+  return rows.map((r) => r.name);
 }

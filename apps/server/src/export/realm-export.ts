@@ -24,6 +24,10 @@
 // fetch_usermessages). The real e-mail address of a user whose address administrators may not see is
 // replaced by the address other users see, unless they consented to a full export.
 import { randomBytes, createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { Writable } from 'node:stream';
 import type { AppDeps } from '../deps.ts';
 import {
@@ -60,16 +64,22 @@ import {
   exportUsers,
   exportedMessageCondition,
   type ExportTypeValue,
+  appliedMigrationNames,
 } from '../data/exports.repo.ts';
+import { ZULIP_VERSION } from '../version.ts';
 import { avatarBasePath, avatarKeys } from '../lib/avatar.ts';
 import { publicEmailOf } from '../access/users.ts';
 import { emojiKeys } from '../lib/realm-emoji.ts';
 import { createTarGzWriter, type TarGzWriter } from './tarball.ts';
+import { createJsonTablesFile, type TableRows } from './json-file.ts';
 
 /** Zulip's MESSAGE_BATCH_CHUNK_SIZE: messages per messages-NNNNNN.json file. */
 export const MESSAGES_PER_FILE = 1000;
 /** A file closes early once its messages' per-user rows pass this (bounds a file's size in memory). */
 export const USER_MESSAGES_PER_FILE = 100_000;
+
+/** Rows read per statement for realm.json's tables that grow with the organization (subscriptions, group members, reactions). */
+export const ROWS_PER_PAGE = 5000;
 
 /** Zulip's Recipient types. */
 const PERSONAL = 1;
@@ -105,6 +115,21 @@ function stringIdOf(url: string): string {
   }
 }
 
+/**
+ * Zulip's migration_status.json (zerver/lib/migration_status.py, MigrationStatusJson): the exporting
+ * server's version and, per Django app, its migrations as `showmigrations --list` prints them ("[X]
+ * <name>" when applied). Zulip's import refuses an export without it, and checks it: the same major
+ * version as its own (the part of zulip_version before the first "."), then, for every app both sides
+ * have, the same set of migrations; an app only one side has is a warning, not a refusal. Parley has
+ * none of Zulip's apps: it lists its own migrations (the database's applied ones) under a `parley`
+ * app, which a Zulip server of the same major version (11, the version Parley's API follows) accepts
+ * with warnings. Written indented by two spaces, as Zulip writes it.
+ */
+async function migrationStatus(db: Pick<AppDeps, 'db'>['db']): Promise<{ migrations_by_app: Record<string, string[]>; zulip_version: string }> {
+  const names = await appliedMigrationNames(db);
+  return { migrations_by_app: { parley: names.map((name) => `[X] ${name}`) }, zulip_version: ZULIP_VERSION };
+}
+
 export interface ExportSummary {
   /** The archive's top-level directory (and, with `.tar.gz`, its usual file name). */
   directory: string;
@@ -117,6 +142,8 @@ export interface ExportOptions {
   onProgress?: (messagesWritten: number) => void;
   /** The archive's top-level directory; a random `zulip-export-xxxxxxxx` by default. */
   directory?: string;
+  /** Rows per statement of realm.json's paged tables (ROWS_PER_PAGE; tests make it small to cross pages). */
+  rowsPerPage?: number;
 }
 
 /** Zulip's tarball directory name: `zulip-export-` and eight random characters. */
@@ -142,11 +169,12 @@ export async function exportRealm(deps: Pick<AppDeps, 'db' | 'storage'>, realmId
 async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: number, type: ExportTypeValue, tar: TarGzWriter, options: ExportOptions): Promise<ExportSummary> {
   const { db, storage } = deps;
   const dir = options.directory ?? exportDirectoryName();
+  const rowsPerPage = options.rowsPerPage ?? ROWS_PER_PAGE;
   const stats: Record<string, unknown> = {};
   const countTables = (file: string, tables: Record<string, unknown[]>) => {
     stats[file] = Object.fromEntries(Object.keys(tables).sort().map((k) => [k, tables[k]!.length]));
   };
-  const addJson = (name: string, value: unknown) => tar.addBuffer(`${dir}/${name}`, Buffer.from(JSON.stringify(value), 'utf8'));
+  const addJson = (name: string, value: unknown, indent?: number) => tar.addBuffer(`${dir}/${name}`, Buffer.from(JSON.stringify(value, null, indent), 'utf8'));
 
   const realm = await exportRealmRow(db, realmId);
   const consented = type === ExportType.FULL_WITH_CONSENT ? await consentedUserIds(db, realmId) : [];
@@ -247,16 +275,23 @@ async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: numbe
     pin_to_top: false, desktop_notifications: null, audible_notifications: null, push_notifications: null, email_notifications: null, wildcard_mentions_notify: null,
   });
   const activeOf = new Map(users.map((u) => [u.id, u.isActive]));
-  const zerver_subscription: Array<Record<string, unknown>> = users.map((u) => personalSubscription(u.id, recipientId(PERSONAL, u.id), u.isActive));
-  for (const s of await exportSubscriptions(db, realmId)) {
-    zerver_subscription.push({
-      id: ++subscriptionId, user_profile: s.user_id, recipient: recipientId(STREAM, s.channel_id), active: s.active, is_user_active: s.is_user_active,
-      is_muted: s.is_muted, color: s.color, pin_to_top: s.pin_to_top, desktop_notifications: s.desktop_notifications, audible_notifications: s.audible_notifications,
-      push_notifications: s.push_notifications, email_notifications: s.email_notifications, wildcard_mentions_notify: s.wildcard_mentions_notify,
-    });
-  }
-  for (const h of zerver_huddle) {
-    for (const userId of huddles[h.id - 1]!) zerver_subscription.push(personalSubscription(userId, h.recipient, activeOf.get(userId) ?? false));
+  // Read a page at a time as realm.json is written: users' own, then each channel's, then each group DM's.
+  async function* zerver_subscription(): AsyncIterable<Array<Record<string, unknown>>> {
+    yield users.map((u) => personalSubscription(u.id, recipientId(PERSONAL, u.id), u.isActive));
+    for (const c of channels) {
+      for (let after = 0; ; ) {
+        const page = await exportSubscriptions(db, c.id, after, rowsPerPage);
+        if (page.length === 0) break;
+        after = page[page.length - 1]!.user_id;
+        yield page.map((s) => ({
+          id: ++subscriptionId, user_profile: s.user_id, recipient: recipientId(STREAM, s.channel_id), active: s.active, is_user_active: s.is_user_active,
+          is_muted: s.is_muted, color: s.color, pin_to_top: s.pin_to_top, desktop_notifications: s.desktop_notifications, audible_notifications: s.audible_notifications,
+          push_notifications: s.push_notifications, email_notifications: s.email_notifications, wildcard_mentions_notify: s.wildcard_mentions_notify,
+        }));
+        if (page.length < rowsPerPage) break;
+      }
+    }
+    for (const h of zerver_huddle) yield huddles[h.id - 1]!.map((userId) => personalSubscription(userId, h.recipient, activeOf.get(userId) ?? false));
   }
 
   // ---- Groups (Zulip's UserGroup / NamedUserGroup split: anonymous setting groups have no named row)
@@ -281,7 +316,18 @@ async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: numbe
       can_mention_group: g.canMentionGroupId,
       can_remove_members_group: g.canRemoveMembersGroupId,
     }));
-  const zerver_usergroupmembership = (await exportGroupMembers(db, realmId)).map((m, i) => ({ id: i + 1, user_group: m.group_id, user_profile: m.user_id }));
+  let membershipId = 0;
+  async function* zerver_usergroupmembership(): AsyncIterable<Array<Record<string, unknown>>> {
+    for (const g of groups) {
+      for (let after = 0; ; ) {
+        const page = await exportGroupMembers(db, g.id, after, rowsPerPage);
+        if (page.length === 0) break;
+        after = page[page.length - 1]!.user_id;
+        yield page.map((m) => ({ id: ++membershipId, user_group: m.group_id, user_profile: m.user_id }));
+        if (page.length < rowsPerPage) break;
+      }
+    }
+  }
   const zerver_groupgroupmembership = (await exportGroupSubgroups(db, realmId)).map((m, i) => ({ id: i + 1, supergroup: m.supergroup_id, subgroup: m.subgroup_id }));
 
   // ---- The organization and its settings
@@ -408,9 +454,15 @@ async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: numbe
   const clientNames = await exportClientNames(db, condition);
   const clientIdOf = new Map(clientNames.map((name, i) => [name, i + 1]));
   const zerver_client = clientNames.map((name, i) => ({ id: i + 1, name }));
-  const zerver_reaction = (await exportReactions(db, condition)).map((x) => ({
-    id: x.id, user_profile: x.user_id, message: x.message_id, emoji_name: x.emoji_name, emoji_code: x.emoji_code, reaction_type: x.reaction_type,
-  }));
+  async function* zerver_reaction(): AsyncIterable<Array<Record<string, unknown>>> {
+    for (let after = 0; ; ) {
+      const page = await exportReactions(db, condition, after, rowsPerPage);
+      if (page.length === 0) break;
+      after = page[page.length - 1]!.id;
+      yield page.map((x) => ({ id: x.id, user_profile: x.user_id, message: x.message_id, emoji_name: x.emoji_name, emoji_code: x.emoji_code, reaction_type: x.reaction_type }));
+      if (page.length < rowsPerPage) break;
+    }
+  }
   const zerver_scheduledmessage = privateIds.length
     ? (await exportScheduledMessages(db, privateIds)).map((s) => ({
         id: s.id, sender: s.senderId, realm: realmId,
@@ -425,7 +477,7 @@ async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: numbe
   const zerver_botconfigdata = botIds.length ? (await exportBotConfigData(db, botIds)).map((b, i) => ({ id: i + 1, bot_profile: b.botId, key: b.key, value: b.value })) : [];
   const zerver_botstoragedata = botIds.length ? (await exportBotStorageData(db, botIds)).map((b, i) => ({ id: i + 1, bot_profile: b.botId, key: b.key, value: b.value })) : [];
 
-  const realmTables: Record<string, unknown[]> = {
+  const realmTables: Record<string, TableRows> = {
     zerver_realm,
     zerver_realmauditlog: [],
     zerver_realmauthenticationmethod: [],
@@ -447,13 +499,13 @@ async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: numbe
     zerver_botstoragedata,
     zerver_usergroup,
     zerver_namedusergroup,
-    zerver_usergroupmembership,
+    zerver_usergroupmembership: zerver_usergroupmembership(),
     zerver_groupgroupmembership,
     zerver_stream,
     zerver_huddle,
     zerver_recipient,
-    zerver_subscription,
-    zerver_reaction,
+    zerver_subscription: zerver_subscription(),
+    zerver_reaction: zerver_reaction(),
     zerver_scheduledmessage,
     zerver_alertword,
     zerver_muteduser,
@@ -463,8 +515,25 @@ async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: numbe
     zerver_onboardingstep: [],
     zerver_onboardingusermessage: [],
   };
-  countTables('realm', realmTables);
-  await addJson('realm.json', realmTables);
+  // realm.json is written to a temporary file a page at a time (a tar entry's size comes before its
+  // bytes), then streamed into the archive.
+  const staging = await mkdtemp(path.join(os.tmpdir(), 'parley-export-'));
+  try {
+    const file = path.join(staging, 'realm.json');
+    const json = createJsonTablesFile(file);
+    const counts: Record<string, number> = {};
+    try {
+      for (const [name, rows] of Object.entries(realmTables)) counts[name] = await json.table(name, rows);
+    } catch (error) {
+      json.destroy();
+      throw error;
+    }
+    const size = await json.close();
+    stats.realm = Object.fromEntries(Object.keys(counts).sort().map((k) => [k, counts[k]]));
+    await tar.addStream(`${dir}/realm.json`, size, createReadStream(file));
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
 
   // ---- Messages, a file at a time (cursor on the id)
   const userMessageUsers = type === ExportType.FULL_WITH_CONSENT ? privateIds : userIds;
@@ -558,11 +627,11 @@ async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: numbe
     if (u.avatarSource !== 'U') continue;
     const keys = avatarKeys(realmId, u.id, u.avatarVersion);
     const base = avatarBasePath(realmId, u.id, u.avatarVersion);
-    for (const [key, path] of [[keys.small, `${base}.png`], [keys.medium, `${base}-medium.png`], [keys.medium, `${base}.original`]] as const) {
-      const copied = await copy(key, `avatars/${path}`);
+    for (const [key, archived] of [[keys.small, `${base}.png`], [keys.medium, `${base}-medium.png`], [keys.medium, `${base}.original`]] as const) {
+      const copied = await copy(key, `avatars/${archived}`);
       if (!copied) continue;
       avatarRecords.push({
-        realm_id: realmId, user_profile_id: u.id, user_profile_email: emailOf.get(u.id), avatar_version: u.avatarVersion, s3_path: path, path,
+        realm_id: realmId, user_profile_id: u.id, user_profile_email: emailOf.get(u.id), avatar_version: u.avatarVersion, s3_path: archived, path: archived,
         size: copied.size, last_modified: now, content_type: 'image/png',
       });
     }
@@ -573,8 +642,8 @@ async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: numbe
   const emojiRecords: Array<Record<string, unknown>> = [];
   for (const e of emoji) {
     const fileName = e.fileName!;
-    const path = `${realmId}/emoji/images/${fileName}`;
-    for (const archived of [path, `${path}.original`]) {
+    const image = `${realmId}/emoji/images/${fileName}`;
+    for (const archived of [image, `${image}.original`]) {
       const copied = await copy(emojiKeys(realmId, fileName).image, `emoji/${archived}`);
       if (!copied) continue;
       emojiRecords.push({ realm_id: realmId, author: e.authorId, path: archived, s3_path: archived, file_name: fileName, name: e.name, deactivated: e.deactivated });
@@ -582,6 +651,7 @@ async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: numbe
   }
   await addJson('emoji/records.json', emojiRecords.sort((x, y) => String(x.path).localeCompare(String(y.path))));
   await addJson('realm_icons/records.json', []);
+  await addJson('migration_status.json', await migrationStatus(db), 2);
 
   stats.uploads_records = uploadRecords.length;
   stats.avatars_records = avatarRecords.length;

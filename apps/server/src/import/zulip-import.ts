@@ -55,15 +55,13 @@ import type { Realm } from '../data/models.ts';
 import { allocateIds, bulkInsert, inImportTransaction, type CopyIn, type CopyStream, lockImportUrl, markUsersCaughtUp, realmIdByUrl, tableColumns, updateRow, type BulkColumn, type ImportTx } from '../data/zulip-import.repo.ts';
 import { systemGroupIds, systemGroupsForRole, SYSTEM_GROUP_NAMES, type SystemGroupName } from '../data/system-groups.repo.ts';
 import { createRealmInTransaction } from '../actions/realm.ts';
-import { notificationBot } from '../actions/system-bots.ts';
+import { notificationBot } from '../actions/system-bot-users.ts';
 import { settingsOf } from '../lib/group-settings.ts';
 import { REALM_SETTINGS } from '../lib/realm-settings.ts';
 import { alertWordKey } from '../lib/alert-words.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
 import { EMOJI_EXTENSIONS, emojiFileName, emojiKeys } from '../lib/realm-emoji.ts';
-import { firstFramePng } from '../lib/image-resize.ts';
 import { avatarKeys, AVATAR_SIZE, MEDIUM_AVATAR_SIZE } from '../lib/avatar.ts';
-import { squarePngs } from '../lib/image-resize.ts';
 import { generateApiKey } from '../security/secrets.ts';
 import { ALL_ROLES } from '../access/roles.ts';
 import { waitingPeriodOver } from '../access/realm.ts';
@@ -340,7 +338,7 @@ export async function importRealmFromDirectory(deps: ImportDeps, dir: string, op
       if (raced !== null) throw refuseExisting(raced);
       const realm = await createRealmInTransaction(tx, { name, url });
       const system = await systemGroupIds(tx, realm.id);
-      const maps: ContentMaps & { users: Map<number, number>; groups: Map<number, number>; channels: Map<number, number> } = {
+      const maps: ImportMaps = {
         users: new Map(),
         groups: new Map(),
         channels: new Map(),
@@ -352,9 +350,10 @@ export async function importRealmFromDirectory(deps: ImportDeps, dir: string, op
         stored.push(key);
         await deps.storage.put(key, createReadStream(file), { contentType });
       };
+      const ctx: ImportContext = { tx, deps, realm, data: realmData, maps, system, root, put, progress, count };
 
       // Users (bot owners once every user has an id).
-      const users = await importUsers(tx, deps, realm, realmData, maps.users, progress, count);
+      const users = await importUsers(ctx);
       // Senders among Zulip's cross-realm system bots become this organization's notification bot.
       const crossRealm = t('zerver_userprofile_crossrealm');
       if (crossRealm.length) {
@@ -362,16 +361,16 @@ export async function importRealmFromDirectory(deps: ImportDeps, dir: string, op
         for (const row of crossRealm) maps.users.set(new Reader('realm.json', 'zerver_userprofile_crossrealm').int(row, 'id'), bot.id);
       }
 
-      await importGroups(tx, realm, realmData, maps, system, progress, count);
-      const channelRecipients = await importChannels(tx, realm, realmData, maps, system, progress, count);
-      await importRealmSettings(tx, realm, realmRow, maps, system);
-      const { huddles, personal } = await importSubscriptions(tx, realmData, maps, channelRecipients, progress, count);
-      await importBotProfiles(tx, realmData, maps, count);
+      await importGroups(ctx);
+      const channelRecipients = await importChannels(ctx);
+      await importRealmSettings(ctx, realmRow);
+      const { huddles, personal } = await importSubscriptions(ctx, channelRecipients);
+      await importBotProfiles(ctx);
 
       // Custom emoji (their files too) before reactions.
-      const emojiIds = await importEmoji(tx, root, realm, realmData, emojiRecords, maps, put, progress, count);
+      const emojiIds = await importEmoji(ctx, emojiRecords);
       // Uploaded files: their rows and bytes now, their links to messages once messages have ids.
-      const attachments = await importAttachments(tx, root, realm, attachmentData, uploadRecords, maps, put, progress, count);
+      const attachments = await importAttachments(ctx, attachmentData, uploadRecords);
 
       const clients = new Map(t('zerver_client').map((c) => [Number(c.id), String(c.name)]));
       const messageIds = new MessageIdMap();
@@ -384,7 +383,7 @@ export async function importRealmFromDirectory(deps: ImportDeps, dir: string, op
       if (twice !== undefined) throw new ImportError(`messages: zerver_message id ${twice}: the id appears twice`);
       progress('messages', counts.message ?? 0, counts.message ?? 0);
 
-      await importReactions(tx, realmData, maps, messageIds, emojiIds, count);
+      await importReactions(ctx, messageIds, emojiIds);
       progress('reactions', counts.reaction ?? 0, counts.reaction ?? 0);
       const links: unknown[][] = [];
       for (const { id, oldMessages, entry } of attachments) {
@@ -397,8 +396,8 @@ export async function importRealmFromDirectory(deps: ImportDeps, dir: string, op
       await insertBatches(tx, 'attachment_message', [col('attachment_id', 'int'), col('message_id', 'int')], links);
       count('attachment_message', links.length);
 
-      await importUserData(tx, realm, realmData, maps, progress, count);
-      await importAvatars(tx, root, realm, avatarRecords, maps, users, put, count);
+      await importUserData(ctx);
+      await importAvatars(ctx, avatarRecords, users);
       await markUsersCaughtUp(tx, realm.id);
       progress('done', 1, 1);
       return { realmId: realm.id, url, name, users, counts, ids: { users: maps.users, channels: maps.channels, groups: maps.groups, messages: messageIds } };
@@ -417,19 +416,34 @@ async function insertBatches(tx: ImportTx, table: string, columns: readonly Bulk
 
 type Progress = NonNullable<ImportOptions['onProgress']>;
 type Count = (table: string, n: number) => void;
+type Put = (key: string, file: string, contentType: string) => Promise<void>;
+
+/** The id maps the import fills as it goes (old id → new), with what content rewriting needs. */
+type ImportMaps = ContentMaps & { users: Map<number, number>; groups: Map<number, number>; channels: Map<number, number> };
+
+/** What every step of one import shares: its transaction, the new organization, realm.json and the id maps. */
+interface ImportContext {
+  tx: ImportTx;
+  deps: ImportDeps;
+  realm: Realm;
+  /** realm.json's tables. */
+  data: Record<string, Row[]>;
+  maps: ImportMaps;
+  system: Record<SystemGroupName, number>;
+  /** The export's folder. */
+  root: string;
+  /** Stores a file (and remembers it, to be deleted if the import fails). */
+  put: Put;
+  progress: Progress;
+  count: Count;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Users
 
-async function importUsers(
-  tx: ImportTx,
-  deps: ImportDeps,
-  realm: Realm,
-  data: Record<string, Row[]>,
-  userIds: Map<number, number>,
-  progress: Progress,
-  count: Count,
-): Promise<ImportedUser[]> {
+async function importUsers(ctx: ImportContext): Promise<ImportedUser[]> {
+  const { tx, deps, realm, data, progress, count } = ctx;
+  const userIds = ctx.maps.users;
   const r = new Reader('realm.json', 'zerver_userprofile');
   const rows: Row[] = [...(data.zerver_userprofile ?? []), ...(data.zerver_userprofile_mirrordummy ?? []).map((u) => ({ ...u, is_active: false }))];
   const ids = await allocateIds(tx, 'user', rows.length);
@@ -506,7 +520,8 @@ async function importUsers(
   return users;
 }
 
-async function importBotProfiles(tx: ImportTx, data: Record<string, Row[]>, maps: ContentMaps, count: Count): Promise<void> {
+async function importBotProfiles(ctx: ImportContext): Promise<void> {
+  const { tx, data, maps, count } = ctx;
   const r = new Reader('realm.json', 'zerver_userprofile');
   const rows = [...(data.zerver_userprofile ?? []), ...(data.zerver_userprofile_mirrordummy ?? [])]
     .filter((row) => row.is_bot === true)
@@ -527,27 +542,14 @@ async function importBotProfiles(tx: ImportTx, data: Record<string, Row[]>, maps
 // Groups and group-valued settings
 
 /** A group setting's value: the mapped group, or (absent from the export) the setting's default. */
-function groupValue(
-  r: Reader,
-  row: Row,
-  field: string,
-  fallback: SystemGroupName | 'creator',
-  maps: ContentMaps,
-  system: Record<SystemGroupName, number>,
-): number {
+function groupValue(ctx: Pick<ImportContext, 'maps' | 'system'>, r: Reader, row: Row, field: string, fallback: SystemGroupName | 'creator'): number {
+  const { maps, system } = ctx;
   if (row[field] === undefined || row[field] === null) return system[fallback === 'creator' ? 'role:nobody' : fallback];
   return r.ref(row, field, maps.groups, 'user group');
 }
 
-async function importGroups(
-  tx: ImportTx,
-  realm: Realm,
-  data: Record<string, Row[]>,
-  maps: ContentMaps & { groups: Map<number, number> },
-  system: Record<SystemGroupName, number>,
-  progress: Progress,
-  count: Count,
-): Promise<void> {
+async function importGroups(ctx: ImportContext): Promise<void> {
+  const { tx, realm, data, maps, system, progress, count } = ctx;
   const g = new Reader('realm.json', 'zerver_usergroup');
   const n = new Reader('realm.json', 'zerver_namedusergroup');
   const named = new Map<number, Row>();
@@ -601,7 +603,7 @@ async function importGroups(
   for (const { old, row } of fresh) {
     if (!row) continue;
     const values: Record<string, number> = {};
-    for (const setting of settingsOf('user_group')) values[snake(setting.column)] = groupValue(n, row, setting.name, setting.defaultValue, maps, system);
+    for (const setting of settingsOf('user_group')) values[snake(setting.column)] = groupValue(ctx, n, row, setting.name, setting.defaultValue);
     await updateRow(tx, 'user_group', maps.groups.get(old)!, values);
   }
   progress('user groups', fresh.length, fresh.length);
@@ -612,15 +614,8 @@ const snake = (camel: string) => camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCas
 // ---------------------------------------------------------------------------------------------
 // Channels, subscriptions, the organization's settings
 
-async function importChannels(
-  tx: ImportTx,
-  realm: Realm,
-  data: Record<string, Row[]>,
-  maps: ContentMaps & { channels: Map<number, number> },
-  system: Record<SystemGroupName, number>,
-  progress: Progress,
-  count: Count,
-): Promise<Map<number, number>> {
+async function importChannels(ctx: ImportContext): Promise<Map<number, number>> {
+  const { tx, realm, data, maps, progress, count } = ctx;
   const r = new Reader('realm.json', 'zerver_stream');
   const rows = data.zerver_stream ?? [];
   const ids = await allocateIds(tx, 'channel', rows.length);
@@ -642,7 +637,7 @@ async function importChannels(
       ids[i]!, realm.id, r.str(row, 'name'), r.str(row, 'description', ''), r.str(row, 'rendered_description', ''), inviteOnly, r.bool(row, 'is_web_public', false),
       r.bool(row, 'history_public_to_subscribers', !inviteOnly), defaults.has(ids[i]!), r.bool(row, 'deactivated', false), r.intOrNull(row, 'message_retention_days'), topicsPolicy,
       r.date(row, 'date_created', new Date()), r.refOrNull(row, 'creator', maps.users, 'user'),
-      ...settings.map((s) => groupValue(r, row, s.name, s.defaultValue === 'creator' ? 'role:administrators' : s.defaultValue, maps, system)),
+      ...settings.map((s) => groupValue(ctx, r, row, s.name, s.defaultValue === 'creator' ? 'role:administrators' : s.defaultValue)),
     ];
   });
   await insertBatches(tx, 'channel', columns, values);
@@ -663,14 +658,8 @@ async function importChannels(
   return channelRecipients;
 }
 
-async function importSubscriptions(
-  tx: ImportTx,
-  data: Record<string, Row[]>,
-  maps: ContentMaps,
-  channelRecipients: Map<number, number>,
-  progress: Progress,
-  count: Count,
-): Promise<{ huddles: Map<number, number[]>; personal: Map<number, number> }> {
+async function importSubscriptions(ctx: ImportContext, channelRecipients: Map<number, number>): Promise<{ huddles: Map<number, number[]>; personal: Map<number, number> }> {
+  const { tx, data, maps, progress, count } = ctx;
   const rec = new Reader('realm.json', 'zerver_recipient');
   const types = new Map<number, number>();
   const personal = new Map<number, number>();
@@ -707,7 +696,8 @@ async function importSubscriptions(
 
 const nullableBool = (v: unknown) => (typeof v === 'boolean' ? v : null);
 
-async function importRealmSettings(tx: ImportTx, realm: Realm, row: Row, maps: ContentMaps, system: Record<SystemGroupName, number>): Promise<void> {
+async function importRealmSettings(ctx: ImportContext, row: Row): Promise<void> {
+  const { tx, realm, maps } = ctx;
   const r = new Reader('realm.json', 'zerver_realm');
   const values: Record<string, unknown> = {};
   for (const setting of REALM_SETTINGS) {
@@ -725,7 +715,7 @@ async function importRealmSettings(tx: ImportTx, realm: Realm, row: Row, maps: C
       if (name !== undefined && name in setting.codes) values[column] = name;
     }
   }
-  for (const setting of settingsOf('realm')) values[snake(setting.column)] = groupValue(r, row, setting.name, setting.defaultValue, maps, system);
+  for (const setting of settingsOf('realm')) values[snake(setting.column)] = groupValue(ctx, r, row, setting.name, setting.defaultValue);
   if (row.invite_required !== undefined) values.invite_required = r.bool(row, 'invite_required', true);
   // Zulip's -1 (forever) is Parley's null (unlimited).
   if (row.message_retention_days !== undefined) values.message_retention_days = (r.intOrNull(row, 'message_retention_days') ?? -1) < 0 ? null : r.intOrNull(row, 'message_retention_days');
@@ -735,19 +725,9 @@ async function importRealmSettings(tx: ImportTx, realm: Realm, row: Row, maps: C
 // ---------------------------------------------------------------------------------------------
 // Files: custom emoji, uploads, avatars
 
-type Put = (key: string, file: string, contentType: string) => Promise<void>;
 
-async function importEmoji(
-  tx: ImportTx,
-  root: string,
-  realm: Realm,
-  data: Record<string, Row[]>,
-  records: Row[],
-  maps: ContentMaps,
-  put: Put,
-  progress: Progress,
-  count: Count,
-): Promise<Map<number, number>> {
+async function importEmoji(ctx: ImportContext, records: Row[]): Promise<Map<number, number>> {
+  const { tx, root, realm, data, maps, put, progress, count } = ctx;
   const r = new Reader('realm.json', 'zerver_realmemoji');
   const rows = data.zerver_realmemoji ?? [];
   const ids = await allocateIds(tx, 'realm_emoji', rows.length);
@@ -774,7 +754,7 @@ async function importEmoji(
       if (isAnimated) {
         let still: Buffer;
         try {
-          still = await firstFramePng(await readFile(file));
+          still = await (await import('../lib/image-resize.ts')).firstFramePng(await readFile(file));
         } catch {
           throw new ImportError(`${entry}: ${relative} is not a readable image`);
         }
@@ -789,17 +769,9 @@ async function importEmoji(
   return emojiIds;
 }
 
-async function importAttachments(
-  tx: ImportTx,
-  root: string,
-  realm: Realm,
-  data: Record<string, Row[]>,
-  records: Row[],
-  maps: ContentMaps,
-  put: Put,
-  progress: Progress,
-  count: Count,
-): Promise<Array<{ id: number; oldMessages: number[]; entry: string }>> {
+/** `data`: attachment.json's tables; `records`: uploads/records.json. */
+async function importAttachments(ctx: ImportContext, data: Record<string, Row[]>, records: Row[]): Promise<Array<{ id: number; oldMessages: number[]; entry: string }>> {
+  const { tx, root, realm, maps, put, progress, count } = ctx;
   const r = new Reader('attachment.json', 'zerver_attachment');
   const rows = data.zerver_attachment ?? [];
   const ids = await allocateIds(tx, 'attachment', rows.length);
@@ -834,7 +806,8 @@ async function importAttachments(
   return out;
 }
 
-async function importAvatars(tx: ImportTx, root: string, realm: Realm, records: Row[], maps: ContentMaps, users: ImportedUser[], put: Put, count: Count): Promise<void> {
+async function importAvatars(ctx: ImportContext, records: Row[], users: ImportedUser[]): Promise<void> {
+  const { tx, root, realm, maps, put, count } = ctx;
   // One image per user: the original if the export has it, else the 100-pixel PNG.
   const chosen = new Map<number, string>();
   for (const rec of records) {
@@ -851,7 +824,7 @@ async function importAvatars(tx: ImportTx, root: string, realm: Realm, records: 
     const file = exportFile(root, 'avatars', relative, `avatars/records.json: user ${old}`);
     let small: Buffer, medium: Buffer;
     try {
-      [small, medium] = (await squarePngs(await readFile(file), [AVATAR_SIZE, MEDIUM_AVATAR_SIZE])) as [Buffer, Buffer];
+      [small, medium] = (await (await import('../lib/image-resize.ts')).squarePngs(await readFile(file), [AVATAR_SIZE, MEDIUM_AVATAR_SIZE])) as [Buffer, Buffer];
     } catch {
       continue; // not an image Parley can read: the user keeps a gravatar
     }
@@ -1012,7 +985,8 @@ async function importMessageFile(ctx: MessageContext, file: string): Promise<voi
   }
 }
 
-async function importReactions(tx: ImportTx, data: Record<string, Row[]>, maps: ContentMaps, messageIds: IdLookup, emojiIds: Map<number, number>, count: Count): Promise<void> {
+async function importReactions(ctx: ImportContext, messageIds: IdLookup, emojiIds: Map<number, number>): Promise<void> {
+  const { tx, data, maps, count } = ctx;
   const r = new Reader('realm.json', 'zerver_reaction');
   const rows = (data.zerver_reaction ?? []).map((row) => {
     const type = r.str(row, 'reaction_type', 'unicode_emoji');
@@ -1031,7 +1005,8 @@ async function importReactions(tx: ImportTx, data: Record<string, Row[]>, maps: 
 // ---------------------------------------------------------------------------------------------
 // Per-user data and organization content
 
-async function importUserData(tx: ImportTx, realm: Realm, data: Record<string, Row[]>, maps: ContentMaps, progress: Progress, count: Count): Promise<void> {
+async function importUserData(ctx: ImportContext): Promise<void> {
+  const { tx, realm, data, maps, progress, count } = ctx;
   const ut = new Reader('realm.json', 'zerver_usertopic');
   const topics = (data.zerver_usertopic ?? []).map((row) => {
     const topic = ut.str(row, 'topic_name');

@@ -1,6 +1,8 @@
-import { ZxcvbnFactory } from '@zxcvbn-ts/core';
-import * as zxcvbnCommon from '@zxcvbn-ts/language-common';
-import * as zxcvbnEnglish from '@zxcvbn-ts/language-en';
+import { createRequire } from 'node:module';
+import type { ZxcvbnFactory } from '@zxcvbn-ts/core';
+import type * as ZxcvbnCore from '@zxcvbn-ts/core';
+import type * as ZxcvbnCommon from '@zxcvbn-ts/language-common';
+import type * as ZxcvbnEnglish from '@zxcvbn-ts/language-en';
 import { JsonableError } from '../errors.ts';
 
 /** Zulip's full-name rules (check_full_name). Returns the stripped name. */
@@ -46,14 +48,26 @@ let estimator: ZxcvbnFactory | null = null;
  */
 export function isPasswordStrongEnough(password: string): boolean {
   if ([...password].length < PASSWORD_MIN_LENGTH) return false;
-  estimator ??= new ZxcvbnFactory({
+  estimator ??= newEstimator();
+  return estimator.check(password).guesses >= PASSWORD_MIN_GUESSES;
+}
+
+/**
+ * zxcvbn and its dictionaries are loaded here, on first use, not with this module: they take about
+ * 35 MB of memory, which processes that never judge a password (`manage import`) should not hold.
+ */
+function newEstimator(): ZxcvbnFactory {
+  const load = createRequire(import.meta.url);
+  const { ZxcvbnFactory: Factory } = load('@zxcvbn-ts/core') as typeof ZxcvbnCore;
+  const zxcvbnCommon = load('@zxcvbn-ts/language-common') as typeof ZxcvbnCommon;
+  const zxcvbnEnglish = load('@zxcvbn-ts/language-en') as typeof ZxcvbnEnglish;
+  return new Factory({
     maxLength: 64,
     l33tMaxSubstitutions: 20,
     dictionary: { ...zxcvbnCommon.dictionary, ...zxcvbnEnglish.dictionary },
     graphs: zxcvbnCommon.adjacencyGraphs,
     translations: zxcvbnEnglish.translations,
   });
-  return estimator.check(password).guesses >= PASSWORD_MIN_GUESSES;
 }
 
 /** Throws `message` (Zulip's text of the caller: account creation by default) for a weak password. */

@@ -1,6 +1,7 @@
 // Small exports in Zulip's layout (zerver/lib/export.py), built by tests: a minimal organization shaped
 // like Zulip's real exports, and tarballs with hostile entries.
 import { createWriteStream, mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -15,9 +16,24 @@ export interface TarEntry {
   linkname?: string;
 }
 
-/** Writes the entries, as given (hostile names included), into a new .tar.gz and returns its path. */
+/** The temporary folders of the archives written so far (removeTestExports removes them). */
+const folders = new Set<string>();
+
+/** Removes every archive writeTarGz wrote (a test file's afterAll). */
+export async function removeTestExports(): Promise<void> {
+  const written = [...folders];
+  folders.clear();
+  await Promise.all(written.map((dir) => rm(dir, { recursive: true, force: true })));
+}
+
+/**
+ * Writes the entries, as given (hostile names included), into a new .tar.gz and returns its path: in a
+ * temporary folder of its own, removed by removeTestExports (call it in the file's afterAll).
+ */
 export async function writeTarGz(entries: TarEntry[]): Promise<string> {
-  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'parley-test-export-')), 'export.tar.gz');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'parley-test-export-'));
+  folders.add(dir);
+  const file = path.join(dir, 'export.tar.gz');
   const pack = tarPack();
   const done = pipeline(pack, createGzip(), createWriteStream(file));
   for (const e of entries) {
@@ -226,5 +242,7 @@ export async function zulipFixture(): Promise<Record<string, unknown>> {
     'avatars/records.json': [{ realm_id: 2, user_profile_id: 11, user_profile_email: 'hamlet@zulip.example', s3_path: '2/abcdef.original', path: '2/abcdef.original', size: png.length, last_modified: T0, content_type: null }],
     'avatars/2/abcdef.original': png,
     'realm_icons/records.json': [],
+    // Zulip's import requires this file and compares it with its own migrations; Parley's ignores it.
+    'migration_status.json': { migrations_by_app: { auth: ['[X] 0001_initial'], zerver: ['[X] 0001_squashed_0569 (545 squashed migrations)', '[X] 0570_example'] }, zulip_version: '11.2' },
   };
 }

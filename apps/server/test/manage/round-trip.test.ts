@@ -2,11 +2,11 @@
 // consenting), imported as a new organization, and compared object by object through the API, as
 // the same people (users, channels, subscriptions, groups, messages with their rendering and flags,
 // reactions, topics, users' topics, files).
-import { createWriteStream, mkdtempSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createParleyClient, type ParleyClient } from '@parley/client';
 import { useTestServer } from '../helpers/test-server.ts';
 import { PEOPLE, type Person } from '../helpers/fixtures.ts';
@@ -29,6 +29,8 @@ describe('manage import: the round trip of an export', () => {
   const after: Partial<Record<Person, ParleyClient>> = {};
   let fileUrl = '';
   const userMap = new Map<number, number>();
+  const work = mkdtempSync(path.join(os.tmpdir(), 'parley-round-trip-'));
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
 
   beforeAll(async () => {
     const c = (p: Person) => env.client(p);
@@ -61,11 +63,12 @@ describe('manage import: the round trip of an export', () => {
     expect((await raw('hamlet', `/messages/${hello}/reactions`, { emoji_name: 'roundparrot' })).status).toBe(200);
     expect((await raw('hamlet', '/user_topics', { stream_id: String(open.id), topic: 'plans', visibility_policy: '3' })).status).toBe(200);
 
-    // Export, then import as a new organization.
-    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'parley-round-trip-')), 'export.tar.gz');
+    // Export (a row per page of realm.json's paged tables, so every page boundary is crossed), then
+    // import as a new organization.
+    const file = path.join(work, 'export.tar.gz');
     const out = createWriteStream(file);
     const closedOut = once(out, 'close');
-    await exportRealm(env.running.deps, env.realmId, ExportType.FULL_WITH_CONSENT, out);
+    await exportRealm(env.running.deps, env.realmId, ExportType.FULL_WITH_CONSENT, out, { rowsPerPage: 1 });
     await closedOut;
     imported = await importRealmFromArchive(env.running.deps, file, { url: 'http://round-trip.parley.test' });
     for (const p of people) {

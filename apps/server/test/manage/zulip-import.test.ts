@@ -7,13 +7,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createParleyClient, type ParleyClient } from '@parley/client';
 import { useTestServer } from '../helpers/test-server.ts';
 import { TEST_SECRET } from '../helpers/fixtures.ts';
 import { basicAuth } from '../helpers/auth.ts';
 import { download } from '../helpers/uploads.ts';
-import { exportEntries, writeTarGz, zulipFixture } from '../helpers/zulip-export.ts';
+import { exportEntries, removeTestExports, writeTarGz, zulipFixture } from '../helpers/zulip-export.ts';
 import { importRealmFromArchive, type ImportResult } from '../../src/import/zulip-import.ts';
 import { runImportCommand } from '../../src/import/import-command.ts';
 import { doFetchApiKey } from '../../src/actions/authentication.ts';
@@ -21,6 +21,7 @@ import type { ArchiveLimits } from '../../src/import/archive.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const env = useTestServer();
+afterAll(removeTestExports);
 const deps = () => env.running.deps;
 const freshUrl = () => `http://import-${randomBytes(4).toString('hex')}.parley.test`;
 

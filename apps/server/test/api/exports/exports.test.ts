@@ -71,6 +71,7 @@ interface Archive {
   dir: string;
   names: string[];
   json(name: string): any;
+  text(name: string): string;
   messages: Array<{ id: number; content: string; recipient: number }>;
   userMessages: Array<{ user_profile: number; message: number; flags_mask: number }>;
 }
@@ -78,12 +79,14 @@ interface Archive {
 function readArchive(files: Map<string, Buffer>): Archive {
   const names = [...files.keys()].sort();
   const dir = names[0]!.split('/')[0]!;
-  const json = (name: string) => JSON.parse(files.get(`${dir}/${name}`)!.toString('utf8'));
+  const text = (name: string) => files.get(`${dir}/${name}`)!.toString('utf8');
+  const json = (name: string) => JSON.parse(text(name));
   const messageFiles = names.filter((n) => /\/messages-\d{6}\.json$/.test(n)).map((n) => n.slice(dir.length + 1));
   return {
     dir,
     names: names.map((n) => n.slice(dir.length + 1)),
     json,
+    text,
     messages: messageFiles.flatMap((f) => json(f).zerver_message),
     userMessages: messageFiles.flatMap((f) => json(f).zerver_usermessage),
   };
@@ -147,10 +150,12 @@ describe('POST /export/realm', () => {
     publicArchive = readArchive(await downloadTarball(publicExport.export_url!));
     const a = publicArchive;
     expect(a.dir).toMatch(/^zulip-export-[a-z0-9]{8}$/);
-    for (const f of ['realm.json', 'messages-000001.json', 'attachment.json', 'analytics.json', 'uploads/records.json', 'avatars/records.json', 'emoji/records.json', 'realm_icons/records.json', 'stats.json', `uploads/${s.pathId}`]) {
+    for (const f of ['realm.json', 'messages-000001.json', 'attachment.json', 'analytics.json', 'uploads/records.json', 'avatars/records.json', 'emoji/records.json', 'realm_icons/records.json', 'stats.json', 'migration_status.json', `uploads/${s.pathId}`]) {
       expect(a.names).toContain(f);
     }
     const realm = a.json('realm.json');
+    // realm.json is written a row at a time: the bytes are JSON.stringify's of the whole object.
+    expect(a.text('realm.json')).toBe(JSON.stringify(realm));
     expect(realm.zerver_realm).toHaveLength(1);
     expect(realm.zerver_realm[0].id).toBe(env.realmId);
     expect(typeof realm.zerver_realm[0].date_created).toBe('number');
@@ -185,6 +190,15 @@ describe('POST /export/realm', () => {
     expect(a.json('attachment.json').zerver_attachment).toEqual([expect.objectContaining({ path_id: s.pathId, messages: [s.publicChannel] })]);
     expect(a.json('uploads/records.json')).toEqual([expect.objectContaining({ path: s.pathId, user_profile_id: env.users.iago.id })]);
     expect(a.json('stats.json').realm.zerver_userprofile).toBe(users.length);
+    expect(a.json('stats.json').realm.zerver_subscription).toBe(realm.zerver_subscription.length);
+    // Zulip's import requires migration_status.json: Zulip's major version (11), and Parley's own
+    // migrations under an app of its own, which a Zulip server only warns about.
+    const status = a.json('migration_status.json') as { zulip_version: string; migrations_by_app: Record<string, string[]> };
+    expect(Object.keys(status).sort()).toEqual(['migrations_by_app', 'zulip_version']);
+    expect(status.zulip_version.split('.')[0]).toBe('11');
+    expect(Object.keys(status.migrations_by_app)).toEqual(['parley']);
+    expect(status.migrations_by_app.parley!.length).toBeGreaterThan(0);
+    for (const line of status.migrations_by_app.parley!) expect(line).toMatch(/^\[X\] \d{14}_\w+$/);
   });
 
   it('makes a full export with consent: the consenting members\' direct messages, private channels and private data, nobody else\'s', async () => {
