@@ -59,6 +59,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { addHistory, createMessagesDatabase, pg, type PgPool, type Person } from './lib/messages-seed.ts';
+import { createPublicChannels } from './lib/bench-db.ts';
 import { findPostmaster, PARLEY_SERVER_CMD, sleep, startBenchParley, stopBenchDatabase, treeCpuMs, waitIdle, type ServerProcess } from './lib/processes.ts';
 import { SAMPLE_EVERY_MS, sampleTransactions } from './lib/transactions.ts';
 import { fmt, markdownTable, median, percentile } from './lib/stats.ts';
@@ -66,8 +67,6 @@ import { clusterCpuMs } from './lib/cpu.ts';
 import { loadConfig } from '../apps/server/src/config.ts';
 import { createDeps } from '../apps/server/src/server.ts';
 import { insertUser, prepareNewUser } from '../apps/server/src/actions/users.ts';
-import { doSubscribe } from '../apps/server/src/actions/subscriptions.ts';
-import { CachedTableWriteRecord } from '../apps/server/src/data/cached-tables.ts';
 import { inTransaction } from '../apps/server/src/data/transactions.ts';
 import { findFirstRealm } from '../apps/server/src/data/realms.repo.ts';
 import { findUserById } from '../apps/server/src/data/users.repo.ts';
@@ -152,16 +151,7 @@ async function seedMoves(
     const admin: Person = { id: created.user.id, email: 'admin@parley.bench', apiKey: created.apiKey };
     const adminRow = (await findUserById(deps.db, realm.id, admin.id))!;
     const names = SIZES.flatMap((s) => [`move ${s} a`, `move ${s} b`]);
-    await doSubscribe(deps, realm, adminRow, {
-      channels: names.map((name) => ({ name })),
-      authorizationErrorsFatal: true,
-      inviteOnly: false,
-      isWebPublic: false,
-      isDefault: false,
-      messageRetentionDays: 'realm_default',
-      groupSettings: {},
-      sendNewSubscriptionMessages: false,
-    }, new CachedTableWriteRecord());
+    await createPublicChannels(deps, realm, adminRow, names);
     const channels = (await sql.query<{ id: number; name: string; history_public_to_subscribers: boolean; invite_only: boolean }>(
       'SELECT id, name, history_public_to_subscribers, invite_only FROM channel WHERE realm_id = $1 AND name = ANY($2::text[])',
       [realm.id, names],

@@ -14,33 +14,16 @@
 //   history 1…5    the member; with `historyMessages` messages (1,000,000) inserted with SQL by
 //                  addHistory, round robin over the 5 channels and HISTORY_TOPICS (20) topics per channel
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { createRequire } from 'node:module';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../packages/db/src/embedded.ts';
+import type { EmbeddedDatabase } from '../../packages/db/src/embedded.ts';
 import { loadConfig } from '../../apps/server/src/config.ts';
 import { createDeps } from '../../apps/server/src/server.ts';
-import { bootstrapIfEmpty } from '../../apps/server/src/bootstrap.ts';
 import { insertUser, prepareNewUser } from '../../apps/server/src/actions/users.ts';
-import { doSubscribe } from '../../apps/server/src/actions/subscriptions.ts';
-import { CachedTableWriteRecord } from '../../apps/server/src/data/cached-tables.ts';
 import { inTransaction } from '../../apps/server/src/data/transactions.ts';
-import { findFirstRealm } from '../../apps/server/src/data/realms.repo.ts';
-import { findUserById } from '../../apps/server/src/data/users.repo.ts';
 import { systemGroupIds } from '../../apps/server/src/data/system-groups.repo.ts';
-import { createApiKeyCipher, generateApiKey } from '../../apps/server/src/security/secrets.ts';
+import { createApiKeyCipher } from '../../apps/server/src/security/secrets.ts';
+import { bootstrapBenchOrganization, createPublicChannels, insertBulkMembers, pg, startBenchPostgres, type PgPool } from './bench-db.ts';
 
-export interface PgQueryable {
-  query<R = Record<string, unknown>>(sql: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
-}
-export interface PgPool extends PgQueryable {
-  connect(): Promise<PgQueryable & { release(): void }>;
-  end(): Promise<void>;
-}
-interface PgModule {
-  Client: new (options: { connectionString: string }) => PgQueryable & { connect(): Promise<void>; end(): Promise<void> };
-  Pool: new (options: { connectionString: string; max?: number }) => PgPool;
-}
-export const pg = createRequire(new URL('../../apps/server/package.json', import.meta.url))('pg') as PgModule;
+export { pg, type PgPool, type PgQueryable } from './bench-db.ts';
 
 /** Subscribers of the crowd channel, and queues of the delivery measurement. */
 export const CROWD = 1000;
@@ -72,18 +55,8 @@ export interface MessagesFixture {
   historyTopics: string[];
 }
 
-const FIRST = ['Amelia', 'Bashir', 'Chiara', 'Dmitri', 'Esther', 'Farid', 'Greta', 'Hiroshi', 'Ines', 'Jonas', 'Kavya', 'Luca', 'Mariam', 'Nikolai', 'Olu', 'Priya', 'Quentin', 'Rosa', 'Sven', 'Tanvi', 'Umar', 'Vera', 'Wen', 'Ximena', 'Yusuf', 'Zofia'];
-const LAST = ['Okafor', 'Lindqvist', 'Moreau', 'Nakamura', 'Castillo', 'Haddad', 'Kowalski', 'Andersen', 'Rossi', 'Fernandes', 'Oyelaran', 'Petrov', 'Schneider', 'Tanaka', 'Walsh', 'Zhou', 'Abebe', 'Brennan', 'Costa', 'Duarte'];
-const ZONES = ['Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'UTC', 'America/Sao_Paulo', 'Africa/Lagos', 'Asia/Tokyo', ''];
-
 export async function createMessagesDatabase(dir: string, log: (line: string) => void): Promise<{ database: EmbeddedDatabase; fixture: MessagesFixture; pgDataDir: string }> {
-  const pgDataDir = path.resolve(dir, 'pg');
-  const database = await startEmbeddedPostgres({ dataDir: pgDataDir, ephemeral: true });
-  const admin = new pg.Client({ connectionString: database.adminUrl });
-  await admin.connect();
-  await admin.query('CREATE DATABASE parley_bench');
-  await admin.end();
-  const databaseUrl = database.urlFor('parley_bench');
+  const { database, databaseUrl, pgDataDir } = await startBenchPostgres(dir);
   const secretKey = randomBytes(32).toString('hex');
   const realmUrl = 'http://parley.bench';
   const config = { ...loadConfig({}), secretKey, dataDir: dir, publicUrl: realmUrl, ownerEmail: 'owner@parley.bench', validateResponses: false, rateLimit: null };
@@ -91,53 +64,22 @@ export async function createMessagesDatabase(dir: string, log: (line: string) =>
   const deps = await createDeps(config, databaseUrl, { poolSize: 10 });
   const sql = new pg.Pool({ connectionString: databaseUrl, max: 4 });
   try {
-    const boot = await bootstrapIfEmpty(deps, { PARLEY_OWNER_PASSWORD: 'bench owner password' });
-    const realm = (await findFirstRealm(deps.db))!;
-    const ownerId = (await sql.query<{ id: number }>(`SELECT id FROM "user" WHERE realm_id = $1 AND role = 100`, [realm.id])).rows[0]!.id;
-    const ownerRow = (await findUserById(deps.db, realm.id, ownerId))!;
-    const owner: Person = { id: ownerRow.id, email: ownerRow.deliveryEmail, apiKey: boot.apiKey! };
+    const { realm, ownerRow, ownerApiKey } = await bootstrapBenchOrganization(deps, sql);
+    const owner: Person = { id: ownerRow.id, email: ownerRow.deliveryEmail, apiKey: ownerApiKey };
 
     const prepared = await prepareNewUser({ email: 'member@parley.bench', fullName: 'Bench Member', password: null, role: 400 });
     const created = await inTransaction(deps.db, (tx) => insertUser(tx, deps, realm, prepared));
     const member: Person = { id: created.user.id, email: 'member@parley.bench', apiKey: created.apiKey };
 
-    // The bulk, as bench/lib/seed.ts's bulkMembers writes it.
+    // The bulk, as bench/lib/seed.ts writes it.
     const bulk = USERS - 2;
     log(`inserting ${bulk.toLocaleString('en')} members, ${CROWD - 1} of them with API keys …`);
-    const people = Array.from({ length: bulk }, (_, i) => {
-      const first = FIRST[i % FIRST.length]!;
-      const last = LAST[Math.floor(i / FIRST.length) % LAST.length]!;
-      return { email: `${first}.${last}.${i}@example.org`.toLowerCase(), fullName: `${first} ${last}`, timezone: ZONES[i % ZONES.length]! };
-    });
-    const { rows } = await sql.query<{ id: number }>(
-      `INSERT INTO "user" (realm_id, email, delivery_email, full_name, role, timezone)
-       SELECT $1, e, e, n, 400, tz FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(e, n, tz, o) ORDER BY o
-       RETURNING id`,
-      [realm.id, people.map((p) => p.email), people.map((p) => p.fullName), people.map((p) => p.timezone)],
-    );
-    const ids = rows.map((r) => r.id).sort((a, b) => a - b);
-    await sql.query('INSERT INTO user_settings (user_id) SELECT unnest($1::int[])', [ids]);
-    await sql.query('INSERT INTO user_group_member (group_id, user_id) SELECT $1, unnest($2::int[])', [(await systemGroupIds(deps.db, realm.id))['role:fullmembers'], ids]);
     const cipher = createApiKeyCipher(Buffer.from(secretKey, 'hex'));
-    const keyed: Person[] = ids.slice(0, CROWD - 1).map((id, i) => ({ id, email: people[i]!.email, apiKey: generateApiKey() }));
-    await sql.query('INSERT INTO api_key (user_id, lookup_hash, ciphertext) SELECT * FROM unnest($1::int[], $2::text[], $3::text[])', [
-      keyed.map((p) => p.id),
-      keyed.map((p) => cipher.lookupHash(p.apiKey)),
-      keyed.map((p) => cipher.encrypt(p.apiKey)),
-    ]);
+    const keyed: Person[] = await insertBulkMembers(sql, cipher, realm.id, (await systemGroupIds(deps.db, realm.id))['role:fullmembers'], bulk, CROWD - 1);
 
     const historyNames = Array.from({ length: HISTORY_CHANNELS }, (_, i) => `history ${i + 1}`);
     const names = ['crowd', 'ten', ...historyNames];
-    await doSubscribe(deps, realm, ownerRow, {
-      channels: names.map((name) => ({ name })),
-      authorizationErrorsFatal: true,
-      inviteOnly: false,
-      isWebPublic: false,
-      isDefault: false,
-      messageRetentionDays: 'realm_default',
-      groupSettings: {},
-      sendNewSubscriptionMessages: false,
-    }, new CachedTableWriteRecord());
+    await createPublicChannels(deps, realm, ownerRow, names);
     const channelIds = (await sql.query<{ id: number; name: string }>('SELECT id, name FROM channel WHERE realm_id = $1 AND name = ANY($2::text[])', [realm.id, names])).rows;
     const idOf = (name: string) => channelIds.find((c) => c.name === name)!.id;
     const crowdChannelId = idOf('crowd');

@@ -11,34 +11,18 @@
 // system group of role 400) and, for the members that send requests, an `api_key` row made with the
 // server's cipher (createApiKeyCipher over the same PARLEY_SECRET_KEY the server process gets).
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { createRequire } from 'node:module';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../packages/db/src/embedded.ts';
+import type { EmbeddedDatabase } from '../../packages/db/src/embedded.ts';
 import { loadConfig } from '../../apps/server/src/config.ts';
 import { createDeps } from '../../apps/server/src/server.ts';
-import { bootstrapIfEmpty } from '../../apps/server/src/bootstrap.ts';
 import { insertUser, prepareNewUser } from '../../apps/server/src/actions/users.ts';
-import { doSubscribe } from '../../apps/server/src/actions/subscriptions.ts';
-import { CachedTableWriteRecord } from '../../apps/server/src/data/cached-tables.ts';
 import { createRealmInTransaction } from '../../apps/server/src/actions/realm.ts';
 import { inTransaction } from '../../apps/server/src/data/transactions.ts';
-import { findFirstRealm } from '../../apps/server/src/data/realms.repo.ts';
 import { findUserById } from '../../apps/server/src/data/users.repo.ts';
 import { systemGroupIds } from '../../apps/server/src/data/system-groups.repo.ts';
-import { createApiKeyCipher, generateApiKey } from '../../apps/server/src/security/secrets.ts';
+import { createApiKeyCipher } from '../../apps/server/src/security/secrets.ts';
+import { bootstrapBenchOrganization, createPublicChannels, insertBulkMembers, pg, startBenchPostgres } from './bench-db.ts';
 
-// pg is a dependency of the server package, not of the repository root.
-export interface PgQueryable {
-  query<R = Record<string, unknown>>(sql: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
-}
-export interface PgPool extends PgQueryable {
-  end(): Promise<void>;
-}
-interface PgModule {
-  Client: new (options: { connectionString: string }) => PgQueryable & { connect(): Promise<void>; end(): Promise<void> };
-  Pool: new (options: { connectionString: string; max?: number }) => PgPool;
-}
-export const pg = createRequire(new URL('../../apps/server/package.json', import.meta.url))('pg') as PgModule;
+export { pg, type PgPool, type PgQueryable } from './bench-db.ts';
 
 /** Members of each organization that send the subscribe requests (they have API keys). */
 export const ACTORS = 50;
@@ -76,55 +60,8 @@ export interface Fixture {
   patchChannelId: number;
 }
 
-const FIRST = ['Amelia', 'Bashir', 'Chiara', 'Dmitri', 'Esther', 'Farid', 'Greta', 'Hiroshi', 'Ines', 'Jonas', 'Kavya', 'Luca', 'Mariam', 'Nikolai', 'Olu', 'Priya', 'Quentin', 'Rosa', 'Sven', 'Tanvi', 'Umar', 'Vera', 'Wen', 'Ximena', 'Yusuf', 'Zofia'];
-const LAST = ['Okafor', 'Lindqvist', 'Moreau', 'Nakamura', 'Castillo', 'Haddad', 'Kowalski', 'Andersen', 'Rossi', 'Fernandes', 'Oyelaran', 'Petrov', 'Schneider', 'Tanaka', 'Walsh', 'Zhou', 'Abebe', 'Brennan', 'Costa', 'Duarte'];
-const ZONES = ['Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'UTC', 'America/Sao_Paulo', 'Africa/Lagos', 'Asia/Tokyo', ''];
-
-function person(i: number) {
-  const first = FIRST[i % FIRST.length]!;
-  const last = LAST[Math.floor(i / FIRST.length) % LAST.length]!;
-  return { email: `${first}.${last}.${i}@example.org`.toLowerCase(), fullName: `${first} ${last}`, timezone: ZONES[i % ZONES.length]! };
-}
-
-/** Inserts `count` members (role 400) into `realmId` the way insertUser would; gives API keys to the first `withKeys`. */
-async function bulkMembers(
-  sql: PgQueryable,
-  cipher: ReturnType<typeof createApiKeyCipher>,
-  realmId: number,
-  fullMembersGroupId: number,
-  count: number,
-  withKeys: number,
-  prefix: string,
-): Promise<Person[]> {
-  const people = Array.from({ length: count }, (_, i) => person(i));
-  const emails = people.map((p) => `${prefix}${p.email}`);
-  const { rows } = await sql.query<{ id: number }>(
-    `INSERT INTO "user" (realm_id, email, delivery_email, full_name, role, timezone)
-     SELECT $1, e, e, n, 400, tz FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(e, n, tz, o) ORDER BY o
-     RETURNING id`,
-    [realmId, emails, people.map((p) => p.fullName), people.map((p) => p.timezone)],
-  );
-  const ids = rows.map((r) => r.id).sort((a, b) => a - b);
-  await sql.query('INSERT INTO user_settings (user_id) SELECT unnest($1::int[])', [ids]);
-  await sql.query('INSERT INTO user_group_member (group_id, user_id) SELECT $1, unnest($2::int[])', [fullMembersGroupId, ids]);
-  const keyed: Person[] = [];
-  for (let i = 0; i < withKeys; i++) keyed.push({ id: ids[i]!, email: emails[i]!, apiKey: generateApiKey(), realmId, role: 400 });
-  await sql.query('INSERT INTO api_key (user_id, lookup_hash, ciphertext) SELECT * FROM unnest($1::int[], $2::text[], $3::text[])', [
-    keyed.map((p) => p.id),
-    keyed.map((p) => cipher.lookupHash(p.apiKey)),
-    keyed.map((p) => cipher.encrypt(p.apiKey)),
-  ]);
-  return keyed;
-}
-
 export async function createBenchDatabase(dir: string, log: (line: string) => void): Promise<{ database: EmbeddedDatabase; fixture: Fixture; pgDataDir: string }> {
-  const pgDataDir = path.resolve(dir, 'pg');
-  const database = await startEmbeddedPostgres({ dataDir: pgDataDir, ephemeral: true });
-  const admin = new pg.Client({ connectionString: database.adminUrl });
-  await admin.connect();
-  await admin.query('CREATE DATABASE parley_bench');
-  await admin.end();
-  const databaseUrl = database.urlFor('parley_bench');
+  const { database, databaseUrl, pgDataDir } = await startBenchPostgres(dir);
   const secretKey = randomBytes(32).toString('hex');
   const bigUrl = 'http://parley.bench';
   const config = { ...loadConfig({}), secretKey, dataDir: dir, publicUrl: bigUrl, ownerEmail: 'owner@parley.bench', validateResponses: false, rateLimit: null };
@@ -133,10 +70,8 @@ export async function createBenchDatabase(dir: string, log: (line: string) => vo
   const deps = await createDeps(config, databaseUrl, { poolSize: 10 });
   const sql = new pg.Pool({ connectionString: databaseUrl, max: 4 });
   try {
-    const boot = await bootstrapIfEmpty(deps, { PARLEY_OWNER_PASSWORD: 'bench owner password' });
-    const bigRealm = (await findFirstRealm(deps.db))!;
-    const bigOwnerRow = (await findUserById(deps.db, bigRealm.id, (await sql.query<{ id: number }>(`SELECT id FROM "user" WHERE realm_id = $1 AND role = 100`, [bigRealm.id])).rows[0]!.id))!;
-    const bigOwner: Person = { id: bigOwnerRow.id, email: bigOwnerRow.deliveryEmail, apiKey: boot.apiKey!, realmId: bigRealm.id, role: 100 };
+    const { realm: bigRealm, ownerRow: bigOwnerRow, ownerApiKey } = await bootstrapBenchOrganization(deps, sql);
+    const bigOwner: Person = { id: bigOwnerRow.id, email: bigOwnerRow.deliveryEmail, apiKey: ownerApiKey, realmId: bigRealm.id, role: 100 };
 
     const realUser = async (realm: typeof bigRealm, email: string, fullName: string, role: number): Promise<Person> => {
       const prepared = await prepareNewUser({ email, fullName, password: null, role });
@@ -150,8 +85,10 @@ export async function createBenchDatabase(dir: string, log: (line: string) => vo
 
     const cipher = createApiKeyCipher(Buffer.from(secretKey, 'hex'));
     log('inserting 4,999 + 50 members …');
-    const bigActors = await bulkMembers(sql, cipher, bigRealm.id, (await systemGroupIds(deps.db, bigRealm.id))['role:fullmembers'], 4999, ACTORS, '');
-    const smallActors = await bulkMembers(sql, cipher, smallRealm.id, (await systemGroupIds(deps.db, smallRealm.id))['role:fullmembers'], 50, ACTORS, 'small.');
+    const bulkMembers = async (realmId: number, count: number, prefix: string): Promise<Person[]> =>
+      (await insertBulkMembers(sql, cipher, realmId, (await systemGroupIds(deps.db, realmId))['role:fullmembers'], count, ACTORS, prefix)).map((p) => ({ ...p, realmId, role: 400 }));
+    const bigActors = await bulkMembers(bigRealm.id, 4999, '');
+    const smallActors = await bulkMembers(smallRealm.id, 50, 'small.');
 
     // Channels: one created by each owner through the subscribe action (the owner subscribed, its
     // administrators an anonymous group of the creator, the rest system groups), then cloned with SQL
@@ -159,16 +96,7 @@ export async function createBenchDatabase(dir: string, log: (line: string) => vo
     // subscription, as the action would have made them (the action costs ~40 ms a channel here).
     const makeChannels = async (realm: typeof bigRealm, ownerId: number, templateName: string, names: string[]) => {
       const owner = (await findUserById(deps.db, realm.id, ownerId))!;
-      await doSubscribe(deps, realm, owner, {
-        channels: [{ name: templateName }],
-        authorizationErrorsFatal: true,
-        inviteOnly: false,
-        isWebPublic: false,
-        isDefault: false,
-        messageRetentionDays: 'realm_default',
-        groupSettings: {},
-        sendNewSubscriptionMessages: false,
-      }, new CachedTableWriteRecord());
+      await createPublicChannels(deps, realm, owner, [templateName]);
       const template = (await sql.query<{ id: number; can_administer_channel_group_id: number }>('SELECT id, can_administer_channel_group_id FROM channel WHERE realm_id = $1 AND name = $2', [realm.id, templateName])).rows[0]!;
       const columns = async (table: string, except: string[]) =>
         (await sql.query<{ c: string }>(`SELECT column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`, [table])).rows

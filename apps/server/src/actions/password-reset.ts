@@ -43,7 +43,9 @@ export async function inspectPasswordResetKey(deps: Cipher & { db: Db }, key: st
   const [realmId, userId, issued] = [Number(m[1]), Number(m[2]), Number(m[3])];
   const user = await findUserById(deps.db, realmId, userId);
   const realm = user ? await findRealmById(deps.db, realmId) : null;
-  if (!user || !realm) return { state: 'invalid' };
+  // A well-formed key of no account answers as a forged key of a real one ('expired': a used link
+  // cannot be told from a forged one), so that the page does not tell who has an account.
+  if (!user || !realm) return { state: 'expired' };
   const expected = Buffer.from(mac(deps, realmId, user, issued));
   if (!timingSafeEqual(expected, Buffer.from(m[4]!))) return { state: 'expired' }; // used, or the address changed (or forged)
   if (now.getTime() / 1000 - issued > PASSWORD_RESET_LIFETIME_S || !user.isActive || realm.deactivated) return { state: 'expired' };

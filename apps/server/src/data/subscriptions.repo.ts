@@ -19,6 +19,38 @@ export async function subscribedChannelIds(db: Db, userId: number, channelIds?: 
 export const subscriptionRows = (db: Db, userIds: number[], channelIds: number[]) =>
   db.subscription.findMany({ where: { userId: { in: userIds }, channelId: { in: channelIds } } });
 
+/** The pairs in (user, channel) order. */
+const byPair = <T extends { userId: number; channelId: number }>(pairs: T[]): T[] =>
+  [...pairs].sort((a, b) => a.userId - b.userId || a.channelId - b.channelId);
+
+/**
+ * The common table expressions that make each (user, channel) pair an active subscription: `inserted`
+ * (pairs with no row get one, with the pair's color; a row another transaction inserted meanwhile meets
+ * the unique key and is left alone), `reactivated` (inactive rows made active) and `changed` (the rows
+ * of both, as the table has them now). Shared by activateSubscriptions and activateExpectedSql. Rows
+ * are written in (user, channel) order, so that concurrent requests wait on each other's keys in one
+ * order (no deadlocks).
+ */
+function activationCtes(pairs: Array<{ userId: number; channelId: number; color: string }>): Prisma.Sql {
+  const ordered = byPair(pairs);
+  const users = ordered.map((p) => p.userId);
+  const channels = ordered.map((p) => p.channelId);
+  const colors = ordered.map((p) => p.color);
+  return Prisma.sql`WITH inserted AS (
+      INSERT INTO subscription (user_id, channel_id, color, active)
+      SELECT p.u, p.c, p.color, true FROM unnest(${users}::int[], ${channels}::int[], ${colors}::text[]) AS p(u, c, color)
+      ON CONFLICT (user_id, channel_id) DO NOTHING
+      RETURNING *
+    ), reactivated AS (
+      UPDATE subscription s SET active = true
+      FROM unnest(${users}::int[], ${channels}::int[]) AS p(u, c)
+      WHERE s.user_id = p.u AND s.channel_id = p.c AND NOT s.active
+      RETURNING s.*
+    ), changed AS (
+      SELECT * FROM inserted UNION ALL SELECT * FROM reactivated
+    )`;
+}
+
 /**
  * Makes each (user, channel) pair an active subscription, in one statement, and returns the rows it
  * changed: pairs with no row get one (with the pair's color), inactive rows are reactivated. A pair
@@ -34,27 +66,9 @@ export async function activateSubscriptions(
   facts?: ChannelFactsRequest,
 ): Promise<{ rows: Subscription[]; facts: ChannelFacts | null }> {
   if (pairs.length === 0) return { rows: [], facts: null };
-  // Rows are written in (user, channel) order, so that concurrent requests wait on each other's keys in
-  // one order (no deadlocks).
-  const ordered = [...pairs].sort((a, b) => a.userId - b.userId || a.channelId - b.channelId);
-  const users = ordered.map((p) => p.userId);
-  const channels = ordered.map((p) => p.channelId);
-  const colors = ordered.map((p) => p.color);
   const factsRows = facts ? Prisma.sql`UNION ALL SELECT 'facts', to_jsonb(f) FROM (${channelFactsSql(realmId, facts, Prisma.sql`changed`)}) f` : Prisma.empty;
   const out = await db.$queryRaw<Array<{ kind: string; data: Record<string, unknown> }>>`
-    WITH inserted AS (
-      INSERT INTO subscription (user_id, channel_id, color, active)
-      SELECT p.u, p.c, p.color, true FROM unnest(${users}::int[], ${channels}::int[], ${colors}::text[]) AS p(u, c, color)
-      ON CONFLICT (user_id, channel_id) DO NOTHING
-      RETURNING *
-    ), reactivated AS (
-      UPDATE subscription s SET active = true
-      FROM unnest(${users}::int[], ${channels}::int[]) AS p(u, c)
-      WHERE s.user_id = p.u AND s.channel_id = p.c AND NOT s.active
-      RETURNING s.*
-    ), changed AS (
-      SELECT * FROM inserted UNION ALL SELECT * FROM reactivated
-    )
+    ${activationCtes(pairs)}
     SELECT 'row' AS kind, to_jsonb(changed) AS data FROM changed ${factsRows}`;
   return {
     rows: out.filter((r) => r.kind === 'row').map((r) => subscriptionOfJson(r.data)),
@@ -108,24 +122,9 @@ export const newSubscriptionRow = (userId: number, channelId: number, color: str
  * is then stored, and the caller runs the change again the slow way.
  */
 export function activateExpectedSql(expected: Subscription[], alongside: Prisma.Sql | null): Prisma.Sql {
-  const ordered = [...expected].sort((a, b) => a.userId - b.userId || a.channelId - b.channelId);
-  const users = ordered.map((p) => p.userId);
-  const channels = ordered.map((p) => p.channelId);
-  const colors = ordered.map((p) => p.color);
+  const ordered = byPair(expected);
   return Prisma.sql`
-    WITH inserted AS (
-      INSERT INTO subscription (user_id, channel_id, color, active)
-      SELECT p.u, p.c, p.color, true FROM unnest(${users}::int[], ${channels}::int[], ${colors}::text[]) AS p(u, c, color)
-      ON CONFLICT (user_id, channel_id) DO NOTHING
-      RETURNING *
-    ), reactivated AS (
-      UPDATE subscription s SET active = true
-      FROM unnest(${users}::int[], ${channels}::int[]) AS p(u, c)
-      WHERE s.user_id = p.u AND s.channel_id = p.c AND NOT s.active
-      RETURNING s.*
-    ), changed AS (
-      SELECT * FROM inserted UNION ALL SELECT * FROM reactivated
-    )${alongside ? Prisma.sql`, stored AS (${alongside})` : Prisma.empty}
+    ${activationCtes(ordered)}${alongside ? Prisma.sql`, stored AS (${alongside})` : Prisma.empty}
     SELECT parley_expect(
       (SELECT coalesce(jsonb_agg(${subscriptionJsonSql('ch')} ORDER BY ch.user_id, ch.channel_id), '[]'::jsonb) FROM changed ch) = ${JSON.stringify(ordered.map(subscriptionJson))}::jsonb,
       'subscription rows changed concurrently')`;

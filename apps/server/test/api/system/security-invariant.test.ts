@@ -42,13 +42,18 @@
 // JSON> runs exactly those actions (no prefix); PARLEY_INVARIANT_LOG=<file> writes the full step log,
 // every violation, and request counts.
 import { readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createParleyClient, type ParleyClient } from '@parley/client';
 import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
+import { loadConfig } from '../../../src/config.ts';
 import { PEOPLE, TEST_PASSWORD, type Person as FixturePerson } from '../../helpers/fixtures.ts';
 import { uniqueEmail } from '../../helpers/people.ts';
 import { basicAuth } from '../../helpers/auth.ts';
 import { download, multipart } from '../../helpers/uploads.ts';
+import { waitFor } from '../../helpers/wait.ts';
+import { passwordResetKey, PASSWORD_RESET_PATH } from '../../../src/actions/password-reset.ts';
 import {
   describeAction,
   describeSpec,
@@ -208,6 +213,7 @@ function violation(cls: string, detail: string) {
 
 const onServerError = (what: string, status: number, body: unknown) => violation('server-error', `${what}: ${status} ${JSON.stringify(body)}`);
 const clientOf = (key: string): ParleyClient => {
+  if (key === HOOK_KEY && hook) return hook.client;
   const m = members.get(key);
   if (!m) throw new Error(`unknown member ${key}`);
   return m.client;
@@ -503,8 +509,10 @@ async function execute(a: Action, pre: Before, world: GenWorld): Promise<Outcome
       if (needChannel()) return { ok: false, note: 'skipped (no such channel)' };
       const file = await fileFor(a, actor);
       if (file === null) return { ok: false, note: 'skipped (file not uploaded)' };
-      const res = await c.POST('/messages', { body: { type: 'stream', to: a.byId ? String(channelId) : a.channel, topic: a.topic, content: content(a) + fileText(file) } });
+      const mentionsHook = hookTriggers(0.3);
+      const res = await c.POST('/messages', { body: { type: 'stream', to: a.byId ? String(channelId) : a.channel, topic: a.topic, content: content(a) + fileText(file) + (mentionsHook ? ` @**${hook!.fullName}**` : '') } });
       const out = answered('send to channel', res);
+      if (res.data && mentionsHook) hook!.triggered.push(res.data.id);
       if (res.data) {
         out.note += ` m=${res.data.id}${pre.forbiddenLink !== null ? ' (links an invisible channel)' : ''}`;
         out.message = { id: res.data.id, sender: actor, kind: 'channel', channelId, channelName: a.channel, topic: a.topic, forbiddenLink: pre.forbiddenLink };
@@ -522,10 +530,15 @@ async function execute(a: Action, pre: Before, world: GenWorld): Promise<Outcome
         if (!seen.ok) return { ok: false, note: `skipped (GET /users: ${seen.msg})` };
         to = recipients.map((r) => seen.value.get(r.id)?.email ?? r.email).join(',');
       } else to = JSON.stringify(recipients.map((r) => r.id));
+      // Now and then the outgoing-webhook bot takes part too (by id; only while it is active, so that the
+      // send succeeds as drawn).
+      const withHook = !a.byEmail && hookTriggers(0.2) && (await hookActive());
+      if (withHook) to = JSON.stringify([...recipients.map((r) => r.id), hook!.id]);
       const file = await fileFor(a, actor);
       if (file === null) return { ok: false, note: 'skipped (file not uploaded)' };
       const res = await c.POST('/messages', { body: { type: 'direct', to, content: content(a) + fileText(file) } });
       const out = answered('send direct', res);
+      if (res.data && withHook) hook!.triggered.push(res.data.id);
       if (res.data) {
         out.note += ` m=${res.data.id}${pre.forbiddenLink !== null ? ' (links an invisible channel)' : ''}`;
         out.message = { id: res.data.id, sender: actor, kind: 'direct', participants: [actor, ...recipients], forbiddenLink: pre.forbiddenLink };
@@ -732,7 +745,7 @@ async function addMember(key: string, id: number, email: string, role: Role, pin
 // Checks
 
 /** The real addresses hidden from the viewer right now (per GET /users, and GET /users/{id} for users it omits). */
-async function hiddenAddresses(view: ApiView, viewer: Member): Promise<string[]> {
+async function hiddenAddresses(view: ApiView, viewer: Pick<Member, 'key' | 'id'>): Promise<string[]> {
   const list = await view.users(viewer.key);
   const hidden: string[] = [];
   for (const [userId, real] of realAddresses) {
@@ -1259,6 +1272,145 @@ async function checkFiles(a: Action, pre: Before) {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Outgoing webhooks: one outgoing-webhook bot (hamlet's, so deactivating hamlet deactivates it) posting
+// to a local target. Some channel sends mention it and some direct messages include it (a stream of its
+// own decides which: the actions stay as drawn). After such a step, once its deliveries are finished,
+// every request the target received must be about a message the bot can read right then (GET
+// /messages/{id} as the bot), show what that read shows (content, channel, topic), and carry no address
+// hidden from the bot; and each such send the bot can read reached it exactly once.
+
+const HOOK_KEY = 'hook-bot';
+interface HookBot {
+  id: number;
+  fullName: string;
+  client: ParleyClient;
+  target: http.Server;
+  /** Bodies the target received, not yet checked. */
+  received: string[];
+  /** Messages of this step that mention the bot or include it. */
+  triggered: number[];
+}
+let hook: HookBot | null = null;
+let hookRng: Rng;
+
+/** Whether this send involves the bot (drawn from the bot's own stream; false before the bot exists). */
+const hookTriggers = (p: number) => hook !== null && hookRng.chance(p);
+const hookActive = async () => (await hook!.client.GET('/users/me', {})).response.ok;
+
+async function createHookBot(): Promise<HookBot> {
+  const received: string[] = [];
+  const target = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push(Buffer.concat(chunks).toString('utf8'));
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ response_not_required: true }));
+    });
+  });
+  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+  const fullName = 'Invariant Hook';
+  const owner = members.get('hamlet')!;
+  const fields = { full_name: fullName, short_name: 'invariant-hook', bot_type: '3', payload_url: JSON.stringify(`http://127.0.0.1:${(target.address() as AddressInfo).port}/hook`), interface_type: '1' };
+  const created = await countingFetch(`${env.url}/api/v1/bots`, { method: 'POST', body: new URLSearchParams(fields), headers: { Authorization: basicAuth(owner.email, owner.apiKey) } });
+  const body = (await created.json()) as Json;
+  const id = asNumber(body['user_id']);
+  const apiKey = asString(body['api_key']);
+  if (!created.ok || id === undefined || apiKey === undefined) throw new Error(`setup: POST /bots: ${JSON.stringify(body)}`);
+  const seen = await owner.client.GET('/users/{user_id}', { params: { path: { user_id: id } } });
+  if (!seen.data) throw new Error(`setup: GET /users/${id}: ${errorMsg(seen.error)}`);
+  return { id, fullName, client: createParleyClient({ site: env.url, email: seen.data.user.email, apiKey, fetch: countingFetch }), target, received, triggered: [] };
+}
+
+async function checkHook() {
+  if (!hook) return;
+  if (hook.triggered.length) {
+    const db = env.running.deps.db;
+    await waitFor(async () => Number((await db.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM outgoing_webhook_delivery WHERE finished_at IS NULL`)[0]!.n) === 0, { what: 'outgoing-webhook deliveries' });
+  }
+  const view = newView();
+  const bot = { key: HOOK_KEY, id: hook.id };
+  const requests = hook.received.splice(0);
+  const counts = new Map<number, number>();
+  const hidden = requests.length ? addressFinder(await hiddenAddresses(view, bot)) : () => [];
+  for (const body of requests) {
+    let payload: Json;
+    try {
+      payload = JSON.parse(body) as Json;
+    } catch {
+      violation('webhook-malformed', `the bot's endpoint got ${body.slice(0, 200)}`);
+      continue;
+    }
+    const message = isObject(payload['message']) ? payload['message'] : {};
+    const mid = asNumber(message['id']) ?? -1;
+    counts.set(mid, (counts.get(mid) ?? 0) + 1);
+    tally('outgoing-webhook');
+    const read = await view.message(HOOK_KEY, mid);
+    if (!read.ok) {
+      violation('webhook-unreadable', `the bot's endpoint got message ${mid} (${refOf.get(mid) ?? 'unnamed'}), but GET /messages/${mid} as the bot: ${read.msg}`);
+      continue;
+    }
+    const raw = await view.rawContent(HOOK_KEY, mid);
+    if (raw.ok && raw.value !== undefined && payload['data'] !== raw.value) violation('webhook-content', `the bot's endpoint got message ${mid} with data ${JSON.stringify(payload['data'])}, GET /messages/${mid} as the bot shows ${JSON.stringify(raw.value)}`);
+    for (const field of ['stream_id', 'subject']) {
+      if (read.value[field] !== undefined && message[field] !== read.value[field]) violation(`webhook-${field}`, `the bot's endpoint got message ${mid} with ${field} ${JSON.stringify(message[field])}, GET /messages/${mid} as the bot shows ${JSON.stringify(read.value[field])}`);
+    }
+    const leaked = hidden(body);
+    if (leaked.length) violation('hidden-address:outgoing-webhook', `the bot's endpoint got message ${mid} carrying ${leaked.join(', ')}, hidden from the bot`);
+  }
+  for (const mid of hook.triggered.splice(0)) {
+    const n = counts.get(mid) ?? 0;
+    if (n > 1) violation('webhook-duplicate', `the bot's endpoint got message ${mid} ${n} times`);
+    if (n === 0 && (await view.message(HOOK_KEY, mid)).ok) violation('webhook-missing', `message ${mid} (${refOf.get(mid) ?? 'unnamed'}) involves the bot, which can read it, but its endpoint got nothing`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Password-reset links (the page of the e-mail imported accounts get): around each deactivation and
+// reactivation, a link for the target made just before the step must not work while they are
+// deactivated (neither the form nor setting a password); once they are active it works exactly once
+// (it sets TEST_PASSWORD again, so nothing else changes); and a link whose account does not exist
+// answers exactly as a forged link of a real account, so the page tells nobody who has an account.
+
+let resetLink: { target: Member; key: string } | null = null;
+
+async function mintResetLink(a: Action) {
+  resetLink = null;
+  if (a.kind !== 'deactivate' && a.kind !== 'reactivate') return;
+  const target = members.get(a.target);
+  const row = target ? await env.running.deps.db.user.findUnique({ where: { id: target.id } }) : null;
+  if (target && row) resetLink = { target, key: passwordResetKey(env.running.deps, env.realmId, row) };
+}
+
+async function checkResetLink() {
+  if (!resetLink) return;
+  const { target, key } = resetLink;
+  resetLink = null;
+  const url = (k: string) => `${env.url}${PASSWORD_RESET_PATH}/${k}`;
+  const get = async (k: string) => {
+    const res = await countingFetch(url(k));
+    return { status: res.status, text: await res.text() };
+  };
+  const post = (k: string) => countingFetch(url(k), { method: 'POST', body: new URLSearchParams({ new_password: TEST_PASSWORD }) });
+  const [realm, user, issued] = key.split('.');
+  const forged = await get(`${realm}.${user}.${issued}.${'0'.repeat(40)}`);
+  const nobody = await get(`${realm}.${2_000_000_000}.${issued}.${'0'.repeat(40)}`);
+  if (forged.status !== nobody.status || forged.text !== nobody.text) violation('password-reset-reveals-account', `a forged reset link of ${target.key}'s account answers ${forged.status}, one of no account ${nobody.status}: the page tells them apart`);
+  if (!target.active) {
+    const form = await get(key);
+    const set = await post(key);
+    if (form.status === 200 || set.status === 200) violation('password-reset-deactivated', `${target.key} is deactivated, but their reset link answers ${form.status} (form) and ${set.status} (setting a password)`);
+    return;
+  }
+  tally('password-reset-link');
+  const first = await post(key);
+  if (first.status !== 200) violation('password-reset-refused', `${target.key} is active, but their fresh reset link answers ${first.status}`);
+  const second = await post(key);
+  const again = await get(key);
+  if (second.status === 200 || again.status === 200) violation('password-reset-reused', `${target.key}'s reset link, used once, answers ${second.status} (setting a password) and ${again.status} (form)`);
+}
+
+// ---------------------------------------------------------------------------------------------------
 
 function report(): string {
   const byClass = new Map<string, Violation[]>();
@@ -1278,7 +1430,8 @@ function report(): string {
 let world: GenWorld;
 
 beforeAll(async () => {
-  env = await startTestServer();
+  // The outgoing-webhook bot's endpoint is on loopback.
+  env = await startTestServer({ config: { outgoingWebhooks: { ...loadConfig({}).outgoingWebhooks, allowPrivate: true } } });
   realmHost = new URL(env.running.deps.config.publicUrl).hostname;
   // Web-public channels need spectator access in the organization; moderators and up may create them.
   const groups = await env.client('desdemona').GET('/user_groups', {});
@@ -1311,13 +1464,18 @@ beforeAll(async () => {
     world.users.push({ key: m.key, role: m.role, active: true, pinned: m.pinned });
     await registerInitialQueues(m);
   }
+  hook = await createHookBot();
 }, 120_000);
-afterAll(() => env?.close());
+afterAll(async () => {
+  if (hook) await new Promise<void>((resolve) => hook!.target.close(() => resolve()));
+  await env?.close();
+});
 
 describe('security invariant (issue 20)', () => {
   it(`every event is readable by its receiver and every message reaches its receivers (seed ${SEED_TEXT})`, { timeout: Math.max(15 * 60_000, STEPS * 1_500) }, async () => {
     const rng = new Rng(hashSeed(SEED, 'actions'));
     fileRng = new Rng(hashSeed(SEED, 'files'));
+    hookRng = new Rng(hashSeed(SEED, 'hooks'));
     const replay: Action[] | null = REPLAY ? JSON.parse(REPLAY.trim().startsWith('[') ? REPLAY : readFileSync(REPLAY, 'utf8')) : null;
     const actions: Action[] = [];
     const prefix = replay ? [] : REGRESSION_PREFIX;
@@ -1328,6 +1486,7 @@ describe('security invariant (issue 20)', () => {
       actions.push(a);
       const t0 = performance.now();
       const pre = await before(a);
+      await mintResetLink(a);
       const t1 = performance.now();
       const outcome = await execute(a, pre, world);
       const t2 = performance.now();
@@ -1335,6 +1494,8 @@ describe('security invariant (issue 20)', () => {
       await afterStep(a, pre, outcome);
       const t3 = performance.now();
       await checkFiles(a, pre);
+      await checkHook();
+      await checkResetLink();
       timing.files += performance.now() - t3;
       timing.before += t1 - t0;
       timing.execute += t2 - t1;
