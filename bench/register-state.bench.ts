@@ -4,13 +4,16 @@
 //
 //   npx tsx bench/register-state.bench.ts
 //
-// Environment: BENCH_ORG_USERS (2000), BENCH_REPS per kind (20).
+// Environment: BENCH_ORG_USERS (2000), BENCH_REPS per kind (20), BENCH_CPU_PROF=<dir>: a CPU profile of
+// the reads of every kind (this process: the server's code without HTTP) into <dir>, for
+// bench/lib/profile-summary.ts.
 //
 // In one process, without HTTP: the state is read the way doRegisterQueue reads it (one repeatable-read
 // transaction, the options of the mobile app: client_gravatar, slim presence, no subscriber lists), for
 // each kind alone and then for all of them. Per kind: mean wall ms, Node CPU ms, statements sent to
 // PostgreSQL (the client's query events) and the size of the kind's JSON, for a member who is online.
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createOrganization } from './lib/org-sim-seed.ts';
@@ -81,7 +84,20 @@ try {
     rows.push([kind, fmt(m.wall), fmt(m.cpu), fmt(m.statements, 1), fmt(m.bytes / 1024)]);
   }
   rows.sort((a, b) => Number(b[1]) - Number(a[1]));
+  const profileDir = process.env.BENCH_CPU_PROF;
+  const session = profileDir ? new Session() : null;
+  if (session) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
   const all = await measure(null);
+  if (session && profileDir) {
+    const { profile } = await session.post('Profiler.stop');
+    mkdirSync(profileDir, { recursive: true });
+    writeFileSync(path.join(profileDir, `register-state.${process.pid}.cpuprofile`), JSON.stringify(profile));
+    session.disconnect();
+  }
   if (process.env.BENCH_SLOW) for (const [q, s] of [...slow].sort((a, b) => b[1].ms - a[1].ms).slice(0, 8)) console.log(`${fmt(s.ms / s.n)} ms x${s.n}: ${q.slice(0, 1500)}\n`);
   rows.push(['**all kinds**', fmt(all.wall), fmt(all.cpu), fmt(all.statements, 1), fmt(all.bytes / 1024)]);
   console.log(`\n/register state of a member, ${ORG_USERS.toLocaleString('en')}-user organization (${REPS} reads each after 3 warm-ups; the transaction's BEGIN/COMMIT counted; sum of the kinds alone ${fmt(sumWall)} ms):\n`);

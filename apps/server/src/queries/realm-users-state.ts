@@ -22,6 +22,8 @@ interface Kept {
 
 /** Kept objects by kind of viewer (organization, its URL, role, client_gravatar), then by user id. */
 const kept = databaseCache<string, Map<number, Kept>>();
+/** Registrations formatting most of an organization's users now, by kind of viewer (see below). */
+const filling = databaseCache<string, Promise<void>>();
 /** Kinds of viewer kept at most (each holds one JSON text per user of its organization). */
 const MAX_KINDS = 64;
 /** Above this many users to format, every user's rows are read in one statement rather than by id. */
@@ -43,19 +45,50 @@ export async function realmUsersState(db: Db, realm: Realm, viewer: User, option
     kept.set(key, objects);
   }
   const versions = await userObjectVersions(db, realm.id);
-  // The JSON of each user, chosen before any await: another registration may replace kept objects
-  // meanwhile (with its own snapshot's versions).
+  // When many users must be formatted and another registration of the same kind of viewer is doing
+  // it now (a burst of registrations after a start, or after a change to everyone), wait for it rather
+  // than format them all once more: what it keeps is then checked against this snapshot's versions.
+  const pending = filling.get(key);
+  if (pending && staleIds(objects, versions, viewer.id).length > READ_ALL_ABOVE) await pending;
+  // The JSON of each user whose kept object is current, chosen before the next await: another
+  // registration may replace kept objects meanwhile (with its own snapshot's versions).
   const jsonOf = new Map<number, string>();
-  const stale: number[] = [];
   for (const v of versions) {
     const object = objects.get(v.id);
     if (v.id !== viewer.id && object?.version === v.version) jsonOf.set(v.id, object.json);
-    else stale.push(v.id);
   }
-  const readAll = stale.length > READ_ALL_ABOVE;
+  const stale = staleIds(objects, versions, viewer.id);
+  if (stale.length <= READ_ALL_ABOVE) return formatStale(db, realm, viewer, options, objects, versions, jsonOf, stale);
+  const fill = formatStale(db, realm, viewer, options, objects, versions, jsonOf, null);
+  const settled = fill.then(
+    () => {},
+    () => {},
+  );
+  filling.set(key, settled);
+  void settled.then(() => {
+    if (filling.get(key) === settled) filling.delete(key);
+  });
+  return fill;
+}
+
+function staleIds(objects: Map<number, Kept>, versions: Array<{ id: number; version: string }>, viewerId: number): number[] {
+  return versions.filter((v) => v.id === viewerId || objects.get(v.id)?.version !== v.version).map((v) => v.id);
+}
+
+/** Reads and formats the users `jsonOf` lacks (`stale`, or every user when null), keeps them, and answers. */
+async function formatStale(
+  db: Db,
+  realm: Realm,
+  viewer: User,
+  options: { clientGravatar: boolean },
+  objects: Map<number, Kept>,
+  versions: Array<{ id: number; active: boolean; version: string }>,
+  jsonOf: Map<number, string>,
+  stale: number[] | null,
+): Promise<RealmUsersState> {
   const [rows, values] = await Promise.all([
-    listDirectoryUsers(db, realm.id, readAll ? undefined : stale),
-    readAll ? profileValuesOfRealm(db, realm.id) : profileValuesOfUsers(db, stale),
+    listDirectoryUsers(db, realm.id, stale ?? undefined),
+    stale ? profileValuesOfUsers(db, stale) : profileValuesOfRealm(db, realm.id),
   ]);
   const profiles = new Map<number, CustomProfileFieldValue[]>();
   for (const value of values) {
@@ -82,9 +115,9 @@ export async function realmUsersState(db: Db, realm: Realm, viewer: User, option
     if (row.id !== viewer.id) jsonOf.set(row.id, json);
   }
   if (objects.size > versions.length) for (const id of objects.keys()) if (!versionOf.has(id)) objects.delete(id);
+  if (!me) throw new Error(`register: the viewer ${viewer.id} is not a user of organization ${realm.id}`);
   const active: string[] = [];
   const inactive: string[] = [];
   for (const v of versions) (v.active ? active : inactive).push(jsonOf.get(v.id)!);
-  if (!me) throw new Error(`register: the viewer ${viewer.id} is not a user of organization ${realm.id}`);
   return { active: new RawJson(`[${active.join(',')}]`), inactive: new RawJson(`[${inactive.join(',')}]`), me };
 }

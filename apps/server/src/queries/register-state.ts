@@ -5,7 +5,7 @@
 import { realmImagesState } from '../lib/realm-images.ts';
 import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
-import { subscriptionStatesOfUser, maxMessageIdOfUser } from '../data/register-state.repo.ts';
+import { subscriptionStatesOfUser, maxMessageIdOfUser, stateSourcesPresent, type StateSource } from '../data/register-state.repo.ts';
 import { readSettingsRow } from '../data/user-settings.repo.ts';
 import { defaultSettingsRow, legacySettingsState, userSettingsState } from '../lib/user-settings.ts';
 import { listChannelsOfRealm, defaultChannelIds, channelDisplayFacts } from '../data/channels.repo.ts';
@@ -43,6 +43,8 @@ import { linkifiersList } from './linkifiers.ts';
 import { playgroundsList } from './playgrounds.ts';
 import { OFFLINE_THRESHOLD_SECS, PRESENCE_PING_INTERVAL_SECS } from '../lib/presence.ts';
 import { realmBotsState } from './bots.ts';
+import { seesEveryBot } from '../access/bots.ts';
+import { emojiDict } from '../lib/realm-emoji.ts';
 import type { ApiKeyCipher } from '../security/secrets.ts';
 import { serverThumbnailFormats } from '../lib/thumbnails.ts';
 
@@ -93,6 +95,7 @@ function sharedReads(db: Db, realm: Realm, user: User) {
     // The display facts (subscriber counts, first messages, setting groups) of every channel above,
     // read once for the channel kinds of state.
     channelFacts: once(async () => channelDisplayFacts(db, realm.id, channelFactsRequest(await channels()))),
+    sources: once(() => stateSourcesPresent(db, realm.id, user.id, { everyBot: seesEveryBot(user) })),
   };
 }
 type SharedReads = ReturnType<typeof sharedReads>;
@@ -100,8 +103,25 @@ type SharedReads = ReturnType<typeof sharedReads>;
 interface StateContributor {
   /** The kinds of state (fetch_event_types names) this contributor answers. */
   kinds: readonly string[];
+  /**
+   * The table the state is read from, when it usually has no row for the user or organization: all
+   * such tables are checked in one statement first, and a kind without rows answers `empty` unread.
+   */
+  from?: { source: StateSource; empty: Record<string, unknown> };
   read(ctx: StateContext): Promise<Record<string, unknown>>;
 }
+
+/** The custom profile field types clients offer (id, name), as Zulip lists them. */
+const CUSTOM_PROFILE_FIELD_TYPES = {
+  SHORT_TEXT: { id: 1, name: 'Text (short)' },
+  LONG_TEXT: { id: 2, name: 'Text (long)' },
+  SELECT: { id: 3, name: 'List of options' },
+  DATE: { id: 4, name: 'Date' },
+  URL: { id: 5, name: 'Link' },
+  USER: { id: 6, name: 'Users' },
+  EXTERNAL_ACCOUNT: { id: 7, name: 'External account' },
+  PRONOUNS: { id: 8, name: 'Pronouns' },
+};
 
 /** Kinds Parley has no feature for yet: answered with their empty value so clients find every key. */
 const EMPTY_STATE: Record<string, Record<string, unknown>> = {
@@ -228,6 +248,7 @@ const CONTRIBUTORS: StateContributor[] = [
   },
   {
     kinds: ['custom_profile_fields'],
+    from: { source: 'custom_profile_field', empty: { custom_profile_fields: [], custom_profile_field_types: CUSTOM_PROFILE_FIELD_TYPES } },
     async read({ db, realm }) {
       return {
         custom_profile_fields: await customProfileFields(db, realm),
@@ -269,12 +290,14 @@ const CONTRIBUTORS: StateContributor[] = [
   {
     // Not for guests either, as in Zulip.
     kinds: ['default_stream_groups'],
+    from: { source: 'default_channel_group', empty: { realm_default_stream_groups: [] } },
     async read({ db, realm, user }) {
       return { realm_default_stream_groups: seesDefaultChannels(user) ? await defaultChannelGroups(db, realm.id) : [] };
     },
   },
   {
     kinds: ['saved_snippets'],
+    from: { source: 'saved_snippet', empty: { saved_snippets: [] } },
     async read({ db, user }) {
       return { saved_snippets: await savedSnippetsOf(db, user) };
     },
@@ -314,6 +337,7 @@ const CONTRIBUTORS: StateContributor[] = [
   },
   {
     kinds: ['user_topic'],
+    from: { source: 'user_topic', empty: { user_topics: [] } },
     async read({ db, user, options }) {
       const rows = await userTopicsOfUser(db, user.id);
       return {
@@ -328,24 +352,28 @@ const CONTRIBUTORS: StateContributor[] = [
   },
   {
     kinds: ['muted_topics'],
+    from: { source: 'user_topic', empty: { muted_topics: [] } },
     async read({ db, user }) {
       return { muted_topics: await mutedTopicsOfUser(db, user.id) };
     },
   },
   {
     kinds: ['drafts'],
+    from: { source: 'draft', empty: { drafts: [] } },
     async read({ db, user }) {
       return { drafts: await draftsState(db, user) };
     },
   },
   {
     kinds: ['scheduled_messages'],
+    from: { source: 'scheduled_message', empty: { scheduled_messages: [] } },
     async read({ db, user }) {
       return { scheduled_messages: await scheduledMessagesOf(db, user) };
     },
   },
   {
     kinds: ['reminders'],
+    from: { source: 'scheduled_message', empty: { reminders: [] } },
     async read({ db, user }) {
       return { reminders: await remindersOf(db, user) };
     },
@@ -358,18 +386,21 @@ const CONTRIBUTORS: StateContributor[] = [
   },
   {
     kinds: ['muted_users'],
+    from: { source: 'muted_user', empty: { muted_users: [] } },
     async read({ db, user }) {
       return { muted_users: await mutedUsersState(db, user) };
     },
   },
   {
     kinds: ['alert_words'],
+    from: { source: 'alert_word', empty: { alert_words: [] } },
     async read({ db, user }) {
       return { alert_words: await alertWordsOf(db, user) };
     },
   },
   {
     kinds: ['user_status'],
+    from: { source: 'user_status', empty: { user_status: {} } },
     async read({ db, realm }) {
       return { user_status: await userStatusState(db, realm) };
     },
@@ -385,14 +416,20 @@ const CONTRIBUTORS: StateContributor[] = [
     // Zulip's: an empty list for clients that cannot read URL templates; the legacy `realm_filters`
     // is always empty.
     kinds: ['realm_linkifiers'],
+    from: { source: 'realm_linkifier', empty: { realm_linkifiers: [] } },
     async read({ db, realm, options }) {
       return { realm_linkifiers: options.linkifierUrlTemplate ? await linkifiersList(db, realm.id) : [] };
     },
   },
   { kinds: ['realm_filters'], read: async () => ({ realm_filters: [] }) },
-  { kinds: ['realm_emoji'], read: async ({ db, realm }) => ({ realm_emoji: await realmEmojiDict(db, realm.id) }) },
+  {
+    kinds: ['realm_emoji'],
+    from: { source: 'realm_emoji', empty: { realm_emoji: emojiDict([]) } },
+    read: async ({ db, realm }) => ({ realm_emoji: await realmEmojiDict(db, realm.id) }),
+  },
   {
     kinds: ['realm_playgrounds'],
+    from: { source: 'realm_playground', empty: { realm_playgrounds: [] } },
     async read({ db, realm }) {
       return { realm_playgrounds: await playgroundsList(db, realm.id) };
     },
@@ -400,6 +437,7 @@ const CONTRIBUTORS: StateContributor[] = [
   {
     // Zulip's get_owned_bot_dicts: the user's bots (every bot for administrators), with their API keys.
     kinds: ['realm_bot'],
+    from: { source: 'bot', empty: { realm_bots: [] } },
     async read({ db, user, options }) {
       return { realm_bots: await realmBotsState(db, options.apiKeyCipher, user) };
     },
@@ -417,19 +455,8 @@ export async function readRegisterState(db: Db, realm: Realm, user: User, kinds:
   const state: Record<string, unknown> = {};
   for (const contributor of CONTRIBUTORS) {
     if (wanted && !contributor.kinds.some((k) => wanted.has(k))) continue;
-    Object.assign(state, await contributor.read(ctx));
+    if (contributor.from && !(await ctx.shared.sources())[contributor.from.source]) Object.assign(state, contributor.from.empty);
+    else Object.assign(state, await contributor.read(ctx));
   }
   return state;
 }
-
-/** The custom profile field types clients offer (id, name), as Zulip lists them. */
-const CUSTOM_PROFILE_FIELD_TYPES = {
-  SHORT_TEXT: { id: 1, name: 'Text (short)' },
-  LONG_TEXT: { id: 2, name: 'Text (long)' },
-  SELECT: { id: 3, name: 'List of options' },
-  DATE: { id: 4, name: 'Date' },
-  URL: { id: 5, name: 'Link' },
-  USER: { id: 6, name: 'Users' },
-  EXTERNAL_ACCOUNT: { id: 7, name: 'External account' },
-  PRONOUNS: { id: 8, name: 'Pronouns' },
-};
