@@ -209,24 +209,63 @@ type FactsRow = { kind: string; id: number; count: number | null; ids: number[] 
  * they are added to the subscriber lists.
  */
 export function channelFactsSql(realmId: number, request: ChannelFactsRequest, alsoSubscribed?: Prisma.Sql, from?: FactsSource): Prisma.Sql {
-  const channelIds = from ? from.channelIds : Prisma.sql`SELECT unnest(${request.channelIds}::int[])`;
-  const groupIds = from ? from.groupIds : Prisma.sql`SELECT unnest(${[...new Set(request.groupIds)]}::int[])`;
-  // Set-based, not one subquery per channel or group: a correlated subquery joined to "user" made the
-  // planner hash the whole user table once per channel (~1 ms each in a 2,000-user organization).
+  // Two shapes of one answer, by the number of channels: for a few (a subscribe, one channel's event),
+  // a subquery per channel, whose joins PostgreSQL plans as index lookups; for many (/register's every
+  // channel), one aggregate per table (bench/README.md, register-state.bench.ts).
+  return !from && request.channelIds.length > FEW_CHANNELS
+    ? setBasedFactsSql(realmId, request, alsoSubscribed)
+    : perChannelFactsSql(realmId, request, alsoSubscribed, from);
+}
+
+/** Above this many channels, channelFactsSql reads their facts set-based. */
+const FEW_CHANNELS = 10;
+
+/**
+ * Is the channel's newest message (by id: an index lookup) within the period? Message ids grow with
+ * the time they were sent. Timestamps are stored in UTC without a zone.
+ */
+const recentSql = (days: number) => Prisma.sql`COALESCE((SELECT m.date_sent FROM message m WHERE m.channel_id = c.id ORDER BY m.id DESC LIMIT 1)
+        >= (now() AT TIME ZONE 'UTC') - make_interval(days => ${days}::int), false)`;
+
+function perChannelFactsSql(realmId: number, request: ChannelFactsRequest, alsoSubscribed?: Prisma.Sql, from?: FactsSource): Prisma.Sql {
+  const activeSubscribers = (select: Prisma.Sql, order: Prisma.Sql = Prisma.empty) =>
+    Prisma.sql`(SELECT ${select} FROM subscription s JOIN "user" u ON u.id = s.user_id WHERE s.channel_id = c.id AND s.active AND u.is_active ${order})`;
+  const subscriberIds = !request.withSubscribers
+    ? Prisma.sql`NULL::int[]`
+    : alsoSubscribed
+      ? Prisma.sql`ARRAY(SELECT s.user_id FROM subscription s JOIN "user" u ON u.id = s.user_id WHERE s.channel_id = c.id AND s.active AND u.is_active
+          UNION SELECT a.user_id FROM ${alsoSubscribed} a JOIN "user" u ON u.id = a.user_id WHERE a.channel_id = c.id AND u.is_active ORDER BY 1)`
+      : Prisma.sql`ARRAY${activeSubscribers(Prisma.sql`s.user_id`, Prisma.sql`ORDER BY s.user_id`)}`;
+  return Prisma.sql`
+    SELECT 'c' AS kind, c.id, ${request.withSubscribers ? Prisma.sql`NULL::int` : activeSubscribers(Prisma.sql`count(*)::int`)} AS count, ${subscriberIds} AS ids,
+      (SELECT min(m.id) FROM message m WHERE m.channel_id = c.id) AS first,
+      ${recentSql(request.recentDays)} AS recent,
+      NULL::boolean AS anonymous, NULL::int[] AS subgroups
+    FROM ${from ? Prisma.sql`(${from.channelIds})` : Prisma.sql`unnest(${request.channelIds}::int[])`} AS c(id)
+    UNION ALL
+    SELECT 'g', g.id, NULL,
+      CASE WHEN g.name IS NULL THEN ARRAY(SELECT m.user_id FROM user_group_member m JOIN "user" u ON u.id = m.user_id WHERE m.group_id = g.id AND u.is_active ORDER BY m.user_id) END,
+      NULL, NULL, g.name IS NULL,
+      CASE WHEN g.name IS NULL THEN ARRAY(SELECT sg.subgroup_id FROM user_group_subgroup sg WHERE sg.supergroup_id = g.id ORDER BY sg.subgroup_id) END
+    FROM user_group g WHERE g.realm_id = ${realmId} AND ${from ? Prisma.sql`g.id IN (${from.groupIds})` : Prisma.sql`g.id = ANY(${[...new Set(request.groupIds)]}::int[])`}`;
+}
+
+function setBasedFactsSql(realmId: number, request: ChannelFactsRequest, alsoSubscribed?: Prisma.Sql): Prisma.Sql {
+  const channelIds = Prisma.sql`SELECT unnest(${request.channelIds}::int[])`;
+  const groupIds = Prisma.sql`SELECT unnest(${[...new Set(request.groupIds)]}::int[])`;
+  // A correlated subquery per channel joined to "user" made the planner hash the whole user table once
+  // per channel (~2 ms each in a 2,000-user organization, 200 channels).
   const pairs =
     request.withSubscribers && alsoSubscribed
       ? Prisma.sql`SELECT s.channel_id, s.user_id FROM subscription s WHERE s.active AND s.channel_id IN (${channelIds})
           UNION SELECT a.channel_id, a.user_id FROM ${alsoSubscribed} a`
       : Prisma.sql`SELECT s.channel_id, s.user_id FROM subscription s WHERE s.active AND s.channel_id IN (${channelIds})`;
   const aggregate = request.withSubscribers ? Prisma.sql`array_agg(x.user_id ORDER BY x.user_id)` : Prisma.sql`NULL::int[]`;
-  // Timestamps are stored in UTC without a zone. A channel is recent when its newest message (by id, an
-  // index lookup) was sent within the period: message ids grow with the time they were sent.
   return Prisma.sql`
     SELECT 'c' AS kind, c.id, ${request.withSubscribers ? Prisma.sql`NULL::int` : Prisma.sql`COALESCE(sub.n, 0)`} AS count,
       ${request.withSubscribers ? Prisma.sql`COALESCE(sub.ids, '{}'::int[])` : Prisma.sql`NULL::int[]`} AS ids,
       (SELECT min(m.id) FROM message m WHERE m.channel_id = c.id) AS first,
-      COALESCE((SELECT m.date_sent FROM message m WHERE m.channel_id = c.id ORDER BY m.id DESC LIMIT 1)
-        >= (now() AT TIME ZONE 'UTC') - make_interval(days => ${request.recentDays}::int), false) AS recent,
+      ${recentSql(request.recentDays)} AS recent,
       NULL::boolean AS anonymous, NULL::int[] AS subgroups
     FROM (${channelIds}) AS c(id)
     LEFT JOIN (

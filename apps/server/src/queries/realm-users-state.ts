@@ -26,6 +26,11 @@ const kept = databaseCache<string, Map<number, Kept>>();
 const filling = databaseCache<string, Promise<void>>();
 /** Kinds of viewer kept at most (each holds one JSON text per user of its organization). */
 const MAX_KINDS = 64;
+/**
+ * User objects kept at most over all kinds (~350 bytes each: ~70 MB). A very large organization keeps
+ * fewer kinds of viewer (the kinds made first are dropped first), never an unbounded amount.
+ */
+const MAX_OBJECTS = 200_000;
 /** Above this many users to format, every user's rows are read in one statement rather than by id. */
 const READ_ALL_ABOVE = 200;
 
@@ -40,9 +45,17 @@ export async function realmUsersState(db: Db, realm: Realm, viewer: User, option
   const key = `${realm.id}|${realm.url}|${viewer.role}|${options.clientGravatar}`;
   let objects = kept.get(key);
   if (!objects) {
-    if (kept.size >= MAX_KINDS) kept.delete(kept.keys().next().value!);
     objects = new Map();
     kept.set(key, objects);
+  }
+  let total = 0;
+  for (const o of kept.values()) total += o.size;
+  // Oldest kinds first (Map order), never the one this registration uses.
+  for (const [k, o] of kept) {
+    if (kept.size <= MAX_KINDS && total <= MAX_OBJECTS) break;
+    if (k === key) continue;
+    kept.delete(k);
+    total -= o.size;
   }
   const versions = await userObjectVersions(db, realm.id);
   // When many users must be formatted and another registration of the same kind of viewer is doing
