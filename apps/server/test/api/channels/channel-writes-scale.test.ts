@@ -52,7 +52,9 @@ beforeAll(async () => {
 }, 120_000);
 
 async function measure(request: () => Promise<{ response: Response }>): Promise<Measured> {
-  // Every caller's credentials cached first (unmeasured).
+  // Every caller's credentials cached first (unmeasured), once every invalidation committed before has
+  // reached this process (the barrier): one arriving after the warm-up would empty the cache again.
+  await env.running.deps.listener.barrier();
   for (const person of ['iago', 'cordelia'] as const) await env.client(person).GET('/users/me');
   statements = [];
   const { response } = await request();
