@@ -12,19 +12,14 @@
 // and HISTORY_PER_CHANNEL messages of history in every channel (bench/lib/messages-seed.ts addHistory),
 // so that reads page through real rows and the message table is analyzed with rows in it.
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../packages/db/src/embedded.ts';
+import type { EmbeddedDatabase } from '../../packages/db/src/embedded.ts';
 import { loadConfig } from '../../apps/server/src/config.ts';
 import { createDeps } from '../../apps/server/src/server.ts';
-import { bootstrapIfEmpty } from '../../apps/server/src/bootstrap.ts';
 import { insertUser, prepareNewUser } from '../../apps/server/src/actions/users.ts';
-import { doSubscribe } from '../../apps/server/src/actions/subscriptions.ts';
-import { CachedTableWriteRecord } from '../../apps/server/src/data/cached-tables.ts';
 import { inTransaction } from '../../apps/server/src/data/transactions.ts';
-import { findFirstRealm } from '../../apps/server/src/data/realms.repo.ts';
-import { findUserById } from '../../apps/server/src/data/users.repo.ts';
 import { systemGroupIds } from '../../apps/server/src/data/system-groups.repo.ts';
-import { createApiKeyCipher, generateApiKey } from '../../apps/server/src/security/secrets.ts';
+import { createApiKeyCipher } from '../../apps/server/src/security/secrets.ts';
+import { bootstrapBenchOrganization, createPublicChannels, insertBulkMembers, startBenchPostgres } from './bench-db.ts';
 import { addHistory, pg, type MessagesFixture, type Person } from './messages-seed.ts';
 
 export const HISTORY_PER_CHANNEL = 20;
@@ -45,9 +40,6 @@ export interface OrgFixture {
   channelSizes: Record<number, number>;
 }
 
-const FIRST = ['Amelia', 'Bashir', 'Chiara', 'Dmitri', 'Esther', 'Farid', 'Greta', 'Hiroshi', 'Ines', 'Jonas', 'Kavya', 'Luca', 'Mariam', 'Nikolai', 'Olu', 'Priya', 'Quentin', 'Rosa', 'Sven', 'Tanvi', 'Umar', 'Vera', 'Wen', 'Ximena', 'Yusuf', 'Zofia'];
-const LAST = ['Okafor', 'Lindqvist', 'Moreau', 'Nakamura', 'Castillo', 'Haddad', 'Kowalski', 'Andersen', 'Rossi', 'Fernandes', 'Oyelaran', 'Petrov', 'Schneider', 'Tanaka', 'Walsh', 'Zhou'];
-
 /** A small deterministic PRNG (mulberry32), so that every run seeds the same organization. */
 export function prng(seed: number): () => number {
   let a = seed >>> 0;
@@ -61,50 +53,24 @@ export function prng(seed: number): () => number {
 }
 
 export async function createOrganization(dir: string, userCount: number, log: (line: string) => void): Promise<{ database: EmbeddedDatabase; fixture: OrgFixture; pgDataDir: string }> {
-  const pgDataDir = path.resolve(dir, 'pg');
-  const database = await startEmbeddedPostgres({ dataDir: pgDataDir, ephemeral: true });
-  const admin = new pg.Client({ connectionString: database.adminUrl });
-  await admin.connect();
-  await admin.query('CREATE DATABASE parley_bench');
-  await admin.end();
-  const databaseUrl = database.urlFor('parley_bench');
+  const { database, databaseUrl, pgDataDir } = await startBenchPostgres(dir);
   const secretKey = randomBytes(32).toString('hex');
   const realmUrl = 'http://parley.bench';
   const config = { ...loadConfig({}), secretKey, dataDir: dir, publicUrl: realmUrl, ownerEmail: 'owner@parley.bench', validateResponses: false, rateLimit: null };
   const deps = await createDeps(config, databaseUrl, { poolSize: 10 });
   const sql = new pg.Pool({ connectionString: databaseUrl, max: 4 });
   try {
-    const boot = await bootstrapIfEmpty(deps, { PARLEY_OWNER_PASSWORD: 'bench owner password' });
-    const realm = (await findFirstRealm(deps.db))!;
-    const ownerId = (await sql.query<{ id: number }>(`SELECT id FROM "user" WHERE realm_id = $1 AND role = 100`, [realm.id])).rows[0]!.id;
-    const ownerRow = (await findUserById(deps.db, realm.id, ownerId))!;
-    const owner: Person = { id: ownerRow.id, email: ownerRow.deliveryEmail, apiKey: boot.apiKey! };
+    const { realm, ownerRow, ownerApiKey } = await bootstrapBenchOrganization(deps, sql);
+    const owner: Person = { id: ownerRow.id, email: ownerRow.deliveryEmail, apiKey: ownerApiKey };
     const prepared = await prepareNewUser({ email: 'member@parley.bench', fullName: 'Bench Member', password: null, role: 400 });
     const created = await inTransaction(deps.db, (tx) => insertUser(tx, deps, realm, prepared));
     const member: Person = { id: created.user.id, email: 'member@parley.bench', apiKey: created.apiKey };
 
     const bulk = Math.max(0, userCount - 2);
     log(`inserting ${bulk.toLocaleString('en')} members with API keys …`);
-    const people = Array.from({ length: bulk }, (_, i) => {
-      const first = FIRST[i % FIRST.length]!;
-      const last = LAST[Math.floor(i / FIRST.length) % LAST.length]!;
-      return { email: `${first}.${last}.${i}@example.org`.toLowerCase(), fullName: `${first} ${last}` };
-    });
-    const { rows } = await sql.query<{ id: number }>(
-      `INSERT INTO "user" (realm_id, email, delivery_email, full_name, role, timezone)
-       SELECT $1, e, e, n, 400, 'UTC' FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(e, n, o) ORDER BY o RETURNING id`,
-      [realm.id, people.map((p) => p.email), people.map((p) => p.fullName)],
-    );
-    const ids = rows.map((r) => r.id);
-    await sql.query('INSERT INTO user_settings (user_id) SELECT unnest($1::int[])', [ids]);
-    await sql.query('INSERT INTO user_group_member (group_id, user_id) SELECT $1, unnest($2::int[])', [(await systemGroupIds(deps.db, realm.id))['role:fullmembers'], ids]);
     const cipher = createApiKeyCipher(Buffer.from(secretKey, 'hex'));
-    const keyed: Person[] = ids.map((id, i) => ({ id, email: people[i]!.email, apiKey: generateApiKey() }));
-    await sql.query('INSERT INTO api_key (user_id, lookup_hash, ciphertext) SELECT * FROM unnest($1::int[], $2::text[], $3::text[])', [
-      keyed.map((p) => p.id),
-      keyed.map((p) => cipher.lookupHash(p.apiKey)),
-      keyed.map((p) => cipher.encrypt(p.apiKey)),
-    ]);
+    const fullMembers = (await systemGroupIds(deps.db, realm.id))['role:fullmembers'];
+    const keyed: Person[] = await insertBulkMembers(sql, cipher, realm.id, fullMembers, bulk, bulk);
     // The owner does not take part (an administrator's queue sees more); the member and the bulk do.
     const everyone = [member, ...keyed];
 
@@ -114,22 +80,7 @@ export async function createOrganization(dir: string, userCount: number, log: (l
     // Two through the subscribe action; the other small channels cloned from the first with SQL, column
     // by column, each with its own copy of its anonymous administrators group (as bench/lib/seed.ts
     // does: the action costs ~40 ms a channel, and one transaction for hundreds times out on a busy machine).
-    await doSubscribe(
-      deps,
-      realm,
-      ownerRow,
-      {
-        channels: ['everyone', teamNames[0]!].map((name) => ({ name })),
-        authorizationErrorsFatal: true,
-        inviteOnly: false,
-        isWebPublic: false,
-        isDefault: false,
-        messageRetentionDays: 'realm_default',
-        groupSettings: {},
-        sendNewSubscriptionMessages: false,
-      },
-      new CachedTableWriteRecord(),
-    );
+    await createPublicChannels(deps, realm, ownerRow, ['everyone', teamNames[0]!]);
     if (teams > 1) {
       const template = (await sql.query<{ id: number; can_administer_channel_group_id: number }>('SELECT id, can_administer_channel_group_id FROM channel WHERE realm_id = $1 AND name = $2', [realm.id, teamNames[0]])).rows[0]!;
       const columns = async (table: string, except: string[]) =>

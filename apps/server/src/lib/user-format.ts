@@ -34,6 +34,17 @@ export function gravatarUrl(email: string, version: number): string {
   return `https://secure.gravatar.com/avatar/${gravatarHash(email)}?d=identicon&version=${version}`;
 }
 
+/** Custom profile field values grouped by user (the `profileValues` formatUser takes, per user). */
+export function profileValuesByUser(values: readonly CustomProfileFieldValue[]): Map<number, CustomProfileFieldValue[]> {
+  const byUser = new Map<number, CustomProfileFieldValue[]>();
+  for (const value of values) {
+    const list = byUser.get(value.userId);
+    if (list) list.push(value);
+    else byUser.set(value.userId, [value]);
+  }
+  return byUser;
+}
+
 export function formatUser(user: User, options: FormatOptions): Schema<'User'> {
   const addresses = addressesSeenBy(options.realm, options.viewer, user, options.emailVisibility);
   const seesEmail = addresses.deliveryEmail !== null;

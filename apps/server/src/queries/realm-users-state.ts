@@ -8,10 +8,10 @@
 // before a change it has not heard of yet, registration must match its queue's first event).
 import type { Schema } from '@parley/api-types';
 import type { Db } from '../data/db.ts';
-import type { CustomProfileFieldValue, Realm, User } from '../data/models.ts';
+import type { Realm, User } from '../data/models.ts';
 import { listDirectoryUsers, userObjectVersions, type DirectoryUser } from '../data/users.repo.ts';
 import { profileValuesOfRealm, profileValuesOfUsers } from '../data/profile-fields.repo.ts';
-import { formatUser } from '../lib/user-format.ts';
+import { formatUser, profileValuesByUser } from '../lib/user-format.ts';
 import { RawJson } from '../lib/raw-json.ts';
 import { databaseCache } from '../lib/process-caches.ts';
 
@@ -103,12 +103,7 @@ async function formatStale(
     listDirectoryUsers(db, realm.id, stale ?? undefined),
     stale ? profileValuesOfUsers(db, stale) : profileValuesOfRealm(db, realm.id),
   ]);
-  const profiles = new Map<number, CustomProfileFieldValue[]>();
-  for (const value of values) {
-    const list = profiles.get(value.userId);
-    if (list) list.push(value);
-    else profiles.set(value.userId, [value]);
-  }
+  const profiles = profileValuesByUser(values);
   const format = (user: DirectoryUser, as: User) =>
     formatUser(user, { realm, viewer: as, clientGravatar: options.clientGravatar, emailVisibility: user.emailVisibility, profileValues: profiles.get(user.id) ?? [] });
   // Formatted as the viewer's role, as nobody in particular: no object is the viewer's own.

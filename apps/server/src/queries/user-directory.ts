@@ -13,7 +13,7 @@ import { profileValuesOfRealm } from '../data/profile-fields.repo.ts';
 import type { CustomProfileFieldValue } from '../data/models.ts';
 import type { DatabaseListener } from '../events/listener.ts';
 import { INVALIDATION_CHANNEL } from '../security/credential-cache.ts';
-import { formatUser } from '../lib/user-format.ts';
+import { formatUser, profileValuesByUser } from '../lib/user-format.ts';
 import { RawJson } from '../lib/raw-json.ts';
 
 export interface DirectoryOptions {
@@ -67,15 +67,7 @@ export function createUserDirectory(listener: DatabaseListener): UserDirectory {
       listDirectoryUsers(db, realm.id),
       options.includeProfile && viewer ? profileValuesOfRealm(db, realm.id) : Promise.resolve(null),
     ]);
-    let profile: Map<number, CustomProfileFieldValue[]> | null = null;
-    if (values) {
-      profile = new Map();
-      for (const value of values) {
-        const list = profile.get(value.userId);
-        if (list) list.push(value);
-        else profile.set(value.userId, [value]);
-      }
-    }
+    const profile = values ? profileValuesByUser(values) : null;
     // Formatted for the viewer's role, as nobody in particular: no row is the viewer's own.
     const asRole = viewer ? ({ ...viewer, id: -1 } as User) : null;
     const rows = users.map((user) => JSON.stringify(format(realm, asRole, user, profile, options)));

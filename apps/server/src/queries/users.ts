@@ -7,7 +7,7 @@ import { listUsers } from '../data/users.repo.ts';
 import { emailVisibilityOf } from '../data/users-admin.repo.ts';
 import { profileValuesOfUsers } from '../data/profile-fields.repo.ts';
 import { accessUserByAddress, accessUserById, checkSpectatorAccess } from '../access/users.ts';
-import { formatUser } from '../lib/user-format.ts';
+import { formatUser, profileValuesByUser } from '../lib/user-format.ts';
 import type { RawJson } from '../lib/raw-json.ts';
 import type { UserDirectory } from './user-directory.ts';
 
@@ -20,14 +20,7 @@ export interface UserFormatOptions {
 export async function formatUsers(db: Db, realm: Realm, viewer: User | null, users: User[], options: UserFormatOptions): Promise<Schema<'User'>[]> {
   const ids = users.map((u) => u.id);
   const visibility = await emailVisibilityOf(db, ids);
-  const valuesByUser = new Map<number, Awaited<ReturnType<typeof profileValuesOfUsers>>>();
-  if (options.includeProfile) {
-    for (const value of await profileValuesOfUsers(db, ids)) {
-      const list = valuesByUser.get(value.userId) ?? [];
-      list.push(value);
-      valuesByUser.set(value.userId, list);
-    }
-  }
+  const valuesByUser = profileValuesByUser(options.includeProfile ? await profileValuesOfUsers(db, ids) : []);
   return users.map((user) =>
     formatUser(user, {
       realm,
