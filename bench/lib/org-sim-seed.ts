@@ -21,6 +21,7 @@ import { systemGroupIds } from '../../apps/server/src/data/system-groups.repo.ts
 import { createApiKeyCipher } from '../../apps/server/src/security/secrets.ts';
 import { bootstrapBenchOrganization, createPublicChannels, insertBulkMembers, startBenchPostgres } from './bench-db.ts';
 import { addHistory, pg, type MessagesFixture, type Person } from './messages-seed.ts';
+import { mulberry32 } from './prng.ts';
 
 export const HISTORY_PER_CHANNEL = 20;
 
@@ -40,17 +41,8 @@ export interface OrgFixture {
   channelSizes: Record<number, number>;
 }
 
-/** A small deterministic PRNG (mulberry32), so that every run seeds the same organization. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small deterministic PRNG (mulberry32, bench/lib/prng.ts), so that every run seeds the same organization. */
+export const prng = mulberry32;
 
 export async function createOrganization(dir: string, userCount: number, log: (line: string) => void): Promise<{ database: EmbeddedDatabase; fixture: OrgFixture; pgDataDir: string }> {
   const { database, databaseUrl, pgDataDir } = await startBenchPostgres(dir);

@@ -3,9 +3,12 @@
 // as Zulip's importer leaves them to its "Forgot your password?" e-mail.
 //
 // The link's key is stateless (no table): `<realm id>.<user id>.<issued, UNIX seconds>.<MAC>`, the MAC
-// an HMAC with the server's secret key over those numbers, the account's address and its current
-// password hash. So it works once (setting a password changes the hash, which voids every link issued
-// before), stops at an address change, and expires PASSWORD_RESET_LIFETIME_S after it was issued.
+// an HMAC with the server's secret key over those numbers and the account's state: its address, its
+// current password hash and how many times it was deactivated (like the state Django's reset tokens,
+// Zulip's, are bound to). So it works once (setting a password changes the hash, which voids every
+// link issued before), stops at any other password change, at an address change and at a
+// deactivation (for good: reactivating the account does not bring it back), and expires
+// PASSWORD_RESET_LIFETIME_S after it was issued. The MAC is compared in constant time.
 import { timingSafeEqual } from 'node:crypto';
 import type { AppDeps } from '../deps.ts';
 import type { Db } from '../data/db.ts';
@@ -24,12 +27,16 @@ export const PASSWORD_RESET_PATH = '/accounts/password/reset';
 export const PASSWORD_RESET_LIFETIME_S = 3 * 24 * 3600;
 
 type Cipher = Pick<AppDeps, 'cipher'>;
+/** What a key is bound to: when any of it changes, the key stops working. */
+type KeyedUser = Pick<User, 'id' | 'deliveryEmail' | 'passwordHash' | 'deactivationCount'>;
 
-function mac(deps: Cipher, realmId: number, user: Pick<User, 'id' | 'deliveryEmail' | 'passwordHash'>, issued: number): string {
-  return deps.cipher.lookupHash(`parley-password-reset\n${realmId}\n${user.id}\n${issued}\n${user.deliveryEmail}\n${user.passwordHash ?? ''}`).slice(0, 40);
+function mac(deps: Cipher, realmId: number, user: KeyedUser, issued: number): string {
+  // The numbers first and the address and hash (free text) last, so that no two states read alike.
+  const state = `${realmId}\n${user.id}\n${issued}\n${user.deactivationCount}\n${user.deliveryEmail}\n${user.passwordHash ?? ''}`;
+  return deps.cipher.lookupHash(`parley-password-reset-2\n${state}`).slice(0, 40);
 }
 
-export function passwordResetKey(deps: Cipher, realmId: number, user: Pick<User, 'id' | 'deliveryEmail' | 'passwordHash'>, now = new Date()): string {
+export function passwordResetKey(deps: Cipher, realmId: number, user: KeyedUser, now = new Date()): string {
   const issued = Math.floor(now.getTime() / 1000);
   return `${realmId}.${user.id}.${issued}.${mac(deps, realmId, user, issued)}`;
 }
@@ -76,7 +83,7 @@ export async function queuePasswordResetEmails(
   tx: Db,
   deps: Pick<AppDeps, 'cipher' | 'jobs'>,
   realm: Realm,
-  users: Array<Pick<User, 'id' | 'deliveryEmail' | 'passwordHash' | 'isActive' | 'isBot'>>,
+  users: Array<KeyedUser & Pick<User, 'isActive' | 'isBot'>>,
   reason: 'import',
 ): Promise<number> {
   let n = 0;

@@ -6,17 +6,10 @@
 // the notification bot's notices, in the order the test discovers them), never by id, so that a dumped
 // run can be replayed and cut down.
 
-/** mulberry32: a small, fast, seedable PRNG (32-bit state); returns floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// mulberry32 (a small, fast, seedable PRNG; floats in [0, 1)) is shared with the benches' seeding.
+import { mulberry32 } from '../../../../bench/lib/prng.ts';
+
+export { mulberry32 };
 
 /** A 32-bit FNV-1a hash of the parts (to derive independent, stable PRNG streams from one seed). */
 export function hashSeed(...parts: (string | number)[]): number {
