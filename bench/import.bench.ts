@@ -9,6 +9,9 @@
 //                    and 20 topics each, every tenth a direct message between two users
 //   BENCH_ROWS       per-user message rows per message (3: the sender's, read, and two recipients')
 //   BENCH_KEEP=1     keep the work directory
+//   BENCH_TRACE=1    the import's diagnostics on stderr: a line per message file (wall time, waits on
+//                    PostgreSQL per table); with BENCH_EXPLAIN_MS=<ms>, the plans (auto_explain, ANALYZE,
+//                    BUFFERS, triggers' statements included) of its statements slower than that
 //
 // What runs: an embedded PostgreSQL with Parley's migrations; an export folder in Zulip's layout is
 // written (realm.json with the users, channels, subscriptions and groups; messages-NNNNNN.json), and,
@@ -102,6 +105,8 @@ async function importChild(): Promise<void> {
   const started = performance.now();
   const result = await importRealmFromDirectory(deps, process.env.BENCH_IMPORT_DIR!, {
     url: 'http://imported.parley.bench',
+    ...(process.env.BENCH_TRACE === '1' ? { trace: (line: string) => console.error(line) } : {}),
+    ...(process.env.BENCH_EXPLAIN_MS ? { explainMinMs: Number(process.env.BENCH_EXPLAIN_MS) } : {}),
     onProgress: (step, done, total) => (step.startsWith('messages (') && done % 100 !== 0 ? undefined : log(`${step} ${done}/${total ?? ''} (RSS ${fmt(process.memoryUsage().rss / 2 ** 20, 0)} MB, heap ${fmt(process.memoryUsage().heapUsed / 2 ** 20, 0)} MB, external ${fmt(process.memoryUsage().external / 2 ** 20, 0)} MB)`)),
   });
   const importMs = performance.now() - started;

@@ -197,8 +197,11 @@ export async function directMessageGroups(db: Db, realmId: number): Promise<numb
   return rows.map((r) => r.ids);
 }
 
-/** Attachments linked to the exported messages, with the exported messages they are linked to. */
-export const exportAttachments = (db: Db, condition: Prisma.Sql) =>
+/**
+ * Attachments linked to the exported messages, with the exported messages they are linked to: a page,
+ * ids after `afterId` in id order, `limit` at most.
+ */
+export const exportAttachments = (db: Db, condition: Prisma.Sql, afterId: number, limit: number) =>
   db.$queryRaw<Array<{ id: number; owner_id: number; owner_email: string; path_id: string; file_name: string; size: bigint; content_type: string | null; create_time: Date; message_ids: number[] }>>`
     SELECT a.id, a.owner_id, u.email AS owner_email, a.path_id, a.file_name, a.size, a.content_type, a.create_time,
            array_agg(am.message_id ORDER BY am.message_id) AS message_ids
@@ -206,9 +209,10 @@ export const exportAttachments = (db: Db, condition: Prisma.Sql) =>
       JOIN attachment_message am ON am.attachment_id = a.id
       JOIN message m ON m.id = am.message_id
       JOIN "user" u ON u.id = a.owner_id
-     WHERE ${condition}
+     WHERE ${condition} AND a.id > ${afterId}::int
      GROUP BY a.id, u.email
-     ORDER BY a.id`;
+     ORDER BY a.id
+     LIMIT ${limit}::int`;
 
 // The organization's smaller tables, each read whole.
 

@@ -34,7 +34,7 @@ export interface CopyStream {
  * transaction: Prisma's interactive transaction holds one connection of the client's pool (PrismaPg
  * checks it out with pool.connect()), which is found by its backend process id.
  */
-export async function inImportTransaction<T>(db: PrismaClient, work: (tx: ImportTx, copy: CopyIn) => Promise<T>): Promise<T> {
+export async function inImportTransaction<T>(db: PrismaClient, work: (tx: ImportTx, copy: CopyIn) => Promise<T>, diagnose: ImportDiagnostics = {}): Promise<T> {
   const pool = sqlPoolOf(db)?.pool;
   if (!pool) throw new Error('the import needs the pg pool of its Prisma client');
   const acquired: PoolClient[] = [];
@@ -48,13 +48,37 @@ export async function inImportTransaction<T>(db: PrismaClient, work: (tx: Import
         const connection = acquired.find((c) => (c as unknown as { processID: number | null }).processID === me?.pid);
         acquired.length = 0;
         if (!connection) throw new Error("the import could not find its transaction's connection");
-        return work(tx, { start: (table, columns) => startCopy(connection, table, columns) });
+        const quiet = diagnose.explainMinMs !== undefined && diagnose.onNotice ? await explainSlowStatements(connection, diagnose.explainMinMs, diagnose.onNotice) : () => {};
+        try {
+          return await work(tx, { start: (table, columns) => startCopy(connection, table, columns) });
+        } finally {
+          quiet();
+        }
       },
       { maxWait: 60_000, timeout: 24 * 3600_000 },
     );
   } finally {
     pool.off('acquire', onAcquire);
   }
+}
+
+/** Diagnostics of a slow import (never on by default). */
+export interface ImportDiagnostics {
+  /** PostgreSQL's auto_explain on the import's connection: plans (with ANALYZE and BUFFERS, nested statements such as triggers' included) of statements slower than this. */
+  explainMinMs?: number;
+  /** Where the plans go (they come back as notices). */
+  onNotice?(text: string): void;
+}
+
+/** Settings local to the transaction; returns what stops the notices. */
+async function explainSlowStatements(connection: PoolClient, minMs: number, onNotice: (text: string) => void): Promise<() => void> {
+  const listener = (notice: { message?: string }) => onNotice(notice.message ?? '');
+  connection.on('notice', listener);
+  await connection.query("LOAD 'auto_explain'");
+  for (const setting of [`auto_explain.log_min_duration = ${Math.max(0, Math.floor(minMs))}`, 'auto_explain.log_analyze = on', 'auto_explain.log_buffers = on', 'auto_explain.log_nested_statements = on', 'auto_explain.log_level = notice', 'auto_explain.log_parameter_max_length = 0']) {
+    await connection.query(`SET LOCAL ${setting}`);
+  }
+  return () => connection.off('notice', listener);
 }
 
 /** COPY's text format: NULL as \N, backslash and the separators escaped. */
@@ -171,9 +195,24 @@ export async function bulkInsert(tx: Db, table: string, columns: readonly BulkCo
 export async function allocateIds(tx: Db, table: string, count: number): Promise<number[]> {
   if (count === 0) return [];
   if (!IDENTIFIER.test(table)) throw new Error(`bad identifier ${table}`);
+  // The sequence is looked up once (a materialized CTE is evaluated once), not once per id.
   const rows = await tx.$queryRaw<Array<{ id: number }>>`
-    SELECT nextval(pg_get_serial_sequence(${`"${table}"`}, 'id'))::int AS id FROM generate_series(1, ${count}::int)`;
+    WITH s AS MATERIALIZED (SELECT pg_get_serial_sequence(${`"${table}"`}, 'id')::regclass AS seq)
+    SELECT nextval(s.seq)::int AS id FROM s CROSS JOIN generate_series(1, ${count}::int)`;
   return rows.map((r) => r.id).sort((a, b) => a - b);
+}
+
+/**
+ * Makes the connection's cached plans be made again, from the tables' sizes now. PL/pgSQL keeps the
+ * plan of each trigger statement for the life of the connection, and nothing else invalidates it
+ * during an import: its rows are uncommitted, so autovacuum never ANALYZEs the tables under it. The
+ * reference check of user_message (migration 20261124120100) planned on the first message file, when
+ * message held a thousand rows, hashes all of message for every later file (a sequential scan that grows
+ * with the import); planned on the table as it is, it probes message's primary key per new message.
+ * Only this connection's plans go; no lock is taken.
+ */
+export async function replanStatements(tx: Db): Promise<void> {
+  await tx.$executeRaw`DISCARD PLANS`;
 }
 
 /** Column names of a table (the user settings a Zulip user row may carry). */

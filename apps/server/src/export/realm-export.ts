@@ -71,7 +71,7 @@ import { avatarBasePath, avatarKeys } from '../lib/avatar.ts';
 import { publicEmailOf } from '../access/users.ts';
 import { emojiKeys } from '../lib/realm-emoji.ts';
 import { createTarGzWriter, type TarGzWriter } from './tarball.ts';
-import { createJsonTablesFile, type TableRows } from './json-file.ts';
+import { createJsonArrayFile, createJsonTablesFile, type TableRows } from './json-file.ts';
 
 /** Zulip's MESSAGE_BATCH_CHUNK_SIZE: messages per messages-NNNNNN.json file. */
 export const MESSAGES_PER_FILE = 1000;
@@ -588,18 +588,6 @@ async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: numbe
     options.onProgress?.(messagesWritten);
   }
 
-  // ---- Attachments and their files
-  const attachments = await exportAttachments(db, condition);
-  const zerver_attachment = attachments.map((a) => ({
-    id: a.id, owner: a.owner_id, realm: realmId, path_id: a.path_id, file_name: a.file_name, size: Number(a.size), content_type: a.content_type,
-    create_time: ts(a.create_time), is_realm_public: null, is_web_public: null, messages: a.message_ids, scheduled_messages: [],
-  }));
-  countTables('attachment', { zerver_attachment });
-  await addJson('attachment.json', { zerver_attachment });
-  const analytics = { analytics_realmcount: [], analytics_streamcount: [], analytics_usercount: [] };
-  countTables('analytics', analytics);
-  await addJson('analytics.json', analytics);
-
   /** Copies one storage object into the archive; false when storage has no such object. */
   const copy = async (key: string, archivePath: string): Promise<{ size: number; contentType: string | null } | null> => {
     const read = await storage.get(key);
@@ -609,34 +597,63 @@ async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: numbe
   };
   const now = Date.now() / 1000;
 
-  const uploadRecords: Array<Record<string, unknown>> = [];
-  for (const a of attachments) {
-    const copied = await copy(`files/${a.path_id}`, `uploads/${a.path_id}`);
-    if (!copied) continue;
-    uploadRecords.push({
-      realm_id: realmId, user_profile_id: a.owner_id, user_profile_email: emailOf.get(a.owner_id) ?? a.owner_email, s3_path: a.path_id, path: a.path_id,
-      size: copied.size, last_modified: ts(a.create_time) ?? now, content_type: a.content_type,
-    });
-  }
-  await addJson('uploads/records.json', uploadRecords.sort((x, y) => String(x.path).localeCompare(String(y.path))));
-
-  // Avatars: Zulip keeps `<hash>.png`, `<hash>-medium.png` and `<hash>.original`; Parley keeps the two
-  // sizes, and the medium one stands in for the original (an importer re-makes the sizes from it).
-  const avatarRecords: Array<Record<string, unknown>> = [];
-  for (const u of users) {
-    if (u.avatarSource !== 'U') continue;
-    const keys = avatarKeys(realmId, u.id, u.avatarVersion);
-    const base = avatarBasePath(realmId, u.id, u.avatarVersion);
-    for (const [key, archived] of [[keys.small, `${base}.png`], [keys.medium, `${base}-medium.png`], [keys.medium, `${base}.original`]] as const) {
-      const copied = await copy(key, `avatars/${archived}`);
-      if (!copied) continue;
-      avatarRecords.push({
-        realm_id: realmId, user_profile_id: u.id, user_profile_email: emailOf.get(u.id), avatar_version: u.avatarVersion, s3_path: archived, path: archived,
-        size: copied.size, last_modified: now, content_type: 'image/png',
-      });
+  // ---- Attachments, their files, and the uploads' and avatars' records, never held whole: a page of
+  // attachments at a time, their files copied into the archive as attachment.json and the records are
+  // written to temporary files, which follow the files into the archive (an entry's size comes first).
+  const files = await mkdtemp(path.join(os.tmpdir(), 'parley-export-'));
+  const attachmentJson = createJsonTablesFile(path.join(files, 'attachment.json'));
+  const uploadRecords = createJsonArrayFile(path.join(files, 'uploads.json'));
+  const avatarRecords = createJsonArrayFile(path.join(files, 'avatars.json'));
+  try {
+    async function* zerver_attachment(): AsyncIterable<Array<Record<string, unknown>>> {
+      for (let after = 0; ; ) {
+        const page = await exportAttachments(db, condition, after, rowsPerPage);
+        if (page.length === 0) break;
+        after = page[page.length - 1]!.id;
+        for (const a of page) {
+          const copied = await copy(`files/${a.path_id}`, `uploads/${a.path_id}`);
+          if (!copied) continue;
+          await uploadRecords.add({
+            realm_id: realmId, user_profile_id: a.owner_id, user_profile_email: emailOf.get(a.owner_id) ?? a.owner_email, s3_path: a.path_id, path: a.path_id,
+            size: copied.size, last_modified: ts(a.create_time) ?? now, content_type: a.content_type,
+          });
+        }
+        yield page.map((a) => ({
+          id: a.id, owner: a.owner_id, realm: realmId, path_id: a.path_id, file_name: a.file_name, size: Number(a.size), content_type: a.content_type,
+          create_time: ts(a.create_time), is_realm_public: null, is_web_public: null, messages: a.message_ids, scheduled_messages: [],
+        }));
+        if (page.length < rowsPerPage) break;
+      }
     }
+    stats.attachment = { zerver_attachment: await attachmentJson.table('zerver_attachment', zerver_attachment()) };
+    await tar.addStream(`${dir}/attachment.json`, await attachmentJson.close(), createReadStream(path.join(files, 'attachment.json')));
+    const analytics = { analytics_realmcount: [], analytics_streamcount: [], analytics_usercount: [] };
+    countTables('analytics', analytics);
+    await addJson('analytics.json', analytics);
+    await tar.addStream(`${dir}/uploads/records.json`, await uploadRecords.close(), createReadStream(path.join(files, 'uploads.json')));
+    stats.uploads_records = uploadRecords.rows;
+
+    // Avatars: Zulip keeps `<hash>.png`, `<hash>-medium.png` and `<hash>.original`; Parley keeps the two
+    // sizes, and the medium one stands in for the original (an importer re-makes the sizes from it).
+    for (const u of users) {
+      if (u.avatarSource !== 'U') continue;
+      const keys = avatarKeys(realmId, u.id, u.avatarVersion);
+      const base = avatarBasePath(realmId, u.id, u.avatarVersion);
+      for (const [key, archived] of [[keys.small, `${base}.png`], [keys.medium, `${base}-medium.png`], [keys.medium, `${base}.original`]] as const) {
+        const copied = await copy(key, `avatars/${archived}`);
+        if (!copied) continue;
+        await avatarRecords.add({
+          realm_id: realmId, user_profile_id: u.id, user_profile_email: emailOf.get(u.id), avatar_version: u.avatarVersion, s3_path: archived, path: archived,
+          size: copied.size, last_modified: now, content_type: 'image/png',
+        });
+      }
+    }
+    await tar.addStream(`${dir}/avatars/records.json`, await avatarRecords.close(), createReadStream(path.join(files, 'avatars.json')));
+    stats.avatars_records = avatarRecords.rows;
+  } finally {
+    for (const open of [attachmentJson, uploadRecords, avatarRecords]) open.destroy();
+    await rm(files, { recursive: true, force: true });
   }
-  await addJson('avatars/records.json', avatarRecords.sort((x, y) => String(x.path).localeCompare(String(y.path))));
 
   // Custom emoji: `<realm id>/emoji/images/<file name>` and its `.original` (Zulip's layout).
   const emojiRecords: Array<Record<string, unknown>> = [];
@@ -653,8 +670,6 @@ async function writeExport(deps: Pick<AppDeps, 'db' | 'storage'>, realmId: numbe
   await addJson('realm_icons/records.json', []);
   await addJson('migration_status.json', await migrationStatus(db), 2);
 
-  stats.uploads_records = uploadRecords.length;
-  stats.avatars_records = avatarRecords.length;
   stats.emoji_records = emojiRecords.length;
   stats.realm_icons_records = 0;
   await addJson('stats.json', stats);

@@ -7,6 +7,9 @@
 // days, once). Without it, the administrator hands out API keys with `pnpm manage api-key --email
 // <address> --realm <id>` (or a zuliprc); the reset e-mails cannot be sent later yet. API keys are never printed
 // in bulk (README, "Moving from Zulip").
+// Diagnostics of a slow import, on stderr: PARLEY_IMPORT_TRACE=1 prints each message file's wall time and
+// its waits on PostgreSQL; PARLEY_IMPORT_EXPLAIN_MS=<ms> adds the plans of statements slower than that
+// (PostgreSQL's auto_explain, the triggers' statements included).
 import type { ImportDeps, ImportOptions, ImportResult } from './zulip-import.ts';
 import { importRealmFromArchive } from './zulip-import.ts';
 import type { AppDeps } from '../deps.ts';
@@ -15,6 +18,14 @@ import { findRealmById } from '../data/realms.repo.ts';
 import { queuePasswordResetEmails } from '../actions/password-reset.ts';
 
 const ROLE_NAMES: Record<number, string> = { 100: 'owner', 200: 'administrator', 300: 'moderator', 400: 'member', 600: 'guest' };
+
+/** ImportOptions' diagnostics from the environment (see above). */
+export function importDiagnostics(env: NodeJS.ProcessEnv): Pick<ImportOptions, 'trace' | 'explainMinMs'> {
+  const explain = env.PARLEY_IMPORT_EXPLAIN_MS ? Number(env.PARLEY_IMPORT_EXPLAIN_MS) : NaN;
+  const explaining = Number.isFinite(explain) && explain >= 0;
+  if (env.PARLEY_IMPORT_TRACE !== '1' && !explaining) return {};
+  return { trace: (line) => process.stderr.write(`${line}\n`), ...(explaining ? { explainMinMs: explain } : {}) };
+}
 
 export async function runImportCommand(
   deps: ImportDeps & Pick<AppDeps, 'jobs'>,
@@ -26,6 +37,7 @@ export async function runImportCommand(
   const result = await importRealmFromArchive(deps, file, {
     url: options.url,
     name: options.name,
+    ...importDiagnostics(process.env),
     onProgress(step, done, total) {
       const line = total === undefined ? `${step}: ${done}` : `${step}: ${done}/${total}`;
       if (interactive && step.startsWith('messages (')) process.stdout.write(`\r${line}   `);
@@ -44,7 +56,7 @@ export async function runImportCommand(
   if (send && people.length) {
     const realm = await findRealmById(deps.db, result.realmId);
     passwordResetsQueued = await inTransaction(deps.db, (tx) =>
-      queuePasswordResetEmails(tx, deps, realm!, people.map((u) => ({ id: u.id, deliveryEmail: u.email, passwordHash: null, isActive: u.isActive, isBot: u.isBot })), 'import'),
+      queuePasswordResetEmails(tx, deps, realm!, people.map((u) => ({ id: u.id, deliveryEmail: u.email, passwordHash: null, deactivationCount: 0, isActive: u.isActive, isBot: u.isBot })), 'import'),
     );
     out(`${people.length} people must choose a password: ${passwordResetsQueued} password-reset e-mails queued (pnpm manage outbox shows them)`);
   } else {

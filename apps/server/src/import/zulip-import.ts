@@ -52,7 +52,7 @@ import path from 'node:path';
 import mime from 'mime-types';
 import type { AppDeps } from '../deps.ts';
 import type { Realm } from '../data/models.ts';
-import { allocateIds, bulkInsert, inImportTransaction, type CopyIn, type CopyStream, lockImportUrl, markUsersCaughtUp, realmIdByUrl, tableColumns, updateRow, type BulkColumn, type ImportTx } from '../data/zulip-import.repo.ts';
+import { allocateIds, bulkInsert, inImportTransaction, type CopyIn, type CopyStream, lockImportUrl, markUsersCaughtUp, realmIdByUrl, replanStatements, tableColumns, updateRow, type BulkColumn, type ImportTx } from '../data/zulip-import.repo.ts';
 import { systemGroupIds, systemGroupsForRole, SYSTEM_GROUP_NAMES, type SystemGroupName } from '../data/system-groups.repo.ts';
 import { createRealmInTransaction } from '../actions/realm.ts';
 import { notificationBot } from '../actions/system-bot-users.ts';
@@ -82,6 +82,10 @@ export interface ImportOptions {
   onProgress?(step: string, done: number, total?: number): void;
   /** Bounds of the archive's extraction (importRealmFromArchive). */
   limits?: Partial<ArchiveLimits>;
+  /** Diagnostics: a line per message file (its wall time, and the time spent waiting on PostgreSQL per table and for ids). */
+  trace?(line: string): void;
+  /** Diagnostics: plans of the import's statements slower than this (PostgreSQL's auto_explain), given to `trace`. */
+  explainMinMs?: number;
 }
 
 export interface ImportedUser {
@@ -374,10 +378,18 @@ export async function importRealmFromDirectory(deps: ImportDeps, dir: string, op
 
       const clients = new Map(t('zerver_client').map((c) => [Number(c.id), String(c.name)]));
       const messageIds = new MessageIdMap();
-      const messageContext: MessageContext = { tx, copy, root, maps, channelRecipients, huddles, personal, clients, messageIds, freeIds: { ids: [], next: 0 }, count };
+      const messageContext: MessageContext = { tx, copy, root, maps, channelRecipients, huddles, personal, clients, messageIds, freeIds: { ids: [], next: 0 }, count, waits: new Map() };
       for (const [index, file] of messageFiles.entries()) {
+        const started = performance.now();
+        // The triggers' statements planned on the tables as they are (see replanStatements).
+        if (index > 0) await replanStatements(tx);
         await importMessageFile(messageContext, file);
         progress(`messages (${file})`, index + 1, messageFiles.length);
+        if (options.trace) {
+          const waits = [...messageContext.waits].map(([what, ms]) => `${what} ${ms.toFixed(0)} ms`).join(', ');
+          options.trace(`import: ${file} ${(performance.now() - started).toFixed(0)} ms (waiting on PostgreSQL: ${waits || 'none'})`);
+          messageContext.waits.clear();
+        }
       }
       const twice = messageIds.duplicate();
       if (twice !== undefined) throw new ImportError(`messages: zerver_message id ${twice}: the id appears twice`);
@@ -401,7 +413,7 @@ export async function importRealmFromDirectory(deps: ImportDeps, dir: string, op
       await markUsersCaughtUp(tx, realm.id);
       progress('done', 1, 1);
       return { realmId: realm.id, url, name, users, counts, ids: { users: maps.users, channels: maps.channels, groups: maps.groups, messages: messageIds } };
-    });
+    }, { explainMinMs: options.explainMinMs, onNotice: options.trace });
   } catch (error) {
     if (stored.length) await deps.storage.delete(stored).catch(() => {});
     throw error;
@@ -867,6 +879,17 @@ interface MessageContext {
   /** Fresh message ids drawn from the sequence ahead of need (a block at a time, between COPYs). */
   freeIds: { ids: number[]; next: number };
   count: Count;
+  /** Milliseconds spent waiting on PostgreSQL in the current file, by what (diagnostics: ImportOptions.trace). */
+  waits: Map<string, number>;
+}
+
+async function timed<T>(ctx: MessageContext, what: string, work: Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    return await work;
+  } finally {
+    ctx.waits.set(what, (ctx.waits.get(what) ?? 0) + performance.now() - started);
+  }
 }
 
 const MESSAGE_COLUMNS = [
@@ -891,7 +914,7 @@ async function importMessageFile(ctx: MessageContext, file: string): Promise<voi
   const switchTo = async (table: string) => {
     if (copying === table) return;
     if (copy) {
-      await copy.end();
+      await timed(ctx, `${copying} end`, copy.end());
       ctx.count(copying, copy.rows);
     }
     copy = table ? ctx.copy.start(table, table === 'message' ? MESSAGE_COLUMNS : USER_MESSAGE_COLUMNS) : null;
@@ -907,7 +930,7 @@ async function importMessageFile(ctx: MessageContext, file: string): Promise<voi
     const old = m.int(row, 'id');
     if (ctx.freeIds.next === ctx.freeIds.ids.length) {
       await switchTo(''); // no statement may run during a COPY
-      ctx.freeIds.ids = await allocateIds(ctx.tx, 'message', ID_BLOCK);
+      ctx.freeIds.ids = await timed(ctx, 'ids', allocateIds(ctx.tx, 'message', ID_BLOCK));
       ctx.freeIds.next = 0;
     }
     await switchTo('message');
@@ -955,7 +978,7 @@ async function importMessageFile(ctx: MessageContext, file: string): Promise<voi
           if (table === 'zerver_message') {
             sawMessages = true;
             const wait = await message(row);
-            if (wait) await wait;
+            if (wait) await timed(ctx, 'message rows', wait);
           } else if (table === 'zerver_usermessage') {
             // Per-user rows before the file's messages: read again once the messages are in.
             if (!second && !sawMessages) {
@@ -964,7 +987,7 @@ async function importMessageFile(ctx: MessageContext, file: string): Promise<voi
             }
             if (!second && deferred) continue;
             const wait = await userMessage(row);
-            if (wait) await wait;
+            if (wait) await timed(ctx, 'user_message rows', wait);
           }
         }
       }

@@ -28,6 +28,7 @@ describe('manage import: the round trip of an export', () => {
   let imported: ImportResult;
   const after: Partial<Record<Person, ParleyClient>> = {};
   let fileUrl = '';
+  let agendaUrl = '';
   const userMap = new Map<number, number>();
   const work = mkdtempSync(path.join(os.tmpdir(), 'parley-round-trip-'));
   afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -47,6 +48,8 @@ describe('manage import: the round trip of an export', () => {
     const { body, contentType } = multipart([{ name: 'f', filename: 'e.png', contentType: 'image/png', data: await pngImage(16, 16) }]);
     expect((await env.raw('/realm/emoji/roundparrot', { method: 'POST', body, headers: { 'Content-Type': contentType }, as: 'hamlet' })).status).toBe(200);
     fileUrl = (await uploadFile(env, 'hamlet', 'minutes.txt', 'the minutes')).url;
+    // A second file, so that the export's pages of attachments (a row per page) cross a boundary.
+    agendaUrl = (await uploadFile(env, 'othello', 'agenda.txt', 'the agenda')).url;
     // Messages in channels and direct messages, with topics, mentions, flags and reactions.
     const send = async (p: Person, to: unknown, content: string, topic?: string) => {
       const res = await raw(p, '/messages', { type: topic ? 'stream' : 'private', to: typeof to === 'number' ? String(to) : JSON.stringify(to), content, ...(topic ? { topic } : {}) });
@@ -55,6 +58,7 @@ describe('manage import: the round trip of an export', () => {
     };
     const hello = await send('hamlet', open.id, 'Hello @**Iago**, see [minutes](' + fileUrl + ')', 'plans');
     await send('polonius', open.id, 'A guest speaks', 'plans');
+    await send('othello', open.id, `The [agenda](${agendaUrl})`, 'plans');
     await send('othello', closed.id, '**Secret** words', 'whispers');
     await send('iago', [env.users.hamlet.id], 'A direct message');
     await send('hamlet', [env.users.iago.id, env.users.othello.id], 'A group conversation');
@@ -134,9 +138,10 @@ describe('manage import: the round trip of an export', () => {
       expect(now).toEqual(before);
     }
     // The file is there, under the new organization, for the same people.
-    const link = fileUrl.replace(`/user_uploads/${env.realmId}/`, `/user_uploads/${imported.realmId}/`);
+    const moved = (url: string) => url.replace(`/user_uploads/${env.realmId}/`, `/user_uploads/${imported.realmId}/`);
     const hamlet = imported.users.find((u) => u.email === PEOPLE.hamlet.email)!;
-    expect((await download(env.url, link, { auth: basicAuth(hamlet.email, hamlet.apiKey) })).text).toBe('the minutes');
+    expect((await download(env.url, moved(fileUrl), { auth: basicAuth(hamlet.email, hamlet.apiKey) })).text).toBe('the minutes');
+    expect((await download(env.url, moved(agendaUrl), { auth: basicAuth(hamlet.email, hamlet.apiKey) })).text).toBe('the agenda');
     const topics = (await after.hamlet!.POST('/register', { body: { fetch_event_types: ['user_topic'] } })).data as unknown as { user_topics: Array<{ topic_name: string; visibility_policy: number }> };
     expect(topics.user_topics.map((t) => [t.topic_name, t.visibility_policy])).toEqual([['plans', 3]]);
   });

@@ -142,10 +142,13 @@ describe('manage import: the command line', () => {
   it('imports, printing progress per table and the accounts', async () => {
     const archive = await writeTarGz(exportEntries(await zulipFixture()));
     const url = freshUrl();
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(here, '../../src/manage.ts'), 'import', '--file', archive, '--url', url], {
+    // With the diagnostics on (stderr): each message file's time, and the plans of the statements (triggers' included).
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(here, '../../src/manage.ts'), 'import', '--file', archive, '--url', url], {
       cwd: path.join(here, '../..'),
-      env: { ...process.env, DATABASE_URL: env.databaseUrl, PARLEY_SECRET_KEY: TEST_SECRET, PARLEY_DATA_DIR: os.tmpdir(), PARLEY_URL: env.url, PARLEY_LOG_LEVEL: 'silent' },
+      env: { ...process.env, DATABASE_URL: env.databaseUrl, PARLEY_SECRET_KEY: TEST_SECRET, PARLEY_DATA_DIR: os.tmpdir(), PARLEY_URL: env.url, PARLEY_LOG_LEVEL: 'silent', PARLEY_IMPORT_TRACE: '1', PARLEY_IMPORT_EXPLAIN_MS: '0' },
     });
+    expect(stderr).toMatch(/^import: messages-000001\.json \d+ ms \(waiting on PostgreSQL: .*message end \d+ ms/m);
+    expect(stderr).toContain('Insert on message_search');
     expect(stdout).toContain('users: 5/5');
     expect(stdout).toMatch(new RegExp(`imported organization \\d+ "Zulip Fixture" at ${url.replace(/[.]/g, '\\.')}`));
     expect(stdout).toContain('  message: 6');
