@@ -12,6 +12,8 @@
 // transaction, the options of the mobile app: client_gravatar, slim presence, no subscriber lists), for
 // each kind alone and then for all of them. Per kind: mean wall ms, Node CPU ms, statements sent to
 // PostgreSQL (the client's query events) and the size of the kind's JSON, for a member who is online.
+// Last, every kind again the way POST /register reads them since 2026-11-27: in a plain node-postgres
+// transaction (data/pg-transactions.ts), which sends the same statements without Prisma's client.
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import os from 'node:os';
@@ -22,6 +24,7 @@ import { fmt, markdownTable } from './lib/stats.ts';
 import { loadConfig } from '../apps/server/src/config.ts';
 import { createDeps } from '../apps/server/src/server.ts';
 import { inTransaction } from '../apps/server/src/data/transactions.ts';
+import { inSqlTransaction } from '../apps/server/src/data/pg-transactions.ts';
 import { Prisma } from '../apps/server/src/data/db.ts';
 import { findFirstRealm } from '../apps/server/src/data/realms.repo.ts';
 import { findUserById } from '../apps/server/src/data/users.repo.ts';
@@ -63,9 +66,14 @@ try {
     linkifierUrlTemplate: true,
     apiKeyCipher: deps.cipher,
   };
-  const read = (kinds: string[] | null) =>
+  // Through Prisma's transaction (every statement reported, so counted), and as POST /register reads
+  // it: a plain node-postgres transaction (data/pg-transactions.ts), on a client that reports nothing.
+  const plainDeps = await createDeps(config, fixture.databaseUrl, { poolSize: 4 });
+  const readPrisma = (kinds: string[] | null) =>
     inTransaction(deps.db, (tx) => readRegisterState(tx, realm, user, kinds, options), { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead });
-  const measure = async (kinds: string[] | null) => {
+  const readPlain = (kinds: string[] | null) =>
+    inSqlTransaction(plainDeps.db, (tx) => readRegisterState(tx, realm, user, kinds, options), { repeatableRead: true });
+  const measure = async (kinds: string[] | null, read = readPrisma) => {
     for (let i = 0; i < 3; i++) await read(kinds);
     const s0 = statements;
     const cpu0 = process.cpuUsage();
@@ -100,9 +108,12 @@ try {
   }
   if (process.env.BENCH_SLOW) for (const [q, s] of [...slow].sort((a, b) => b[1].ms - a[1].ms).slice(0, 8)) console.log(`${fmt(s.ms / s.n)} ms x${s.n}: ${q.slice(0, 1500)}\n`);
   rows.push(['**all kinds**', fmt(all.wall), fmt(all.cpu), fmt(all.statements, 1), fmt(all.bytes / 1024)]);
+  const plain = await measure(null, readPlain);
+  rows.push(['**all kinds, plain transaction** (as POST /register)', fmt(plain.wall), fmt(plain.cpu), '–', fmt(plain.bytes / 1024)]);
   console.log(`\n/register state of a member, ${ORG_USERS.toLocaleString('en')}-user organization (${REPS} reads each after 3 warm-ups; the transaction's BEGIN/COMMIT counted; sum of the kinds alone ${fmt(sumWall)} ms):\n`);
   console.log(markdownTable(['kind', 'wall ms', 'Node CPU ms', 'statements', 'JSON KB'], rows));
   await deps.db.$disconnect();
+  await plainDeps.db.$disconnect();
 } finally {
   await stopBenchDatabase(database, dir);
 }

@@ -21,4 +21,5 @@ export type {
   InvitationModel as Invitation,
   PushDeviceModel as PushDevice,
   EventModel as Event,
+  RealmEmojiModel as RealmEmoji,
 } from './generated/prisma/models.ts';

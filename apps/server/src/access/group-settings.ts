@@ -1,7 +1,7 @@
 // Every permission question answered from group-setting values: "may this user …?" reduces to "is the
 // user in the group stored for that setting?". One recursive query gives all groups containing the
 // user; the answer for any number of settings is then a set lookup.
-import type { Db } from '../data/db.ts';
+import type { RawSql } from '../data/db.ts';
 import type { User } from '../data/models.ts';
 import { groupIdsContainingUser } from '../data/user-groups.repo.ts';
 
@@ -11,7 +11,7 @@ export interface PermissionSubject {
   groups: Set<number>;
 }
 
-export async function loadPermissionSubject(db: Db, user: User): Promise<PermissionSubject> {
+export async function loadPermissionSubject(db: RawSql, user: User): Promise<PermissionSubject> {
   return { user, groups: user.isActive ? await groupIdsContainingUser(db, user.id) : new Set() };
 }
 

@@ -1,6 +1,7 @@
 // Bots' own rows (migration 20261127200000_bots): default channels (bot_profile), services
 // (bot_service), configuration (bot_config_data); and the bot rows of "user" the bot operations read.
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
+import { Prisma, modelColumns } from './db.ts';
 import type { User } from './models.ts';
 
 export interface BotProfileRow {
@@ -29,7 +30,7 @@ export interface BotServiceRow {
 const NO_DEFAULTS: BotDefaults = { defaultSendingStream: null, defaultEventsRegisterStream: null, defaultAllPublicStreams: false };
 
 /** The default channels of each bot (bots without a row: none). */
-export async function botDefaultsOf(db: Db, botIds: number[]): Promise<Map<number, BotDefaults>> {
+export async function botDefaultsOf(db: RawSql, botIds: number[]): Promise<Map<number, BotDefaults>> {
   const out = new Map<number, BotDefaults>(botIds.map((id) => [id, NO_DEFAULTS]));
   if (botIds.length === 0) return out;
   const rows = await db.$queryRaw<
@@ -58,16 +59,20 @@ export const saveBotProfile = (db: Db, row: BotProfileRow) =>
 
 export const insertBotService = (db: Db, data: Omit<BotServiceRow, 'id'>) => db.botService.create({ data });
 
-export const servicesOfBots = (db: Db, botIds: number[]): Promise<BotServiceRow[]> =>
-  botIds.length ? db.botService.findMany({ where: { botId: { in: botIds } }, orderBy: { id: 'asc' } }) : Promise.resolve([]);
+export const servicesOfBots = async (db: RawSql, botIds: number[]): Promise<BotServiceRow[]> =>
+  botIds.length
+    ? db.$queryRaw<BotServiceRow[]>`SELECT ${modelColumns(Prisma.BotServiceScalarFieldEnum, 's')} FROM bot_service s WHERE s.bot_id = ANY(${botIds}::int[]) ORDER BY s.id`
+    : [];
 
 export const updateBotService = (db: Db, id: number, data: { baseUrl: string; interface: number }) => db.botService.update({ where: { id }, data });
 
 /** Each bot's configuration entries (bots without any are absent). */
-export async function configsOfBots(db: Db, botIds: number[]): Promise<Map<number, Map<string, string>>> {
+export async function configsOfBots(db: RawSql, botIds: number[]): Promise<Map<number, Map<string, string>>> {
   const out = new Map<number, Map<string, string>>();
   if (botIds.length === 0) return out;
-  for (const row of await db.botConfigData.findMany({ where: { botId: { in: botIds } }, orderBy: { key: 'asc' } })) {
+  const rows = await db.$queryRaw<Array<{ botId: number; key: string; value: string }>>`
+    SELECT bot_id AS "botId", key, value FROM bot_config_data WHERE bot_id = ANY(${botIds}::int[]) ORDER BY key`;
+  for (const row of rows) {
     let entries = out.get(row.botId);
     if (!entries) out.set(row.botId, (entries = new Map()));
     entries.set(row.key, row.value);
@@ -87,8 +92,11 @@ export const activeBotsOwnedBy = (db: Db, realmId: number, ownerId: number): Pro
   db.user.findMany({ where: { realmId, isBot: true, isActive: true, botOwnerId: ownerId }, orderBy: [{ dateJoined: 'asc' }, { id: 'asc' }] });
 
 /** Every bot a user owns, deactivated ones included, or (`all`) every bot of the organization but the server's own. */
-export const botsVisibleInState = (db: Db, realmId: number, scope: { all: true } | { ownerId: number }): Promise<User[]> =>
-  db.user.findMany({ where: { realmId, isBot: true, systemBot: null, ...('all' in scope ? {} : { botOwnerId: scope.ownerId }) }, orderBy: { id: 'asc' } });
+export const botsVisibleInState = async (db: RawSql, realmId: number, scope: { all: true } | { ownerId: number }): Promise<User[]> =>
+  db.$queryRaw<User[]>`
+    SELECT ${modelColumns(Prisma.UserScalarFieldEnum, 'u')} FROM "user" u
+    WHERE u.realm_id = ${realmId}::int AND u.is_bot AND u.system_bot IS NULL ${'all' in scope ? Prisma.empty : Prisma.sql`AND u.bot_owner_id = ${scope.ownerId}::int`}
+    ORDER BY u.id`;
 
 /** The active human administrators and owners of an organization (Zulip's get_human_admin_users). */
 export const activeHumanAdministratorIds = async (db: Db, realmId: number, administratorRoles: readonly number[]): Promise<number[]> =>
@@ -97,9 +105,10 @@ export const activeHumanAdministratorIds = async (db: Db, realmId: number, admin
 export const setBotOwner = (db: Db, botId: number, ownerId: number) => db.user.update({ where: { id: botId }, data: { botOwnerId: ownerId } });
 
 /** The encrypted API keys of users, by user id. */
-export async function apiKeyCiphertextsOf(db: Db, userIds: number[]): Promise<Map<number, string>> {
+export async function apiKeyCiphertextsOf(db: RawSql, userIds: number[]): Promise<Map<number, string>> {
   if (userIds.length === 0) return new Map();
-  const rows = await db.apiKey.findMany({ where: { userId: { in: userIds } }, select: { userId: true, ciphertext: true } });
+  const rows = await db.$queryRaw<Array<{ userId: number; ciphertext: string }>>`
+    SELECT user_id AS "userId", ciphertext FROM api_key WHERE user_id = ANY(${userIds}::int[])`;
   return new Map(rows.map((r) => [r.userId, r.ciphertext]));
 }
 

@@ -1,7 +1,7 @@
 // Channels, channel folders and the per-channel facts responses need (subscribers, first message,
 // activity, the groups of their settings), with the locks of channel changes and subscriptions.
 import type { Db, RawSql } from './db.ts';
-import { Prisma } from './db.ts';
+import { Prisma, columnOf, modelColumns } from './db.ts';
 import type { Channel, Subscription } from './models.ts';
 
 export const findChannelById = (db: Db, realmId: number, id: number) => db.channel.findFirst({ where: { id, realmId } });
@@ -21,14 +21,12 @@ const CHANNEL_FIELDS = [
   'canResolveTopicsGroupId', 'canSendMessageGroupId', 'canSubscribeGroupId',
 ] as const satisfies ReadonlyArray<keyof Channel>;
 
-/** The column of a model field (the schema maps every field to its snake_case name). */
-export const channelColumn = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+const channelColumn = columnOf;
 
-const channelColumns = (alias: string) =>
-  Prisma.raw(CHANNEL_FIELDS.map((f) => `${alias}.${channelColumn(f)} AS "${f}"`).join(', '));
+export const channelColumns = (alias: string) => modelColumns(CHANNEL_FIELDS, alias);
 
 /** Keeps only the model's fields of a raw row (a row may carry extra columns). */
-function channelOf(row: Record<string, unknown>): Channel {
+export function channelOf(row: Record<string, unknown>): Channel {
   const out: Record<string, unknown> = {};
   for (const f of CHANNEL_FIELDS) out[f] = row[f];
   return out as unknown as Channel;
@@ -172,11 +170,15 @@ export const createChannel = (db: Db, data: Prisma.ChannelUncheckedCreateInput) 
 
 export const updateChannel = (db: Db, id: number, data: Prisma.ChannelUncheckedUpdateInput) => db.channel.update({ where: { id }, data });
 
-export const listChannelsOfRealm = (db: Db, realmId: number, options: { excludeArchived: boolean }) =>
-  db.channel.findMany({ where: { realmId, ...(options.excludeArchived ? { isArchived: false } : {}) }, orderBy: { id: 'asc' } });
+export const listChannelsOfRealm = (db: RawSql, realmId: number, options: { excludeArchived: boolean }): Promise<Channel[]> =>
+  Promise.resolve(db.$queryRaw<Channel[]>`
+    SELECT ${channelColumns('c')} FROM channel c
+    WHERE c.realm_id = ${realmId}::int ${options.excludeArchived ? Prisma.sql`AND NOT c.is_archived` : Prisma.empty}
+    ORDER BY c.id`);
 
-export async function defaultChannelIds(db: Db, realmId: number): Promise<number[]> {
-  const rows = await db.channel.findMany({ where: { realmId, isDefault: true, isArchived: false }, select: { id: true }, orderBy: { id: 'asc' } });
+export async function defaultChannelIds(db: RawSql, realmId: number): Promise<number[]> {
+  const rows = await db.$queryRaw<{ id: number }[]>`
+    SELECT id FROM channel WHERE realm_id = ${realmId}::int AND is_default AND NOT is_archived ORDER BY id`;
   return rows.map((r) => r.id);
 }
 
@@ -320,7 +322,7 @@ export function channelFactsOf(rows: FactsRow[]): ChannelFacts {
  * Subscriber counts (and lists), first message ids and recent activity of channels, and the groups
  * their settings name: one statement.
  */
-export async function channelDisplayFacts(db: Db, realmId: number, request: ChannelFactsRequest): Promise<ChannelFacts> {
+export async function channelDisplayFacts(db: RawSql, realmId: number, request: ChannelFactsRequest): Promise<ChannelFacts> {
   if (request.channelIds.length === 0 && request.groupIds.length === 0) return channelFactsOf([]);
   return channelFactsOf(await db.$queryRaw<FactsRow[]>(channelFactsSql(realmId, request)));
 }

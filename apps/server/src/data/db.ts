@@ -5,7 +5,7 @@
 //   pg-transactions.ts  plain node-postgres transactions (inSqlTransaction), for the subscribe hot path
 //   cached-tables.ts    the tables per-process caches follow, and how a change says it wrote none of them
 //   database-errors.ts  what a database error means (retryable conflict, unique violation)
-import type { Prisma, PrismaClient } from '@parley/db';
+import { Prisma, type PrismaClient } from '@parley/db';
 
 export type Db = PrismaClient | Prisma.TransactionClient;
 export type { PrismaClient };
@@ -24,4 +24,17 @@ export async function pingDatabase(db: PrismaClient): Promise<void> {
 export interface RawSql {
   $queryRaw<T = unknown>(query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]): PromiseLike<T>;
   $executeRaw(query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]): PromiseLike<number>;
+}
+
+/** A model field's column: the schema maps every field to its name in snake_case. */
+export const columnOf = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/**
+ * `alias.column AS "field"` for each field: raw statements return rows of the model's shape, as the
+ * client's queries do. `fields` is a model's scalar field list (Prisma.<Model>ScalarFieldEnum) or a
+ * selection of its fields.
+ */
+export function modelColumns(fields: Readonly<Record<string, string>> | readonly string[], alias: string): Prisma.Sql {
+  const names = Array.isArray(fields) ? fields : Object.values(fields);
+  return Prisma.raw(names.map((f) => `${alias}.${columnOf(f)} AS "${f}"`).join(', '));
 }

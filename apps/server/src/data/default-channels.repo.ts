@@ -1,5 +1,5 @@
 // Default channel groups (default channels themselves are channel.is_default, see channels.repo.ts).
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
 
 export interface DefaultChannelGroupRow {
   id: number;
@@ -10,7 +10,7 @@ export interface DefaultChannelGroupRow {
 }
 
 /** Every group of the organization with its channels (one statement), sorted by name (code points, as Python sorts). */
-export async function listDefaultChannelGroups(db: Db, realmId: number): Promise<DefaultChannelGroupRow[]> {
+export async function listDefaultChannelGroups(db: RawSql, realmId: number): Promise<DefaultChannelGroupRow[]> {
   const rows = await db.$queryRaw<Array<{ id: number; name: string; description: string; channel_ids: number[] }>>`
     SELECT g.id, g.name, g.description,
       COALESCE(array_agg(c.id ORDER BY c.name COLLATE "C", c.id) FILTER (WHERE c.id IS NOT NULL), '{}') AS channel_ids

@@ -1,7 +1,8 @@
 // Drafts stored on the server (table `draft`): one row per draft, with its addressee already resolved
 // (`type`, and `to_ids` as clients read it back), so reading drafts needs no join.
 import type { Draft } from '@parley/db';
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
+import { Prisma, modelColumns } from './db.ts';
 
 export type DraftRow = Draft;
 
@@ -15,9 +16,9 @@ export interface DraftData {
 }
 
 /** The user's enable_drafts_synchronization setting (on when the user has no settings row). */
-export async function draftsSynchronizationEnabled(db: Db, userId: number): Promise<boolean> {
-  const row = await db.userSettings.findUnique({ where: { userId }, select: { enableDraftsSynchronization: true } });
-  return row?.enableDraftsSynchronization ?? true;
+export async function draftsSynchronizationEnabled(db: RawSql, userId: number): Promise<boolean> {
+  const [row] = await db.$queryRaw<Array<{ on: boolean }>>`SELECT enable_drafts_synchronization AS on FROM user_settings WHERE user_id = ${userId}::int`;
+  return row?.on ?? true;
 }
 
 /** Stores the drafts in one statement; the rows come back in the order given (ids ascending). */
@@ -32,12 +33,11 @@ export async function insertDrafts(db: Db, userId: number, drafts: DraftData[]):
  * The user's drafts by time of last edit (ties by id), oldest first (`asc`) or newest first (`desc`),
  * at most `limit` of them when given.
  */
-export function listDraftsOfUser(db: Db, userId: number, order: 'asc' | 'desc', limit?: number): Promise<DraftRow[]> {
-  return db.draft.findMany({
-    where: { userId },
-    orderBy: [{ lastEditTime: order }, { id: order }],
-    ...(limit !== undefined ? { take: limit } : {}),
-  });
+export async function listDraftsOfUser(db: RawSql, userId: number, order: 'asc' | 'desc', limit?: number): Promise<DraftRow[]> {
+  const direction = Prisma.raw(order === 'asc' ? 'ASC' : 'DESC');
+  return db.$queryRaw<DraftRow[]>`
+    SELECT ${modelColumns(Prisma.DraftScalarFieldEnum, 'd')} FROM draft d WHERE d.user_id = ${userId}::int
+    ORDER BY d.last_edit_time ${direction}, d.id ${direction} ${limit !== undefined ? Prisma.sql`LIMIT ${limit}::int` : Prisma.empty}`;
 }
 
 /** One of the user's drafts, or null when there is no such draft or it belongs to someone else. */

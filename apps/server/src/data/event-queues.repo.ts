@@ -1,6 +1,6 @@
 // Event queues (POST /register, GET /events) and reading stored events back for delivery. Queues live
 // in PostgreSQL, so that any server process can serve any queue.
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
 import { Prisma } from './db.ts';
 
 export interface EventQueueRow {
@@ -23,7 +23,7 @@ export interface EventQueueRow {
 export type NewEventQueue = Omit<EventQueueRow, 'createdAtMs' | 'narrow'> & { narrow: unknown[] };
 
 /** `eventTypes` null (every type) is stored as SQL NULL, distinct from an empty list (no types). */
-export async function createEventQueue(db: Db, q: NewEventQueue): Promise<void> {
+export async function createEventQueue(db: RawSql, q: NewEventQueue): Promise<void> {
   await db.$executeRaw`
     INSERT INTO event_queue (id, realm_id, user_id, event_types, all_public_streams, apply_markdown, client_gravatar, narrow,
       client_capabilities, lifespan_secs, last_event_id)
@@ -185,7 +185,7 @@ export async function eventsForQueueAfter(
 }
 
 /** The organization's newest event id (0 when it has none). */
-export async function newestEventId(db: Db, realmId: number): Promise<number> {
+export async function newestEventId(db: RawSql, realmId: number): Promise<number> {
   const [row] = await db.$queryRaw<{ newest: bigint | null }[]>`SELECT max(id) AS newest FROM event WHERE realm_id = ${realmId}::int`;
   return Number(row?.newest ?? 0);
 }

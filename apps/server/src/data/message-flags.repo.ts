@@ -1,6 +1,6 @@
 // Per-user message flags (user_message.flags): setting and clearing bits, on given messages or in
 // bounded batches for "mark everything read".
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
 import { Prisma } from './db.ts';
 
 /** Sets (or clears) `bit` on the user's rows among `messageIds`; returns the ids whose flag changed. */
@@ -43,7 +43,7 @@ export async function countOwnMessages(db: Db, userId: number, messageIds: numbe
  * index's whole key so that no other index can serve it (the key (message_id, user_id) would read every
  * row after the user's newest, other users' included).
  */
-export async function newestOwnMessageId(db: Db, userId: number): Promise<number> {
+export async function newestOwnMessageId(db: RawSql, userId: number): Promise<number> {
   const [row] = await db.$queryRaw<{ id: number | null }[]>`
     SELECT GREATEST(
       (SELECT message_id FROM user_message WHERE user_id = ${userId}::int AND (flags & 1) = 0 ORDER BY user_id DESC, (flags & 1) DESC, message_id DESC LIMIT 1),

@@ -1,5 +1,5 @@
 // Per-user message state read by /register: unread messages and recent direct conversations.
-import type { Db } from './db.ts';
+import type { RawSql } from './db.ts';
 
 /** Unread messages of the user with the same channel and topic (exact spelling), or the same participants. */
 export interface UnreadGroup {
@@ -23,7 +23,7 @@ export interface UnreadGroup {
  * or by participants: a row per group, not per message. The lists are aggregated in no particular
  * order: ordering 50,000 ids inside the aggregates costs PostgreSQL more than sorting them in Node.
  */
-export async function unreadGroupsOfUser(db: Db, userId: number, limit: number, mentionBits: number): Promise<UnreadGroup[]> {
+export async function unreadGroupsOfUser(db: RawSql, userId: number, limit: number, mentionBits: number): Promise<UnreadGroup[]> {
   return db.$queryRaw<UnreadGroup[]>`
     WITH newest AS (
       SELECT message_id AS id, flags FROM user_message
@@ -43,7 +43,7 @@ export async function unreadGroupsOfUser(db: Db, userId: number, limit: number, 
 }
 
 /** The user's direct-message conversations (participants incl. the user) with their newest message id, newest first. */
-export async function recentDirectConversationsOfUser(db: Db, userId: number, limit: number): Promise<{ direct_user_ids: number[]; max_id: number }[]> {
+export async function recentDirectConversationsOfUser(db: RawSql, userId: number, limit: number): Promise<{ direct_user_ids: number[]; max_id: number }[]> {
   return db.$queryRaw`
     SELECT m.direct_user_ids, max(m.id) AS max_id
     FROM (SELECT message_id FROM user_message WHERE user_id = ${userId}::int AND (flags & 2048) <> 0 ORDER BY message_id DESC LIMIT 10000) um

@@ -1,7 +1,8 @@
 // Plain transactions on node-postgres: BEGIN … COMMIT on a connection of the pool Prisma uses, for work
-// that only sends its own SQL. Its one caller is the subscribe action's common request (the caller
-// joining existing channels: actions/subscriptions.ts subscribeOnce), and it earns its place there: it
-// is a measured optimisation of that hot path (bench/README.md, issue 7, "Plain transactions"):
+// that only sends its own SQL. Its callers are the two hot paths where it was measured to matter:
+// POST /register (actions/event-queues.ts: ~30 statements, each ~1 ms of Node CPU cheaper here than
+// through Prisma's client) and the subscribe action's common request (the caller joining existing
+// channels: actions/subscriptions.ts subscribeOnce) (bench/README.md, issue 7, "Plain transactions"):
 // - Prisma's interactive transaction cost ~1.2 ms of Node CPU for three trivial statements (1.5 against
 //   0.27 ms with node-postgres directly);
 // - BEGIN written with the first statement, and the last write with COMMIT (node-postgres's
@@ -153,14 +154,18 @@ function plainTransaction(client: pg.PoolClient, statementName: (sql: string, pa
  * Only for statements whose best plan does not depend on the values given: rows found by their keys,
  * arrays of ids to look up one by one (a generic plan cannot know an array has one element, so without
  * this PostgreSQL keeps planning such statements afresh every time).
+ *
+ * `repeatableRead`: every statement reads the snapshot of the first (POST /register's state and the
+ * queue's starting event).
  */
 export async function inSqlTransaction<T>(
   db: PrismaClient,
   work: (tx: SqlTransaction, afterCommit: AfterCommit) => Promise<T>,
-  options: { genericPlans?: boolean } = {},
+  options: { genericPlans?: boolean; repeatableRead?: boolean } = {},
 ): Promise<T> {
   const sqlPool = sqlPoolOf(db);
   if (!sqlPool || sqlPool.emitsQueryEvents) {
+    const isolation = options.repeatableRead ? { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead } : {};
     return inTransaction(db, async (prismaTx, afterCommit) => {
       const deferred: Prisma.Sql[] = [];
       const tx: SqlTransaction = {
@@ -171,7 +176,7 @@ export async function inSqlTransaction<T>(
       const value = await work(tx, afterCommit);
       for (const sql of deferred) await prismaTx.$executeRaw(sql);
       return value;
-    });
+    }, isolation);
   }
   let callbacks: Array<() => void | Promise<void>> = [];
   const result = await retryOnSerializationFailure(async () => {
@@ -189,7 +194,8 @@ export async function inSqlTransaction<T>(
     let plain: ReturnType<typeof plainTransaction> | undefined;
     try {
       // One simple-protocol query; the setting lasts until the transaction ends.
-      plain = plainTransaction(client, sqlPool.statementName, options.genericPlans ? 'BEGIN; SET LOCAL plan_cache_mode = force_generic_plan' : 'BEGIN');
+      const begin = options.repeatableRead ? 'BEGIN ISOLATION LEVEL REPEATABLE READ' : 'BEGIN';
+      plain = plainTransaction(client, sqlPool.statementName, options.genericPlans ? `${begin}; SET LOCAL plan_cache_mode = force_generic_plan` : begin);
       const working = work(plain.tx, (fn) => callbacks.push(fn));
       plain.flush();
       const value = await working;

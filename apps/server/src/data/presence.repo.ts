@@ -112,7 +112,7 @@ export function presenceRowsOfRealm(db: Db, realmId: number, since: { afterUpdat
  * What POST /register's presence state reads, in its snapshot: the active humans' rows last connected
  * at or after `connectedSince` (none when null).
  */
-export function presenceRowsForState(db: Db, realmId: number, connectedSince: Date): Promise<PresenceRow[]> {
+export async function presenceRowsForState(db: RawSql, realmId: number, connectedSince: Date): Promise<PresenceRow[]> {
   return db.$queryRaw<PresenceRow[]>`
     SELECT ${presenceColumns}
     FROM user_presence p JOIN "user" u ON u.id = p.user_id LEFT JOIN user_settings s ON s.user_id = p.user_id

@@ -1,9 +1,10 @@
-import type { Db } from './db.ts';
-import { Prisma } from './db.ts';
-import type { CustomProfileField } from './models.ts';
+import type { Db, RawSql } from './db.ts';
+import { Prisma, modelColumns } from './db.ts';
+import type { CustomProfileField, CustomProfileFieldValue } from './models.ts';
 
-export const listProfileFields = (db: Db, realmId: number) =>
-  db.customProfileField.findMany({ where: { realmId }, orderBy: [{ order: 'asc' }, { id: 'asc' }] });
+export const listProfileFields = async (db: RawSql, realmId: number): Promise<CustomProfileField[]> =>
+  db.$queryRaw<CustomProfileField[]>`
+    SELECT ${modelColumns(Prisma.CustomProfileFieldScalarFieldEnum, 'f')} FROM custom_profile_field f WHERE f.realm_id = ${realmId}::int ORDER BY f."order", f.id`;
 
 export const findProfileFieldsByIds = (db: Db, realmId: number, ids: number[]) =>
   db.customProfileField.findMany({ where: { realmId, id: { in: ids } } });
@@ -65,8 +66,10 @@ export async function setProfileFieldOrders(db: Db, realmId: number, orders: Map
 export const deleteValuesOutside = (db: Db, fieldId: number, keptOptions: string[]) =>
   db.customProfileFieldValue.deleteMany({ where: { fieldId, value: { notIn: keptOptions } } });
 
-export const profileValuesOfUsers = (db: Db, userIds: number[]) =>
-  db.customProfileFieldValue.findMany({ where: { userId: { in: userIds } }, orderBy: { fieldId: 'asc' } });
+export const profileValuesOfUsers = async (db: RawSql, userIds: number[]): Promise<CustomProfileFieldValue[]> =>
+  db.$queryRaw<CustomProfileFieldValue[]>`
+    SELECT ${modelColumns(Prisma.CustomProfileFieldValueScalarFieldEnum, 'v')} FROM custom_profile_field_value v
+    WHERE v.user_id = ANY(${userIds}::int[]) ORDER BY v.field_id`;
 
 /** One user's values of the given fields. */
 export const profileValuesOfUser = (db: Db, userId: number, fieldIds: number[]) =>
@@ -84,5 +87,7 @@ export const deleteProfileValue = async (db: Db, userId: number, fieldId: number
   (await db.customProfileFieldValue.deleteMany({ where: { userId, fieldId } })).count;
 
 /** Every custom profile field value of the organization's users, in one statement. */
-export const profileValuesOfRealm = (db: Db, realmId: number) =>
-  db.customProfileFieldValue.findMany({ where: { user: { realmId } }, orderBy: [{ userId: 'asc' }, { fieldId: 'asc' }] });
+export const profileValuesOfRealm = async (db: RawSql, realmId: number): Promise<CustomProfileFieldValue[]> =>
+  db.$queryRaw<CustomProfileFieldValue[]>`
+    SELECT ${modelColumns(Prisma.CustomProfileFieldValueScalarFieldEnum, 'v')} FROM custom_profile_field_value v JOIN "user" u ON u.id = v.user_id
+    WHERE u.realm_id = ${realmId}::int ORDER BY v.user_id, v.field_id`;

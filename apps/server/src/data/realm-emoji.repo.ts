@@ -1,7 +1,10 @@
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
+import { Prisma, modelColumns } from './db.ts';
+import type { RealmEmoji } from './models.ts';
 
 /** Every emoji of the organization (deactivated ones and uploads in progress too), by id. */
-export const listRealmEmoji = (db: Db, realmId: number) => db.realmEmoji.findMany({ where: { realmId }, orderBy: { id: 'asc' } });
+export const listRealmEmoji = async (db: RawSql, realmId: number): Promise<RealmEmoji[]> =>
+  db.$queryRaw<RealmEmoji[]>`SELECT ${modelColumns(Prisma.RealmEmojiScalarFieldEnum, 'e')} FROM realm_emoji e WHERE e.realm_id = ${realmId}::int ORDER BY e.id`;
 
 export const findActiveRealmEmojiByName = (db: Db, realmId: number, name: string) => db.realmEmoji.findFirst({ where: { realmId, name, deactivated: false } });
 

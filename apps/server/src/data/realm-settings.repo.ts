@@ -1,7 +1,7 @@
 // The realm area's rows besides the realm itself: the defaults of new users' settings (table
 // realm_user_default), the full-member system group as the waiting period shapes it, and what the
 // retention job reads and deletes.
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
 import { Prisma } from './db.ts';
 import type { UserSettings } from './models.ts';
 
@@ -12,8 +12,8 @@ const utc = (at: Date) => Prisma.sql`(${at.toISOString()}::timestamptz AT TIME Z
 // New users' settings (Zulip's RealmUserDefault): only the settings an administrator changed are stored.
 
 /** The stored defaults of the organization's new users (setting name → value); empty when none was changed. */
-export async function readUserDefaults(db: Db, realmId: number): Promise<Record<string, unknown>> {
-  const row = await db.realmUserDefault.findUnique({ where: { realmId } });
+export async function readUserDefaults(db: RawSql, realmId: number): Promise<Record<string, unknown>> {
+  const [row] = await db.$queryRaw<Array<{ settings: unknown }>>`SELECT settings FROM realm_user_default WHERE realm_id = ${realmId}::int`;
   return (row?.settings ?? {}) as Record<string, unknown>;
 }
 

@@ -1,15 +1,9 @@
 // Small reads for the /register state that no other read model needs.
-import type { Db } from './db.ts';
+import type { RawSql } from './db.ts';
 import { newestOwnMessageId } from './message-flags.repo.ts';
 
-/** The user's subscription rows by channel: true when active, false when unsubscribed. */
-export async function subscriptionStatesOfUser(db: Db, userId: number): Promise<Map<number, boolean>> {
-  const rows = await db.subscription.findMany({ where: { userId }, select: { channelId: true, active: true } });
-  return new Map(rows.map((r) => [r.channelId, r.active]));
-}
-
 /** The newest message the user has received (-1 when none). */
-export async function maxMessageIdOfUser(db: Db, userId: number): Promise<number> {
+export async function maxMessageIdOfUser(db: RawSql, userId: number): Promise<number> {
   return (await newestOwnMessageId(db, userId)) || -1;
 }
 
@@ -34,7 +28,7 @@ export type StateSource =
  * one per kind (most users have no drafts, alert words or muted users; most organizations no custom
  * emoji or linkifiers). A superset of what each kind's read selects: present means "read it".
  */
-export async function stateSourcesPresent(db: Db, realmId: number, userId: number, options: { everyBot: boolean }): Promise<Record<StateSource, boolean>> {
+export async function stateSourcesPresent(db: RawSql, realmId: number, userId: number, options: { everyBot: boolean }): Promise<Record<StateSource, boolean>> {
   const [row] = await db.$queryRaw<Array<Record<StateSource, boolean>>>`
     SELECT
       EXISTS (SELECT 1 FROM draft WHERE user_id = ${userId}) AS draft,

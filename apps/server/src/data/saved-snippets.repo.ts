@@ -1,4 +1,5 @@
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
+import { modelColumns } from './db.ts';
 
 export interface SavedSnippetRow {
   id: number;
@@ -10,8 +11,8 @@ export interface SavedSnippetRow {
 const columns = { id: true, title: true, content: true, dateCreated: true } as const;
 
 /** The user's saved snippets, by id. */
-export const listSavedSnippetsOfUser = (db: Db, userId: number): Promise<SavedSnippetRow[]> =>
-  db.savedSnippet.findMany({ where: { userId }, orderBy: { id: 'asc' }, select: columns });
+export const listSavedSnippetsOfUser = async (db: RawSql, userId: number): Promise<SavedSnippetRow[]> =>
+  db.$queryRaw<SavedSnippetRow[]>`SELECT ${modelColumns(Object.keys(columns), 's')} FROM saved_snippet s WHERE s.user_id = ${userId}::int ORDER BY s.id`;
 
 export const insertSavedSnippet = (db: Db, data: { realmId: number; userId: number; title: string; content: string }): Promise<SavedSnippetRow> =>
   db.savedSnippet.create({ data, select: columns });

@@ -1,6 +1,7 @@
 // Scheduled messages (table scheduled_message): the sender's list, the row locked for edits and for
 // delivery, and the rows of a delivery batch.
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
+import { Prisma, modelColumns } from './db.ts';
 
 export interface ScheduledMessageRow {
   id: number;
@@ -60,8 +61,11 @@ export const insertReminder = (db: Db, realmId: number, userId: number, f: { con
   }) as Promise<ScheduledMessageRow>;
 
 /** The sender's undelivered scheduled messages of one kind (messages sent later, or reminders), by delivery time. */
-export const pendingScheduledMessagesOf = (db: Db, senderId: number, deliveryType: number) =>
-  db.scheduledMessage.findMany({ where: { senderId, delivered: false, deliveryType }, orderBy: [{ scheduledAt: 'asc' }, { id: 'asc' }] }) as Promise<ScheduledMessageRow[]>;
+export const pendingScheduledMessagesOf = async (db: RawSql, senderId: number, deliveryType: number): Promise<ScheduledMessageRow[]> =>
+  db.$queryRaw<ScheduledMessageRow[]>`
+    SELECT ${modelColumns(Prisma.ScheduledMessageScalarFieldEnum, 'm')} FROM scheduled_message m
+    WHERE m.sender_id = ${senderId}::int AND NOT m.delivered AND m.delivery_type = ${deliveryType}::int
+    ORDER BY m.scheduled_at, m.id`;
 
 /** Locks the row (edits and delivery serialise on it); null when missing. */
 export async function lockScheduledMessage(db: Db, id: number): Promise<ScheduledMessageRow | null> {

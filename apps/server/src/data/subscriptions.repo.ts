@@ -2,9 +2,9 @@
 // settings survive) and the subscriber queries. Subscribers are always active users.
 import type { Db, RawSql } from './db.ts';
 import { Prisma } from './db.ts';
-import type { Subscription, User } from './models.ts';
+import type { Channel, Subscription, User } from './models.ts';
 import { directRecipientsByEmails } from './messages.repo.ts';
-import { channelFactsOf, channelFactsSql, subscriptionOfJson, type ChannelFacts, type ChannelFactsRequest } from './channels.repo.ts';
+import { channelColumns, channelFactsOf, channelFactsSql, channelOf, subscriptionOfJson, type ChannelFacts, type ChannelFactsRequest } from './channels.repo.ts';
 
 /** Of `channelIds`, the channels the user is actively subscribed to. */
 export async function subscribedChannelIds(db: Db, userId: number, channelIds?: number[]): Promise<Set<number>> {
@@ -147,16 +147,8 @@ export async function deactivateSubscriptions(db: Db, pairs: Array<{ userId: num
 }
 
 /** Active subscribers (active users) of each channel, sorted by id. */
-export async function subscriberIdsOfChannels(db: Db, channelIds: number[]): Promise<Map<number, number[]>> {
-  const out = new Map<number, number[]>(channelIds.map((id) => [id, []]));
-  if (channelIds.length === 0) return out;
-  const rows = await db.subscription.findMany({
-    where: { channelId: { in: channelIds }, active: true, user: { isActive: true } },
-    select: { channelId: true, userId: true },
-    orderBy: { userId: 'asc' },
-  });
-  for (const r of rows) out.get(r.channelId)!.push(r.userId);
-  return out;
+export async function subscriberIdsOfChannels(db: RawSql, channelIds: number[]): Promise<Map<number, number[]>> {
+  return subscribersByChannel(db, channelIds, false);
 }
 
 export async function subscriberIds(db: Db, channelId: number): Promise<number[]> {
@@ -164,25 +156,43 @@ export async function subscriberIds(db: Db, channelId: number): Promise<number[]
 }
 
 /** Bot subscribers of each channel (for partial subscriber lists). */
-export async function botSubscriberIdsOfChannels(db: Db, channelIds: number[]): Promise<Map<number, number[]>> {
+export async function botSubscriberIdsOfChannels(db: RawSql, channelIds: number[]): Promise<Map<number, number[]>> {
+  return subscribersByChannel(db, channelIds, true);
+}
+
+async function subscribersByChannel(db: RawSql, channelIds: number[], botsOnly: boolean): Promise<Map<number, number[]>> {
   const out = new Map<number, number[]>(channelIds.map((id) => [id, []]));
   if (channelIds.length === 0) return out;
-  const rows = await db.subscription.findMany({
-    where: { channelId: { in: channelIds }, active: true, user: { isActive: true, isBot: true } },
-    select: { channelId: true, userId: true },
-    orderBy: { userId: 'asc' },
-  });
+  const rows = await db.$queryRaw<Array<{ channelId: number; userId: number }>>`
+    SELECT s.channel_id AS "channelId", s.user_id AS "userId"
+    FROM subscription s JOIN "user" u ON u.id = s.user_id AND u.is_active ${botsOnly ? Prisma.sql`AND u.is_bot` : Prisma.empty}
+    WHERE s.channel_id = ANY(${channelIds}::int[]) AND s.active
+    ORDER BY s.user_id`;
   for (const r of rows) out.get(r.channelId)!.push(r.userId);
   return out;
 }
 
+export type SubscriptionWithChannel = Subscription & { channel: Channel };
+
+/**
+ * The user's subscription rows with their channels, by channel id: `active` the current ones, `former`
+ * the ones left, of channels not archived, `all` every row (POST /register reads them once).
+ */
+export async function subscriptionsWithChannels(db: RawSql, userId: number, which: 'active' | 'former' | 'all'): Promise<SubscriptionWithChannel[]> {
+  const filter = which === 'active' ? Prisma.sql`AND s.active` : which === 'former' ? Prisma.sql`AND NOT s.active AND NOT c.is_archived` : Prisma.empty;
+  const rows = await db.$queryRaw<Array<Record<string, unknown> & { subscription: Record<string, unknown> }>>`
+    SELECT ${channelColumns('c')}, to_jsonb(s) AS subscription
+    FROM subscription s JOIN channel c ON c.id = s.channel_id
+    WHERE s.user_id = ${userId}::int ${filter}
+    ORDER BY s.channel_id`;
+  return rows.map((r) => ({ ...subscriptionOfJson(r.subscription), channel: channelOf(r) }));
+}
+
 /** The user's active subscriptions with their channels. */
-export const activeSubscriptionsOfUser = (db: Db, userId: number) =>
-  db.subscription.findMany({ where: { userId, active: true }, include: { channel: true } });
+export const activeSubscriptionsOfUser = (db: RawSql, userId: number) => subscriptionsWithChannels(db, userId, 'active');
 
 /** The user's former subscriptions (unsubscribed) to channels that are not archived, with their channels. */
-export const inactiveSubscriptionsOfUser = (db: Db, userId: number) =>
-  db.subscription.findMany({ where: { userId, active: false, channel: { isArchived: false } }, include: { channel: true } });
+export const inactiveSubscriptionsOfUser = (db: RawSql, userId: number) => subscriptionsWithChannels(db, userId, 'former');
 
 /** Colors each user already uses (active or not), to pick distinct ones for new subscriptions. */
 export async function usedColorsOfUsers(db: Db, userIds: number[]): Promise<Map<number, Set<string>>> {

@@ -1,5 +1,5 @@
 // System groups of an organization and users' direct memberships in them.
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
 import { databaseCache } from '../lib/process-caches.ts';
 
 export const SYSTEM_GROUP_NAMES = [
@@ -61,10 +61,10 @@ function systemGroupDescription(name: SystemGroupName): string {
  */
 const systemGroupCache = databaseCache<number, Record<SystemGroupName, number>>();
 
-export async function systemGroupIds(db: Db, realmId: number): Promise<Record<SystemGroupName, number>> {
+export async function systemGroupIds(db: RawSql, realmId: number): Promise<Record<SystemGroupName, number>> {
   const cached = systemGroupCache.get(realmId);
   if (cached) return cached;
-  const rows = await db.userGroup.findMany({ where: { realmId, isSystemGroup: true }, select: { id: true, name: true } });
+  const rows = await db.$queryRaw<Array<{ id: number; name: string }>>`SELECT id, name FROM user_group WHERE realm_id = ${realmId}::int AND is_system_group`;
   const ids = Object.fromEntries(rows.map((r) => [r.name, r.id])) as Record<SystemGroupName, number>;
   // Cache only a complete set (a realm being created inside an open transaction is not complete yet).
   if (rows.length === SYSTEM_GROUP_NAMES.length) systemGroupCache.set(realmId, ids);

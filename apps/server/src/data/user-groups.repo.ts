@@ -1,12 +1,13 @@
 // User groups, their direct members and subgroups, and the recursive membership queries. Effective
 // membership is always computed in the database (recursive CTEs), never by loading the organization.
-import type { Db } from './db.ts';
-import { Prisma } from './db.ts';
+import type { Db, RawSql } from './db.ts';
+import { Prisma, modelColumns } from './db.ts';
+import type { UserGroup } from './models.ts';
 
 export const findGroupById = (db: Db, realmId: number, id: number) => db.userGroup.findFirst({ where: { id, realmId } });
 
-export const findGroupsByIds = (db: Db, realmId: number, ids: number[]) =>
-  db.userGroup.findMany({ where: { realmId, id: { in: ids } } });
+export const findGroupsByIds = async (db: RawSql, realmId: number, ids: number[]): Promise<UserGroup[]> =>
+  db.$queryRaw<UserGroup[]>`SELECT ${modelColumns(Prisma.UserGroupScalarFieldEnum, 'g')} FROM user_group g WHERE g.realm_id = ${realmId}::int AND g.id = ANY(${ids}::int[])`;
 
 export async function findNamedGroupByName(db: Db, realmId: number, name: string) {
   // lower() = lower(), never Prisma's case-insensitive `equals` (an ILIKE: `_` and `%` would match other names).
@@ -31,7 +32,7 @@ export async function lockSubgroupGraph(db: Db, realmId: number): Promise<void> 
 }
 
 /** Every group the user belongs to, directly or through subgroups (one query). */
-export async function groupIdsContainingUser(db: Db, userId: number): Promise<Set<number>> {
+export async function groupIdsContainingUser(db: RawSql, userId: number): Promise<Set<number>> {
   const rows = await db.$queryRaw<{ id: number }[]>`
     WITH RECURSIVE containing(id) AS (
       SELECT group_id FROM user_group_member WHERE user_id = ${userId}
@@ -97,7 +98,7 @@ export async function directSubgroupIds(db: Db, groupId: number): Promise<number
 }
 
 /** Direct members and subgroups of many groups at once (for listings and anonymous setting values). */
-export async function membershipOfGroups(db: Db, groupIds: number[]): Promise<Map<number, { members: number[]; subgroups: number[] }>> {
+export async function membershipOfGroups(db: RawSql, groupIds: number[]): Promise<Map<number, { members: number[]; subgroups: number[] }>> {
   const result = new Map<number, { members: number[]; subgroups: number[] }>(groupIds.map((id) => [id, { members: [], subgroups: [] }]));
   if (groupIds.length === 0) return result;
   // One row per group with its lists (an organization's system groups hold every user: thousands of
@@ -159,8 +160,11 @@ export async function removeSubgroups(db: Db, groupId: number, subgroupIds: numb
 
 export const deleteGroup = (db: Db, id: number) => db.userGroup.delete({ where: { id } });
 
-export const listNamedGroups = (db: Db, realmId: number, includeDeactivated: boolean) =>
-  db.userGroup.findMany({ where: { realmId, name: { not: null }, ...(includeDeactivated ? {} : { deactivated: false }) }, orderBy: { id: 'asc' } });
+export const listNamedGroups = async (db: RawSql, realmId: number, includeDeactivated: boolean): Promise<UserGroup[]> =>
+  db.$queryRaw<UserGroup[]>`
+    SELECT ${modelColumns(Prisma.UserGroupScalarFieldEnum, 'g')} FROM user_group g
+    WHERE g.realm_id = ${realmId}::int AND g.name IS NOT NULL ${includeDeactivated ? Prisma.empty : Prisma.sql`AND NOT g.deactivated`}
+    ORDER BY g.id`;
 
 /** Supergroups (named, active) that directly contain the group. */
 export async function activeSupergroupIds(db: Db, groupId: number): Promise<number[]> {

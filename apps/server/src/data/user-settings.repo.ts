@@ -2,13 +2,15 @@
 // columns (name, time zone, password, pending address), failed-password counters, and the pending
 // e-mail changes (table `email_change`, keys stored as SHA-256).
 import type { UserSettings } from '@parley/db';
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
+import { Prisma, modelColumns } from './db.ts';
 
 export type UserSettingsRow = UserSettings;
 
 /** The user's settings row, or null when the account has none (read-only: POST /register). */
-export async function readSettingsRow(db: Db, userId: number): Promise<UserSettingsRow | null> {
-  return db.userSettings.findUnique({ where: { userId } });
+export async function readSettingsRow(db: RawSql, userId: number): Promise<UserSettingsRow | null> {
+  const [row] = await db.$queryRaw<UserSettingsRow[]>`SELECT ${modelColumns(Prisma.UserSettingsScalarFieldEnum, 's')} FROM user_settings s WHERE s.user_id = ${userId}::int`;
+  return row ?? null;
 }
 
 /** The user's settings row; one is created with the defaults when the user has none (accounts made behind Parley's back). */

@@ -1,7 +1,7 @@
 // Users' statuses (table `user_status`, Zulip's UserStatus): a row per user who ever set a status,
 // empty strings for what is unset. The deprecated "away" flag is not stored here: it is the opposite
 // of the user's `presence_enabled` setting (table user_settings), read alongside.
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
 
 /** A stored status and the owner's `presence_enabled` setting. */
 export interface UserStatusRow {
@@ -50,7 +50,7 @@ export async function findUserStatus(db: Db, userId: number): Promise<UserStatus
  * The rows of the organization's active users that hold something (a text, an emoji, or a user whose
  * presence_enabled is off), as Zulip's get_all_users_status_dict selects them; by user id.
  */
-export function userStatusesOfRealm(db: Db, realmId: number): Promise<UserStatusRow[]> {
+export async function userStatusesOfRealm(db: RawSql, realmId: number): Promise<UserStatusRow[]> {
   return db.$queryRaw<UserStatusRow[]>`
     SELECT s.user_id AS "userId", COALESCE(us.presence_enabled, TRUE) AS "presenceEnabled", s.status_text AS "statusText",
            s.emoji_name AS "emojiName", s.emoji_code AS "emojiCode", s.reaction_type AS "reactionType"

@@ -2,7 +2,7 @@
 // user muted, unmuted or followed; no row is the "inherit" policy. A topic is one per user and channel
 // whatever its letter case: `topic_key` is PostgreSQL's lower() of the name, set on every write, and
 // every reader compares lower(message topic) with it.
-import type { Db } from './db.ts';
+import type { Db, RawSql } from './db.ts';
 
 /** Zulip's UserTopic.VisibilityPolicy. */
 export const VisibilityPolicy = { INHERIT: 0, MUTED: 1, UNMUTED: 2, FOLLOWED: 3 } as const;
@@ -35,7 +35,7 @@ export async function setUserTopicPolicy(db: Db, q: { userId: number; channelId:
 }
 
 /** The user's policies in channels that are not archived, oldest change first (POST /register's user_topics). */
-export function userTopicsOfUser(db: Db, userId: number): Promise<UserTopicRow[]> {
+export async function userTopicsOfUser(db: RawSql, userId: number): Promise<UserTopicRow[]> {
   return db.$queryRaw<UserTopicRow[]>`
     SELECT t.channel_id AS "channelId", t.topic_name AS "topicName", t.visibility_policy AS "visibilityPolicy", t.last_updated AS "lastUpdated"
     FROM user_topic t JOIN channel c ON c.id = t.channel_id AND NOT c.is_archived
@@ -44,7 +44,7 @@ export function userTopicsOfUser(db: Db, userId: number): Promise<UserTopicRow[]
 }
 
 /** The user's muted topics in channels that are not archived, as the older `muted_topics` lists them. */
-export async function mutedTopicsOfUser(db: Db, userId: number): Promise<[string, string, number][]> {
+export async function mutedTopicsOfUser(db: RawSql, userId: number): Promise<[string, string, number][]> {
   const rows = await db.$queryRaw<{ name: string; topic: string; at: Date }[]>`
     SELECT c.name, t.topic_name AS topic, t.last_updated AS at
     FROM user_topic t JOIN channel c ON c.id = t.channel_id AND NOT c.is_archived

@@ -1,4 +1,5 @@
-import { Prisma, type Db } from './db.ts';
+import type { User } from './models.ts';
+import { Prisma, modelColumns, type Db, type RawSql } from './db.ts';
 
 /** The key's row with its user and the user's organization (one query per authenticated request). */
 export const findUserByApiKeyHash = (db: Db, lookupHash: string) =>
@@ -19,8 +20,11 @@ export async function findUserByDeliveryEmail(db: Db, realmId: number, email: st
 export const findUsersByIds = (db: Db, realmId: number, ids: number[]) =>
   db.user.findMany({ where: { realmId, id: { in: ids } }, orderBy: { id: 'asc' } });
 
-export const listUsers = (db: Db, realmId: number, ids?: number[]) =>
-  db.user.findMany({ where: { realmId, ...(ids ? { id: { in: ids } } : {}) }, orderBy: { id: 'asc' } });
+export const listUsers = async (db: RawSql, realmId: number, ids?: number[]): Promise<User[]> =>
+  db.$queryRaw<User[]>`
+    SELECT ${modelColumns(Prisma.UserScalarFieldEnum, 'u')} FROM "user" u
+    WHERE u.realm_id = ${realmId}::int ${ids ? Prisma.sql`AND u.id = ANY(${ids}::int[])` : Prisma.empty}
+    ORDER BY u.id`;
 
 /** Active accounts of the organization, its system bots aside (they are Parley's, not the organization's). */
 export const countActiveUsers = (db: Db, realmId: number) => db.user.count({ where: { realmId, isActive: true, systemBot: null } });
@@ -84,7 +88,7 @@ export type DirectoryUser = Awaited<ReturnType<typeof listUsers>>[number] & { em
  * Every user of the organization with their e-mail visibility, in one statement whatever the
  * organization's size (no list of ids to bind).
  */
-export async function listDirectoryUsers(db: Db, realmId: number, ids?: number[]): Promise<DirectoryUser[]> {
+export async function listDirectoryUsers(db: RawSql, realmId: number, ids?: number[]): Promise<DirectoryUser[]> {
   const [users, settings] = await Promise.all([
     listUsers(db, realmId, ids),
     db.$queryRaw<{ user_id: number; v: number }[]>`
@@ -101,7 +105,7 @@ export async function listDirectoryUsers(db: Db, realmId: number, ids?: number[]
  * their custom profile field values, as the statement's snapshot sees them. Equal versions, equal
  * objects: a cache keyed by it needs no invalidation.
  */
-export async function userObjectVersions(db: Db, realmId: number): Promise<Array<{ id: number; active: boolean; version: string }>> {
+export async function userObjectVersions(db: RawSql, realmId: number): Promise<Array<{ id: number; active: boolean; version: string }>> {
   return db.$queryRaw`
     SELECT u.id, u.is_active AS active, u.xmin::text || '/' || COALESCE(s.xmin::text, '') || '/' || COALESCE(p.v, '') AS version
     FROM "user" u

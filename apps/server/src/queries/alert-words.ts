@@ -1,7 +1,7 @@
 // GET /users/me/alert_words and the `alert_words` state of /register: the user's alert words as typed,
 // in the order they were added.
-import type { Db } from '../data/db.ts';
+import type { RawSql } from '../data/db.ts';
 import type { User } from '../data/models.ts';
 import { alertWordsOfUser } from '../data/alert-words.repo.ts';
 
-export const alertWordsOf = (db: Db, user: User): Promise<string[]> => alertWordsOfUser(db, user.id);
+export const alertWordsOf = (db: RawSql, user: User): Promise<string[]> => alertWordsOfUser(db, user.id);

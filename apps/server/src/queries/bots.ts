@@ -2,7 +2,7 @@
 // list of GET /bots. Both carry API keys: they go only to a bot's owner and the administrators (see
 // access/bots.ts).
 import type { Schema } from '@parley/api-types';
-import type { Db } from '../data/db.ts';
+import type { Db, RawSql } from '../data/db.ts';
 import type { User } from '../data/models.ts';
 import type { ApiKeyCipher } from '../security/secrets.ts';
 import { activeBotsOwnedBy, apiKeyCiphertextsOf, botDefaultsOf, botsVisibleInState, configsOfBots, servicesOfBots, type BotDefaults, type BotServiceRow } from '../data/bots.repo.ts';
@@ -20,7 +20,7 @@ export interface BotDetails {
 }
 
 /** The details of several bots, in a few queries. */
-export async function botDetailsOf(db: Db, cipher: ApiKeyCipher, bots: User[]): Promise<Map<number, BotDetails>> {
+export async function botDetailsOf(db: RawSql, cipher: ApiKeyCipher, bots: User[]): Promise<Map<number, BotDetails>> {
   const ids = bots.map((b) => b.id);
   const [defaults, services, configs, keys] = await Promise.all([botDefaultsOf(db, ids), servicesOfBots(db, ids), configsOfBots(db, ids), apiKeyCiphertextsOf(db, ids)]);
   const out = new Map<number, BotDetails>();
@@ -74,7 +74,7 @@ export function formatBot(bot: User, details: BotDetails, options: { forEvent: b
  * The `realm_bots` state of /register (Zulip's get_owned_bot_dicts): the bots the user owns,
  * deactivated ones included; every bot of the organization for administrators.
  */
-export async function realmBotsState(db: Db, cipher: ApiKeyCipher, user: User): Promise<Schema<'Bot'>[]> {
+export async function realmBotsState(db: RawSql, cipher: ApiKeyCipher, user: User): Promise<Schema<'Bot'>[]> {
   const bots = await botsVisibleInState(db, user.realmId, seesEveryBot(user) ? { all: true } : { ownerId: user.id });
   const details = await botDetailsOf(db, cipher, bots);
   return bots.map((bot) => formatBot(bot, details.get(bot.id)!, { forEvent: false }));

@@ -2,7 +2,7 @@
 // events, which the actions build with the same functions), and the channel reads of the API. Each read
 // checks the caller's access through access/channels.ts; nothing here writes.
 import type { Schema } from '@parley/api-types';
-import type { Db } from '../data/db.ts';
+import type { Db, RawSql } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import { channelDisplayFacts, listChannelsOfRealm, type ChannelFacts, type ChannelFactsRequest } from '../data/channels.repo.ts';
 import {
@@ -12,6 +12,7 @@ import {
   subscribedChannelIds,
   subscriberIds,
   subscriberIdsOfChannels,
+  type SubscriptionWithChannel,
 } from '../data/subscriptions.repo.ts';
 import { systemGroupIds } from '../data/system-groups.repo.ts';
 import { accessChannelById, accessChannelByName, hasContentAccess, hasMetadataAccess, loadChannelViewer, type PermissionSubject } from '../access/channels.ts';
@@ -41,12 +42,12 @@ export function channelFactsRequest(channels: Channel[], options: { withSubscrib
  * Everything formatChannel needs beyond the rows, for many channels in one statement (plus the system
  * groups, cached per organization); with `withSubscribers`, each channel's subscriber ids too.
  */
-export async function loadChannelDisplayData(db: Db, realmId: number, channels: Channel[], options: { withSubscribers?: boolean } = {}): Promise<ChannelDisplayData> {
+export async function loadChannelDisplayData(db: RawSql, realmId: number, channels: Channel[], options: { withSubscribers?: boolean } = {}): Promise<ChannelDisplayData> {
   return channelDisplayData(db, realmId, channels, await channelDisplayFacts(db, realmId, channelFactsRequest(channels, options)));
 }
 
 /** The display data of channels from facts already read (see channelFactsRequest). */
-export async function channelDisplayData(db: Db, realmId: number, channels: Channel[], facts: ChannelFacts): Promise<ChannelDisplayData> {
+export async function channelDisplayData(db: RawSql, realmId: number, channels: Channel[], facts: ChannelFacts): Promise<ChannelDisplayData> {
   const since = new Date(Date.now() - RECENT_ACTIVITY_DAYS * 86_400_000);
   const groupValues = new Map<number, Schema<'GroupSettingValue'>>();
   for (const [id, value] of facts.groups) groupValues.set(id, value ? { direct_members: value.members, direct_subgroups: value.subgroups } : id);
@@ -67,12 +68,12 @@ export async function channelDisplayData(db: Db, realmId: number, channels: Chan
  * The display data of `channels`: from `known` (facts read once for many channels, e.g. every channel
  * of the organization for one /register) when it covers them all, else read now.
  */
-async function displayDataOf(db: Db, realmId: number, channels: Channel[], known: ChannelFacts | undefined): Promise<ChannelDisplayData> {
+async function displayDataOf(db: RawSql, realmId: number, channels: Channel[], known: ChannelFacts | undefined): Promise<ChannelDisplayData> {
   if (known && channels.every((c) => known.subscriberCount.has(c.id))) return channelDisplayData(db, realmId, channels, known);
   return loadChannelDisplayData(db, realmId, channels);
 }
 
-export async function presentChannels(db: Db, realmId: number, channels: Channel[], options: { includeDefault?: boolean; known?: ChannelFacts } = {}): Promise<Schema<'Channel'>[]> {
+export async function presentChannels(db: RawSql, realmId: number, channels: Channel[], options: { includeDefault?: boolean; known?: ChannelFacts } = {}): Promise<Schema<'Channel'>[]> {
   const data = await displayDataOf(db, realmId, channels, options.known);
   return channels.map((c) => formatChannel(c, data, options));
 }
@@ -149,7 +150,7 @@ type SubscriberLists = { subscribers?: number[]; partial_subscribers?: number[] 
  * A channel whose subscribers the viewer may not know (`visible` false) gets an empty list, as in
  * Zulip's bulk_get_subscriber_user_ids; its subscribers are never read.
  */
-async function subscriberLists(db: Db, channels: Channel[], includeSubscribers: IncludeSubscribers, visible: (channel: Channel) => boolean): Promise<Map<number, SubscriberLists>> {
+async function subscriberLists(db: RawSql, channels: Channel[], includeSubscribers: IncludeSubscribers, visible: (channel: Channel) => boolean): Promise<Map<number, SubscriberLists>> {
   const out = new Map<number, SubscriberLists>();
   if (includeSubscribers === 'false') return out;
   const ids = channels.filter(visible).map((c) => c.id);
@@ -164,9 +165,15 @@ async function subscriberLists(db: Db, channels: Channel[], includeSubscribers: 
   return out;
 }
 
-type SubscriptionRow = Awaited<ReturnType<typeof activeSubscriptionsOfUser>>[number];
+type SubscriptionRow = SubscriptionWithChannel;
 
-async function formatSubscriptions(db: Db, realm: Realm, rows: SubscriptionRow[], lists: Map<number, SubscriberLists>, known?: ChannelFacts): Promise<Schema<'Subscription'>[]> {
+/** What POST /register has read already, in its snapshot: the channels' facts, the subscription rows wanted. */
+interface AlreadyRead {
+  known?: ChannelFacts;
+  rows?: SubscriptionRow[];
+}
+
+async function formatSubscriptions(db: RawSql, realm: Realm, rows: SubscriptionRow[], lists: Map<number, SubscriberLists>, known?: ChannelFacts): Promise<Schema<'Subscription'>[]> {
   const data = await displayDataOf(db, realm.id, rows.map((r) => r.channel), known);
   return rows.map((row) => formatSubscription(row.channel, row, data, lists.get(row.channelId))).sort(byChannelName);
 }
@@ -176,10 +183,10 @@ async function formatSubscriptions(db: Db, realm: Realm, rows: SubscriptionRow[]
  * with subscriber lists as asked, sorted by name. A subscriber may always know a channel's
  * subscribers (canSeeSubscribers answers yes to anyone subscribed), so no group is read here.
  */
-export async function subscriptionsOfUser(db: Db, realm: Realm, user: User, includeSubscribers: IncludeSubscribers, known?: ChannelFacts): Promise<Schema<'Subscription'>[]> {
-  const rows = await activeSubscriptionsOfUser(db, user.id);
+export async function subscriptionsOfUser(db: RawSql, realm: Realm, user: User, includeSubscribers: IncludeSubscribers, read: AlreadyRead = {}): Promise<Schema<'Subscription'>[]> {
+  const rows = read.rows ?? (await activeSubscriptionsOfUser(db, user.id));
   const lists = await subscriberLists(db, rows.map((r) => r.channel), includeSubscribers, () => true);
-  return formatSubscriptions(db, realm, rows, lists, known);
+  return formatSubscriptions(db, realm, rows, lists, read.known);
 }
 
 /**
@@ -187,10 +194,10 @@ export async function subscriptionsOfUser(db: Db, realm: Realm, user: User, incl
  * still see (canSeeFormerSubscription), with their subscription settings and the subscriber lists
  * they may know, sorted by name.
  */
-export async function formerSubscriptionsOfUser(db: Db, realm: Realm, viewer: PermissionSubject, includeSubscribers: IncludeSubscribers, known?: ChannelFacts): Promise<Schema<'Subscription'>[]> {
-  const rows = (await inactiveSubscriptionsOfUser(db, viewer.user.id)).filter((r) => canSeeFormerSubscription(viewer, r.channel));
+export async function formerSubscriptionsOfUser(db: RawSql, realm: Realm, viewer: PermissionSubject, includeSubscribers: IncludeSubscribers, read: AlreadyRead = {}): Promise<Schema<'Subscription'>[]> {
+  const rows = (read.rows ?? (await inactiveSubscriptionsOfUser(db, viewer.user.id))).filter((r) => canSeeFormerSubscription(viewer, r.channel));
   const lists = await subscriberLists(db, rows.map((r) => r.channel), includeSubscribers, (c) => canSeeSubscribers(viewer, c, false));
-  return formatSubscriptions(db, realm, rows, lists, known);
+  return formatSubscriptions(db, realm, rows, lists, read.known);
 }
 
 /**
@@ -199,7 +206,7 @@ export async function formerSubscriptionsOfUser(db: Db, realm: Realm, viewer: Pe
  * with the subscriber lists they may know, sorted by name.
  */
 export async function neverSubscribedChannels(
-  db: Db,
+  db: RawSql,
   realm: Realm,
   viewer: PermissionSubject,
   channels: Channel[],

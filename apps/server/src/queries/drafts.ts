@@ -1,7 +1,7 @@
 // Read model of the user's drafts: GET /drafts, the `drafts` state of /register, and the draft
 // objects carried by `drafts` events.
 import type { Schema } from '@parley/api-types';
-import type { Db } from '../data/db.ts';
+import type { Db, RawSql } from '../data/db.ts';
 import type { User } from '../data/models.ts';
 import { draftsSynchronizationEnabled, listDraftsOfUser, type DraftRow } from '../data/drafts.repo.ts';
 import { checkDraftsSynchronization } from '../access/drafts.ts';
@@ -30,7 +30,7 @@ export async function listDrafts(db: Db, user: User): Promise<{ count: number; d
  * The `drafts` state of /register: the newest drafts first, at most MAX_DRAFTS_IN_REGISTER_RESPONSE.
  * Empty when the user turned synchronization off (Zulip deletes the stored drafts then).
  */
-export async function draftsState(db: Db, user: User): Promise<Schema<'Draft'>[]> {
+export async function draftsState(db: RawSql, user: User): Promise<Schema<'Draft'>[]> {
   if (!(await draftsSynchronizationEnabled(db, user.id))) return [];
   return (await listDraftsOfUser(db, user.id, 'desc', MAX_DRAFTS_IN_REGISTER_RESPONSE)).map(formatDraft);
 }

@@ -1,7 +1,7 @@
 // Per-user message state: the message-derived pieces of /register (unread_msgs and
 // recent_private_conversations), and the range of the user's messages a flag update for a narrow
 // covers (POST /messages/flags/narrow).
-import type { Db } from '../data/db.ts';
+import type { Db, RawSql } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import { recentDirectConversationsOfUser, unreadGroupsOfUser } from '../data/message-state.repo.ts';
 import { fetchPageIds, type MessageScope } from '../data/message-fetch.repo.ts';
@@ -22,7 +22,7 @@ const MENTION_BITS = MESSAGE_FLAG_BITS.mentioned | MESSAGE_FLAG_BITS.stream_wild
  * from the user's rows: the caller has caught up their deferred rows in the same snapshot
  * (actions/event-queues.ts doRegisterQueue).
  */
-export async function unreadMessagesState(db: Db, _realm: Realm, user: User) {
+export async function unreadMessagesState(db: RawSql, _realm: Realm, user: User) {
   const groups = await unreadGroupsOfUser(db, user.id, MAX_UNREAD_MESSAGES, MENTION_BITS);
   groups.sort((a, b) => a.first_id - b.first_id);
   const streams = new Map<string, { stream_id: number; topic: string; unread_message_ids: number[] }>();
@@ -51,7 +51,7 @@ export async function unreadMessagesState(db: Db, _realm: Realm, user: User) {
   return { count, pms, streams: [...streams.values()], huddles, mentions, old_unreads_missing: groups[0]?.missing ?? false };
 }
 
-export async function recentDirectConversations(db: Db, userId: number) {
+export async function recentDirectConversations(db: RawSql, userId: number) {
   const rows = await recentDirectConversationsOfUser(db, userId, 1_000);
   return rows.map((r) => ({
     user_ids: r.direct_user_ids.filter((id) => id !== userId),

@@ -12,7 +12,7 @@
 // user again. Every read first waits for the listener's barrier, so it has heard of every write
 // committed before it (a report written on another process is seen here once written). While the
 // listener is down (notifications may be missed) every read fetches everything.
-import type { Db } from '../data/db.ts';
+import type { Db, RawSql } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import type { DatabaseListener } from '../events/listener.ts';
 import { PRESENCE_CHANNEL, presenceRowOfUser, presenceRowsForState, presenceRowsOfRealm, presenceSubjectById, type PresenceRow } from '../data/presence.repo.ts';
@@ -311,7 +311,7 @@ export function presenceCopies(listener: DatabaseListener): PresenceCopies {
  * register's snapshot (Zulip's fetch_initial_state_data: no `last_update_id` from the client, so the
  * last `history_limit_days` days, 14 by default).
  */
-export async function presenceState(db: Db, realm: Realm, options: { format: PresenceFormat; historyDays: number | null; disabled: boolean }): Promise<Record<string, unknown>> {
+export async function presenceState(db: RawSql, realm: Realm, options: { format: PresenceFormat; historyDays: number | null; disabled: boolean }): Promise<Record<string, unknown>> {
   const nowMs = Date.now();
   const query: PresenceQuery = { format: options.format, afterUpdateId: null, historyDays: options.historyDays, disabled: options.disabled };
   if (options.disabled || options.historyDays === 0) return { presences: {}, presence_last_update_id: -1, server_timestamp: nowMs / 1000 };

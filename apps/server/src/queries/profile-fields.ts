@@ -1,6 +1,6 @@
 // Read model of the organization's custom profile fields (GET /realm/profile_fields, /register).
 import type { Schema } from '@parley/api-types';
-import type { Db } from '../data/db.ts';
+import type { RawSql } from '../data/db.ts';
 import type { CustomProfileField, Realm } from '../data/models.ts';
 import { listProfileFields } from '../data/profile-fields.repo.ts';
 import { formatProfileField } from '../lib/profile-fields.ts';
@@ -11,6 +11,6 @@ export const presentProfileField = (field: CustomProfileField): Schema<'CustomPr
   type: field.fieldType as Schema<'CustomProfileFieldType'>,
 });
 
-export async function customProfileFields(db: Db, realm: Realm): Promise<Schema<'CustomProfileField'>[]> {
+export async function customProfileFields(db: RawSql, realm: Realm): Promise<Schema<'CustomProfileField'>[]> {
   return (await listProfileFields(db, realm.id)).map(presentProfileField);
 }

@@ -2,7 +2,7 @@
 // as `realm_<name>`, the values derived from them that Zulip adds (legacy policy numbers, the video
 // providers and GIPHY ratings clients offer, `jitsi_server_url`), and the defaults of new users'
 // settings (`realm_user_settings_defaults`).
-import type { Db } from '../data/db.ts';
+import type { RawSql } from '../data/db.ts';
 import type { Realm } from '../data/models.ts';
 import { readUserDefaults } from '../data/realm-settings.repo.ts';
 import { systemGroupIds, type SystemGroupName } from '../data/system-groups.repo.ts';
@@ -40,7 +40,7 @@ function legacyPolicy(groupName: SystemGroupName | undefined, valid: readonly nu
 }
 
 /** The `realm_*` keys of the `realm` state that come from the organization's settings. */
-export async function realmSettingsState(db: Db, realm: Realm): Promise<Record<string, unknown>> {
+export async function realmSettingsState(db: RawSql, realm: Realm): Promise<Record<string, unknown>> {
   const state: Record<string, unknown> = {};
   for (const setting of REALM_SETTINGS) state[`realm_${setting.name}`] = apiValue(setting, storedValue(setting, realm));
   const groups = await systemGroupIds(db, realm.id);
@@ -76,6 +76,6 @@ export async function realmSettingsState(db: Db, realm: Realm): Promise<Record<s
 }
 
 /** `realm_user_settings_defaults` of POST /register. */
-export async function realmUserDefaultsState(db: Db, realm: Realm): Promise<Record<string, unknown>> {
+export async function realmUserDefaultsState(db: RawSql, realm: Realm): Promise<Record<string, unknown>> {
   return userDefaultsState(await readUserDefaults(db, realm.id));
 }

@@ -7,7 +7,7 @@
 // holds, with no invalidation to wait for (unlike the GET /users directory, which may answer from
 // before a change it has not heard of yet, registration must match its queue's first event).
 import type { Schema } from '@parley/api-types';
-import type { Db } from '../data/db.ts';
+import type { RawSql } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
 import { listDirectoryUsers, userObjectVersions, type DirectoryUser } from '../data/users.repo.ts';
 import { profileValuesOfRealm, profileValuesOfUsers } from '../data/profile-fields.repo.ts';
@@ -41,7 +41,7 @@ export interface RealmUsersState {
   me: Schema<'User'>;
 }
 
-export async function realmUsersState(db: Db, realm: Realm, viewer: User, options: { clientGravatar: boolean }): Promise<RealmUsersState> {
+export async function realmUsersState(db: RawSql, realm: Realm, viewer: User, options: { clientGravatar: boolean }): Promise<RealmUsersState> {
   const key = `${realm.id}|${realm.url}|${viewer.role}|${options.clientGravatar}`;
   let objects = kept.get(key);
   if (!objects) {
@@ -90,7 +90,7 @@ function staleIds(objects: Map<number, Kept>, versions: Array<{ id: number; vers
 
 /** Reads and formats the users `jsonOf` lacks (`stale`, or every user when null), keeps them, and answers. */
 async function formatStale(
-  db: Db,
+  db: RawSql,
   realm: Realm,
   viewer: User,
   options: { clientGravatar: boolean },

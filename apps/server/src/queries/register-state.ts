@@ -3,9 +3,10 @@
 // handle it is given, which is the register transaction's snapshot, so the state and the queue's
 // starting event id describe the same moment.
 import { realmImagesState } from '../lib/realm-images.ts';
-import type { Db } from '../data/db.ts';
+import type { RawSql } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
-import { subscriptionStatesOfUser, maxMessageIdOfUser, stateSourcesPresent, type StateSource } from '../data/register-state.repo.ts';
+import { subscriptionsWithChannels } from '../data/subscriptions.repo.ts';
+import { maxMessageIdOfUser, stateSourcesPresent, type StateSource } from '../data/register-state.repo.ts';
 import { readSettingsRow } from '../data/user-settings.repo.ts';
 import { defaultSettingsRow, legacySettingsState, userSettingsState } from '../lib/user-settings.ts';
 import { listChannelsOfRealm, defaultChannelIds, channelDisplayFacts } from '../data/channels.repo.ts';
@@ -73,7 +74,7 @@ export interface RegisterOptions {
 }
 
 interface StateContext {
-  db: Db;
+  db: RawSql;
   realm: Realm;
   user: User;
   options: RegisterOptions;
@@ -82,15 +83,18 @@ interface StateContext {
 }
 
 /** Each read runs on first use, then every contributor gets the same answer. */
-function sharedReads(db: Db, realm: Realm, user: User) {
+function sharedReads(db: RawSql, realm: Realm, user: User) {
   const once = <T>(read: () => Promise<T>) => {
     let value: Promise<T> | null = null;
     return () => (value ??= read());
   };
   const channels = once(() => listChannelsOfRealm(db, realm.id, { excludeArchived: true }));
+  // Every subscription row of the user (active or not) with its channel, in one statement.
+  const subscriptionRows = once(() => subscriptionsWithChannels(db, user.id, 'all'));
   return {
     viewer: once(() => loadChannelViewer(db, user)),
-    subscriptionStates: once(() => subscriptionStatesOfUser(db, user.id)),
+    subscriptionRows,
+    subscriptionStates: once(async () => new Map((await subscriptionRows()).map((r) => [r.channelId, r.active]))),
     channels,
     // The display facts (subscriber counts, first messages, setting groups) of every channel above,
     // read once for the channel kinds of state.
@@ -263,9 +267,13 @@ const CONTRIBUTORS: StateContributor[] = [
     async read({ db, realm, user, options, shared }) {
       const subject = await shared.viewer();
       const known = await shared.channelFacts();
+      const rows = await shared.subscriptionRows();
       return {
-        subscriptions: await subscriptionsOfUser(db, realm, user, options.includeSubscribers, known),
-        unsubscribed: await formerSubscriptionsOfUser(db, realm, subject, options.includeSubscribers, known),
+        subscriptions: await subscriptionsOfUser(db, realm, user, options.includeSubscribers, { known, rows: rows.filter((r) => r.active) }),
+        unsubscribed: await formerSubscriptionsOfUser(db, realm, subject, options.includeSubscribers, {
+          known,
+          rows: rows.filter((r) => !r.active && !r.channel.isArchived),
+        }),
         never_subscribed: await neverSubscribedChannels(db, realm, subject, await shared.channels(), await shared.subscriptionStates(), options.includeSubscribers, known),
       };
     },
@@ -449,7 +457,7 @@ const CONTRIBUTORS: StateContributor[] = [
 export const STATE_KINDS: readonly string[] = [...new Set(CONTRIBUTORS.flatMap((c) => c.kinds))];
 
 /** The state for the requested kinds (every kind when null), read with `db` (one snapshot). */
-export async function readRegisterState(db: Db, realm: Realm, user: User, kinds: readonly string[] | null, options: RegisterOptions): Promise<Record<string, unknown>> {
+export async function readRegisterState(db: RawSql, realm: Realm, user: User, kinds: readonly string[] | null, options: RegisterOptions): Promise<Record<string, unknown>> {
   const wanted = kinds ? new Set(kinds) : null;
   const ctx: StateContext = { db, realm, user, options, shared: sharedReads(db, realm, user) };
   const state: Record<string, unknown> = {};

@@ -2,7 +2,7 @@
 // API (guests and bots are refused, as Zulip's require_member_or_admin does), and /register's groups
 // (for everyone: Zulip's fetch_initial_state_data sends them to guests and bots too).
 import type { Schema } from '@parley/api-types';
-import type { Db } from '../data/db.ts';
+import type { Db, RawSql } from '../data/db.ts';
 import type { Realm, User, UserGroup } from '../data/models.ts';
 import { directMemberIds, directSubgroupIds, isUserInGroup, listNamedGroups, membershipOfGroups, recursiveMemberIds, recursiveSubgroupIds } from '../data/user-groups.repo.ts';
 import { accessUserGroup } from '../access/user-groups.ts';
@@ -15,7 +15,7 @@ import { formatGroupSettingValues } from './group-settings.ts';
 const GROUP_SETTINGS = settingsOf('user_group');
 
 /** The UserGroup objects of the API, in one batch of queries. */
-export async function formatUserGroups(db: Db, realmId: number, groups: UserGroup[]): Promise<Schema<'UserGroup'>[]> {
+export async function formatUserGroups(db: RawSql, realmId: number, groups: UserGroup[]): Promise<Schema<'UserGroup'>[]> {
   const ids = groups.map((g) => g.id);
   const membership = await membershipOfGroups(db, ids);
   const settingGroupIds = groups.flatMap((g) => GROUP_SETTINGS.map((s) => g[s.column]!));
@@ -43,7 +43,7 @@ export async function formatUserGroups(db: Db, realmId: number, groups: UserGrou
 }
 
 /** The organization's named groups (deactivated ones only when asked): /register's realm_user_groups, for every user. */
-export async function userGroupsOfRealm(db: Db, realm: Realm, options: { includeDeactivated: boolean }): Promise<Schema<'UserGroup'>[]> {
+export async function userGroupsOfRealm(db: RawSql, realm: Realm, options: { includeDeactivated: boolean }): Promise<Schema<'UserGroup'>[]> {
   return formatUserGroups(db, realm.id, await listNamedGroups(db, realm.id, options.includeDeactivated));
 }
 
