@@ -1,8 +1,7 @@
 // POST /register, GET /events, DELETE /events.
 import { randomUUID } from 'node:crypto';
 import type { AppDeps } from '../deps.ts';
-import { inTransaction } from '../data/transactions.ts';
-import { Prisma } from '../data/db.ts';
+import { inSqlTransaction } from '../data/pg-transactions.ts';
 import type { Realm, User } from '../data/models.ts';
 import { createEventQueue, deleteEventQueue } from '../data/event-queues.repo.ts';
 import { newestEventId } from '../data/event-queues.repo.ts';
@@ -13,6 +12,8 @@ import { readRegisterState, type RegisterOptions } from '../queries/register-sta
 import { FEATURE_LEVEL, MERGE_BASE, ZULIP_VERSION } from '../version.ts';
 import { catchUpDeferredRows } from './deferred-rows.ts';
 import { SLIM_PRESENCE_QUEUE_FLAG } from '../lib/presence.ts';
+import { RawJson } from '../lib/raw-json.ts';
+import type { PollConnection } from '../events/delivery.ts';
 
 /** Queues not polled for this long expire, unless the client asked for longer (Zulip's default). */
 export const DEFAULT_QUEUE_LIFESPAN_SECS = 600;
@@ -59,7 +60,7 @@ export async function doRegisterQueue(deps: AppDeps, realm: Realm, user: User, r
   deps.delivery.watch(realm.id);
   // One snapshot: the queue starts at the newest event the state already includes, so no event between
   // the state and the first poll is lost, and none is delivered that the state already holds.
-  return inTransaction(
+  return inSqlTransaction(
     deps.db,
     async (tx) => {
       const lastEventId = await newestEventId(tx, realm.id);
@@ -89,7 +90,7 @@ export async function doRegisterQueue(deps: AppDeps, realm: Realm, user: User, r
         ...state,
       };
     },
-    { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead },
+    { repeatableRead: true },
   );
 }
 
@@ -103,12 +104,20 @@ export interface PollRequest {
   queueId: string;
   lastEventId: number | undefined;
   dontBlock: boolean;
-  signal: AbortSignal;
+  /** The client's connection: a poll whose client went away is answered (to nobody) at once. */
+  connection: PollConnection;
   /** Called once the poll is about to wait (so it stops counting as work under way). */
   onWait(): void;
 }
 
-export async function doGetEvents(deps: AppDeps, user: User, request: PollRequest): Promise<{ events: Record<string, unknown>[]; queue_id: string }> {
+export interface PollResult {
+  /** The answer's data; its events already serialised (RawJson) when delivery had them so. */
+  data: { events: Record<string, unknown>[] | RawJson; queue_id: string };
+  /** How many events it carries. */
+  count: number;
+}
+
+export async function doGetEvents(deps: AppDeps, user: User, request: PollRequest): Promise<PollResult> {
   // Recorded in memory and written in batches (events/queue-cache.ts): a poll writes nothing itself.
   const opened = await deps.delivery.queues.open(request.queueId, user.id, request.lastEventId ?? null);
   if (!opened) throw new BadEventQueueIdError(request.queueId);
@@ -117,11 +126,13 @@ export async function doGetEvents(deps: AppDeps, user: User, request: PollReques
   // (the acknowledged id, never moving backwards; registration's newest id at first), as Zulip's queues do.
   const { queue, after } = opened;
   if (!request.dontBlock) request.onWait();
-  const answer = await deps.delivery.poll(queue, after, { dontBlock: request.dontBlock, signal: request.signal });
+  const answer = await deps.delivery.poll(queue, after, { dontBlock: request.dontBlock, connection: request.connection });
   // Ended under the poll (owner deactivated, or an all_public_streams queue's owner became a guest): the
   // queue was deleted with that change.
   if (answer.ended && answer.events.length === 0) throw new BadEventQueueIdError(request.queueId);
-  return { events: answer.events, queue_id: queue.id };
+  // The texts delivery shared between queues of the same form go out as they are (http/respond.ts).
+  const events = answer.json !== undefined && answer.json.length === answer.events.length ? new RawJson(`[${answer.json.join(',')}]`) : answer.events;
+  return { data: { events, queue_id: queue.id }, count: answer.events.length };
 }
 
 export async function doDeleteQueue(deps: AppDeps, user: User, queueId: string): Promise<void> {

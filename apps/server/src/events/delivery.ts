@@ -17,6 +17,7 @@ import { EPHEMERAL_CHANNEL, EVENTS_CHANNEL } from './bus.ts';
 import type { DatabaseListener } from './listener.ts';
 import { eventEndsQueue } from '../access/event-queues.ts';
 import { presentEvents, type DeliverableEvent } from './present.ts';
+import { serialisedForms, type EventForms } from './present-forms.ts';
 import { createQueueCache, type QueueCache } from './queue-cache.ts';
 
 export interface DeliveryOptions {
@@ -47,16 +48,31 @@ export type PolledQueue = Pick<EventQueueRow, 'id' | 'realmId' | 'userId' | 'eve
  */
 export interface PollAnswer {
   events: Record<string, unknown>[];
+  /**
+   * The same events as JSON texts, when they came from the buffer: texts shared by every queue that
+   * receives an event in the same form (events/present-forms.ts), written into the answer as they are.
+   */
+  json?: string[];
   ended: boolean;
+}
+
+/**
+ * The client's side of a poll: whether it went away, and a way to hear when it does (`onGone` returns
+ * the function that stops listening). Cheaper than an AbortSignal, which a parked poll would make and
+ * listen to on every request.
+ */
+export interface PollConnection {
+  readonly gone: boolean;
+  onGone(listener: () => void): () => void;
 }
 
 export interface EventDelivery {
   /**
    * The events for `queue` after `after`, adapted to it; waits (unless `dontBlock`) until there is one,
-   * answering a heartbeat after a while, or until `signal` aborts (the client went away) or the
+   * answering a heartbeat after a while, or until the client goes away (`connection`) or the
    * process stops.
    */
-  poll(queue: PolledQueue, after: number, options: { dontBlock: boolean; signal?: AbortSignal }): Promise<PollAnswer>;
+  poll(queue: PolledQueue, after: number, options: { dontBlock: boolean; connection?: PollConnection }): Promise<PollAnswer>;
   /**
    * Starts following the organization's events in this process (done at /register, so that ephemeral
    * events sent before the client's first poll are kept for it).
@@ -74,6 +90,8 @@ export interface EventDelivery {
 
 interface BufferedEvent extends DeliverableEvent {
   at: number;
+  /** Its serialised forms, made as polls take it (events/present-forms.ts). */
+  forms?: EventForms;
 }
 
 interface ParkedPoll {
@@ -189,13 +207,19 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
   /** Events of the buffer after `after` for this queue, adapted (oldest first, at most batchLimit). */
   function collect(tail: Tail, queue: PolledQueue, after: number): PollAnswer {
     const out: Record<string, unknown>[] = [];
+    const json: string[] = [];
     let i = firstAfter(tail.buffer, after);
     for (; i < tail.buffer.length && out.length < options.batchLimit; i++) {
       const event = tail.buffer[i]!;
-      if (eventEndsQueue(event, queue)) return { events: out, ended: true };
-      out.push(...presentEvents(event, queue));
+      if (eventEndsQueue(event, queue)) return { events: out, json, ended: true };
+      // Whether the event is for this queue, and in what form, is decided here for every queue; only
+      // the serialisation of that form is shared.
+      const presented = presentEvents(event, queue);
+      if (presented.length === 0) continue;
+      out.push(...presented);
+      json.push(...serialisedForms((event.forms ??= new Map()), event, queue, presented));
     }
-    return { events: out, ended: false };
+    return { events: out, json, ended: false };
   }
 
   function firstAfter(buffer: BufferedEvent[], after: number): number {
@@ -295,7 +319,7 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
     watch(realmId) {
       if (!closed) tailFor(realmId);
     },
-    async poll(queue, requestedAfter, { dontBlock, signal }) {
+    async poll(queue, requestedAfter, { dontBlock, connection }) {
       if (closed) return { events: [heartbeat(requestedAfter)], ended: false };
       const tail = tailFor(queue.realmId);
       await tail.ready;
@@ -341,7 +365,7 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
           if (!answer.events.length) after = Math.max(cursor, Math.min(tail.start, newestId));
         }
       }
-      if (answer.events.length || answer.ended || dontBlock || signal?.aborted) return answer;
+      if (answer.events.length || answer.ended || dontBlock || connection?.gone) return answer;
       if (closed) return { events: [heartbeat(after)], ended: false };
 
       // Park until a fetch brings something, a heartbeat is due, the client leaves, or we stop.
@@ -353,15 +377,19 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
             if (!tail.polls.delete(poll)) return;
             parkedCount--;
             clearTimeout(timer);
-            signal?.removeEventListener('abort', onAbort);
+            stopListening?.();
             tail.lastUsed = Date.now();
             resolve(result);
           },
         };
-        const onAbort = () => poll.done({ events: [], ended: false });
-        const timer = setTimeout(() => poll.done({ events: [heartbeat(after)], ended: false }), options.heartbeatMs + Math.random() * options.heartbeatJitterMs);
+        // The jitter in ten steps (at most a second each): Node keeps one timer list per distinct delay, so
+        // a thousand polls parked at once share ten lists instead of making (and, once answered, removing)
+        // one each.
+        const jitterMs = Math.floor(Math.random() * 10) * Math.min(1000, options.heartbeatJitterMs / 10);
+        const timer = setTimeout(() => poll.done({ events: [heartbeat(after)], ended: false }), options.heartbeatMs + jitterMs);
         timer.unref();
-        signal?.addEventListener('abort', onAbort, { once: true });
+        // (never called at once: the connection was not gone above, and it tells of going away by an event)
+        const stopListening = connection?.onGone(() => poll.done({ events: [], ended: false }));
         tail.polls.add(poll);
         parkedCount++;
       });

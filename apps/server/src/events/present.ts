@@ -37,7 +37,14 @@ const SERVER_ONLY_FIELDS = new Set(['for_unarchiving', 'for_archiving']);
 
 type Queue = Pick<EventQueueRow, 'id' | 'userId' | 'eventTypes' | 'allPublicStreams' | 'applyMarkdown' | 'narrow' | 'clientCapabilities' | 'createdAtMs' | 'clientGravatar'>;
 
-/** The event as this queue receives it, or null when it is not for this queue. */
+/**
+ * The event as this queue receives it, or null when it is not for this queue.
+ *
+ * Queues with the same formKey (events/present-forms.ts) share the JSON of what this gives them: the
+ * output may depend on the queue only through that key (apply_markdown, client_gravatar, the client
+ * capabilities, the recipient's flags, being the sender's queue); anything else of the queue may only
+ * decide whether the event is for it. Extend the key along with any new dependency.
+ */
 export function presentEvent(event: DeliverableEvent, queue: Queue): Record<string, unknown> | null {
   if (queue.eventTypes && !queue.eventTypes.includes(event.type)) return null;
   // A stored event's id tells whether the queue's state includes it; an ephemeral one's time does.

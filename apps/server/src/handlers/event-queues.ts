@@ -21,16 +21,17 @@ export const registerQueue: Handler<'register-queue'> = async ({ params, realm, 
   return state as SuccessData<'register-queue'>;
 };
 
-export const getEvents: Handler<'get-events'> = async ({ params, user, deps, signal, detachFromAdmission }) => {
+export const getEvents: Handler<'get-events'> = async ({ params, user, deps, connection, detachFromAdmission }) => {
   const answer = await doGetEvents(deps, user, {
     queueId: params.queue_id,
     lastEventId: params.last_event_id,
     dontBlock: params.dont_block ?? false,
-    signal,
+    connection,
     onWait: detachFromAdmission,
   });
-  countEventsDelivered(answer.events.length);
-  return answer as SuccessData<'get-events'>;
+  countEventsDelivered(answer.count);
+  // (events may be RawJson: text the envelope writes as it is, parsed back where responses are validated)
+  return answer.data as unknown as SuccessData<'get-events'>;
 };
 
 export const deleteQueue: Handler<'delete-queue'> = async ({ params, user, deps }) => {

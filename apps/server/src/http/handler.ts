@@ -3,6 +3,7 @@ import type { AppDeps } from '../deps.ts';
 import type { Realm, User } from '../data/models.ts';
 import type { CachedTableWrites } from '../data/cached-tables.ts';
 import type { BodyFile, StreamedMultipart } from '../lib/multipart-body.ts';
+import type { PollConnection } from '../events/delivery.ts';
 
 export interface HandlerContext<K extends OperationName> {
   params: RequestParams<K>;
@@ -17,6 +18,12 @@ export interface HandlerContext<K extends OperationName> {
   client: string;
   /** Aborted when the client goes away before the answer. */
   signal: AbortSignal;
+  /**
+   * The same, without an AbortSignal (whose making and listening cost more than a long-poll's own
+   * work): `gone` once the response closed unfinished; `onGone` listens for that (not called for a
+   * response that finishes) and returns the function that stops listening.
+   */
+  connection: PollConnection;
   /**
    * Gives the request's admission slot back (http/admission.ts), for requests that wait on something
    * other than this server's work (long-polls), so that parked polls never crowd out other requests.

@@ -39,6 +39,7 @@ import { rateLimit } from './rate-limit.ts';
 import { sendError, sendSuccess } from './respond.ts';
 import { runSteps, type Step } from './steps.ts';
 import { createRequestValidator } from './validate.ts';
+import type { PollConnection } from '../events/delivery.ts';
 
 export const API_PREFIX = '/api/v1';
 
@@ -300,7 +301,9 @@ function authenticateKeyParameterWith(deps: AppDeps): Step {
 function decode(req: Request, res: Response, next: NextFunction): void {
   const state = res.locals.parley as RequestState;
   const queryAt = req.originalUrl.indexOf('?');
-  const query = queryAt < 0 ? NO_QUERY : new URL(req.originalUrl, 'http://parley.invalid').searchParams;
+  // The query string alone (what a parsed URL's searchParams would read, without parsing the URL).
+  const hashAt = queryAt < 0 ? -1 : req.originalUrl.indexOf('#', queryAt);
+  const query = queryAt < 0 ? NO_QUERY : new URLSearchParams(req.originalUrl.slice(queryAt + 1, hashAt < 0 ? undefined : hashAt));
   const { params, ignored } = decodeParams(state.operation, req.body as Record<string, unknown>, query);
   state.params = params;
   // Incoming webhooks report no ignored parameters (Zulip's is_webhook_view): the service's fields are theirs.
@@ -317,6 +320,7 @@ function dispatchWith(deps: AppDeps): Step {
       // The signal is made when a handler asks for it (most never do): aborted when the response
       // closes before it finished (the client went away), whether before or after it was asked for.
       let aborted: AbortController | undefined;
+      let connection: PollConnection | undefined;
       let multipart: StreamedMultipart | undefined;
       const cachedTableWrites = new CachedTableWriteRecord();
       const ctx = {
@@ -332,6 +336,9 @@ function dispatchWith(deps: AppDeps): Step {
             else res.on('close', () => void (res.writableFinished || controller.abort()));
           }
           return aborted.signal;
+        },
+        get connection() {
+          return (connection ??= connectionOf(res));
         },
         client: clientName(req.headers['user-agent']),
         detachFromAdmission: () => (res.locals['releaseAdmission'] as (() => void) | undefined)?.(),
@@ -367,6 +374,22 @@ function dispatchWith(deps: AppDeps): Step {
 async function respond(deps: AppDeps, state: RequestState, res: Response, data: Record<string, unknown>, writes: CachedTableWriteRecord): Promise<void> {
   if (state.operation.method !== 'get' && !writes.untouched) await deps.listener.barrier();
   sendSuccess(res, data, state.ignored, { validated: deps.config.validateResponses });
+}
+
+/** The handler context's `connection`: the response's `close` event, read as the client going away when it closes unfinished. */
+function connectionOf(res: Response): PollConnection {
+  return {
+    get gone() {
+      return res.destroyed && !res.writableFinished;
+    },
+    onGone(listener) {
+      const onClose = () => {
+        if (!res.writableFinished) listener();
+      };
+      res.once('close', onClose);
+      return () => void res.removeListener('close', onClose);
+    },
+  };
 }
 
 /** Zulip's client name: the User-Agent's leading product token ("ZulipMobile/27.1 …" → "ZulipMobile"). */

@@ -40,6 +40,17 @@ export function sendSuccess(res: Response, data: Record<string, unknown>, ignore
     res.json(parsed);
     return;
   }
+  // Text only (a long-poll's events, say): one string, written at once like any other answer.
+  if (Object.values(body).every((v) => !(v instanceof RawJson) || v.chunks.every((c) => typeof c === 'string'))) {
+    let json = '';
+    for (const [name, value] of Object.entries(body)) {
+      json += `${json === '' ? '{' : ','}${JSON.stringify(name)}:`;
+      if (value instanceof RawJson) for (const c of value.chunks) json += c as string;
+      else json += JSON.stringify(value);
+    }
+    writeJsonBody(res, `${json}}`);
+    return;
+  }
   // Written chunk by chunk: cached bytes go out without being copied for this response.
   const chunks: Array<string | Buffer> = [];
   let first = true;
