@@ -30,8 +30,9 @@
 //
 // The generator (BENCH_GENERATORS child processes, users dealt round robin) runs at nice 10 (os.setPriority)
 // so that the kernel gives the server and PostgreSQL the CPU first; its CPU time is measured from /proc
-// and printed. It keeps its work small: keep-alive agents (one socket per parked poll, at most 48 for
-// every other request per process), bodies and headers made once per user, poll answers scanned only
+// and printed. It keeps its work small: keep-alive agents (each user's long-polls on a socket of their
+// own, as Zulip's clients keep theirs, so a user's polls stay on one server worker; at most 48 sockets
+// for every other request per process), bodies and headers made once per user, poll answers scanned only
 // for message ids, one jittered timer per user and activity.
 //
 // Per step it prints: users online, requests by operation, p50/p99 by operation, p99 delivery (a

@@ -68,7 +68,15 @@ const CAPABILITIES = JSON.stringify({
   simplified_presence_events: true,
 });
 
-const pollAgent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 4096, timeout: 0 });
+// Each user long-polls on a connection of their own, kept alive, as Zulip's clients do (a requests
+// Session, the mobile app's connection). Polls of different users taking turns on a shared pool of
+// sockets would hop between the server's worker processes at every poll, which real clients do not.
+const pollAgents = new Set<http.Agent>();
+const newPollAgent = () => {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1, maxFreeSockets: 1, timeout: 0 });
+  pollAgents.add(agent);
+  return agent;
+};
 const apiAgent = new http.Agent({ keepAlive: true, maxSockets: API_SOCKETS, maxFreeSockets: API_SOCKETS });
 
 let report: WorkerReport = emptyReport();
@@ -116,6 +124,7 @@ function request(agent: http.Agent, url: string, method: string, headers: Record
 }
 
 class User {
+  private readonly pollAgent = newPollAgent();
   private readonly auth: Record<string, string>;
   private queueId = '';
   private lastEventId = -1;
@@ -187,7 +196,7 @@ class User {
     while (!stopping) {
       const url = `${this.api}/events?queue_id=${this.queueId}&last_event_id=${this.lastEventId}`;
       parked++;
-      const answer = await request(pollAgent, url, 'GET', this.auth);
+      const answer = await request(this.pollAgent, url, 'GET', this.auth);
       parked--;
       const at = now();
       if (stopping) return;
@@ -316,7 +325,7 @@ process.on('message', (message: ToWorker) => {
       stopping = true;
       void Promise.all(users.splice(0).map((u) => u.leave())).finally(() => {
         for (const req of active) req.destroy();
-        pollAgent.destroy();
+        for (const agent of pollAgents) agent.destroy();
         apiAgent.destroy();
         process.send!({ type: 'stopped' }, () => process.exit(0));
       });

@@ -94,11 +94,18 @@ function plainTransaction(client: pg.PoolClient, statementName: (sql: string, pa
   begun.catch(() => {}); // awaited before anything else is sent
   /** Settles once BEGIN and the first statement are answered (null: no statement sent yet). */
   let opened: Promise<unknown> | null = null;
+  /** Settles once the statement sent last is answered: statements started together (Promise.all) go one after another. */
+  let previous: Promise<unknown> = Promise.resolve();
   const deferred: Prisma.Sql[] = [];
   const run = (query: TemplateStringsArray | Prisma.Sql, values: unknown[]) => {
     if (deferred.length) throw new Error('no statement may follow an atCommit write');
     const sql = query instanceof Prisma.Sql ? query : Prisma.sql(query, ...values);
-    if (opened) return opened.then(() => begun).then(() => send(sql));
+    if (opened) {
+      // node-postgres queues a query given while another runs, but that use is deprecated (pg 9 drops it).
+      const result = Promise.all([opened, previous]).then(() => begun).then(() => send(sql));
+      previous = result.catch(() => {});
+      return result;
+    }
     const first = send(sql);
     opened = first.then(endBatch, endBatch); // off before anything else can be sent (runs before the caller's reaction)
     flush();
