@@ -108,12 +108,11 @@ try {
   }
   if (process.env.BENCH_SLOW) for (const [q, s] of [...slow].sort((a, b) => b[1].ms - a[1].ms).slice(0, 8)) console.log(`${fmt(s.ms / s.n)} ms x${s.n}: ${q.slice(0, 1500)}\n`);
   rows.push(['**all kinds**', fmt(all.wall), fmt(all.cpu), fmt(all.statements, 1), fmt(all.bytes / 1024)]);
-  const plain = await measure(null, readPlain);
+  const plain = await measure(null, readPlain).finally(() => plainDeps.db.$disconnect());
   rows.push(['**all kinds, plain transaction** (as POST /register)', fmt(plain.wall), fmt(plain.cpu), '–', fmt(plain.bytes / 1024)]);
   console.log(`\n/register state of a member, ${ORG_USERS.toLocaleString('en')}-user organization (${REPS} reads each after 3 warm-ups; the transaction's BEGIN/COMMIT counted; sum of the kinds alone ${fmt(sumWall)} ms):\n`);
   console.log(markdownTable(['kind', 'wall ms', 'Node CPU ms', 'statements', 'JSON KB'], rows));
   await deps.db.$disconnect();
-  await plainDeps.db.$disconnect();
 } finally {
   await stopBenchDatabase(database, dir);
 }

@@ -13,13 +13,7 @@ export const findChannelsByIds = (db: Db, realmId: number, ids: number[]) =>
  * The columns of a channel row under the model's field names, so that raw statements (which lock,
  * join or write in one round trip) return the same objects as the client's queries.
  */
-const CHANNEL_FIELDS = [
-  'id', 'realmId', 'name', 'description', 'renderedDescription', 'inviteOnly', 'isWebPublic', 'historyPublicToSubscribers',
-  'isDefault', 'isArchived', 'messageRetentionDays', 'topicsPolicy', 'folderId', 'createdAt', 'creatorId',
-  'canAddSubscribersGroupId', 'canAdministerChannelGroupId', 'canDeleteAnyMessageGroupId', 'canDeleteOwnMessageGroupId',
-  'canMoveMessagesOutOfChannelGroupId', 'canMoveMessagesWithinChannelGroupId', 'canRemoveSubscribersGroupId',
-  'canResolveTopicsGroupId', 'canSendMessageGroupId', 'canSubscribeGroupId',
-] as const satisfies ReadonlyArray<keyof Channel>;
+const CHANNEL_FIELDS: ReadonlyArray<keyof Channel> = Object.values(Prisma.ChannelScalarFieldEnum);
 
 const channelColumn = columnOf;
 

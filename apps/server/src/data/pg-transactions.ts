@@ -84,7 +84,10 @@ function plainTransaction(client: pg.PoolClient, statementName: (sql: string, pa
     flush();
     if (canPipeline) pipelining.pipeline = false;
   };
+  /** Set once the transaction has ended: a statement still waiting its turn then fails instead of running on a released connection. */
+  let ended = false;
   const send = (sql: Prisma.Sql) => {
+    if (ended) return Promise.reject(new Error('statement sent after its transaction ended'));
     const name = statementName(sql.text, sql.values.length);
     return client.query({ ...(name ? { name } : {}), text: sql.text, values: sql.values.map(argument), types: queryTypes });
   };
@@ -125,6 +128,8 @@ function plainTransaction(client: pg.PoolClient, statementName: (sql: string, pa
   };
   return {
     tx,
+    /** Nothing more is sent (the transaction is over, its connection about to be released). */
+    end: () => void (ended = true),
     /** Writes BEGIN when the work did not send a statement at once. */
     flush,
     settle,
@@ -213,6 +218,7 @@ export async function inSqlTransaction<T>(
       if (!broken) await client.query('ROLLBACK').catch((e: Error) => (broken = e));
       throw broken ?? error;
     } finally {
+      plain?.end();
       clearTimeout(expiry);
       client.removeListener('error', onError);
       if (!broken || !broken.message.startsWith('Transaction timed out')) client.release(broken);
