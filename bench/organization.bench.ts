@@ -13,7 +13,9 @@
 //   BENCH_WORKERS         server processes, passed to the server as PARLEY_WORKERS (1)
 //   BENCH_GENERATORS      load-generator processes (2)
 //   BENCH_PROBE           parked polls of the probe run before the ramp (1000; 0: no probe)
-//   BENCH_PG_PROXY=0      connect the server to PostgreSQL directly (default: through the counting proxy)
+//   BENCH_PG_PROXY=1      connect the server to PostgreSQL through the statement-counting proxy (default:
+//                         directly; the proxy, one more hop per statement in this process, tripled
+//                         the API's latencies: p50 56 against 17 ms at 100 users, 2026-11-27)
 //   BENCH_CPU_PROF=<dir>  run the server with --cpu-prof into <dir> (bench/lib/profile-summary.ts)
 //   BENCH_KEEP=1          keep the work directory (the server's log)
 //   PARLEY_BENCH_SERVER_CMD  how to start the server (bench/lib/processes.ts)
@@ -72,7 +74,7 @@ const GENERATORS = Math.max(1, Number(process.env.BENCH_GENERATORS ?? 2));
 const PROBE = Math.min(ORG_USERS - 1, Number(process.env.BENCH_PROBE ?? 1000));
 const PROBE_MESSAGES = 5;
 const EVERYONE_SHARE = Number(process.env.BENCH_EVERYONE_SHARE ?? 0.05);
-const USE_PROXY = process.env.BENCH_PG_PROXY !== '0';
+const USE_PROXY = process.env.BENCH_PG_PROXY === '1';
 const P99_API_MS = 200;
 const P99_DELIVERY_MS = 1000;
 const NICE = 10;
