@@ -12,7 +12,7 @@
 // change to present.ts that makes the form depend on something else of the queue fails the tests
 // instead of giving one queue another's form.
 import type { EventQueueRow } from '../data/event-queues.repo.ts';
-import type { DeliverableEvent } from './present.ts';
+import { indexOfSorted, type DeliverableEvent } from './present.ts';
 
 type Queue = Pick<EventQueueRow, 'id' | 'userId' | 'applyMarkdown' | 'clientGravatar' | 'clientCapabilities'>;
 
@@ -73,17 +73,4 @@ export function serialisedForms(forms: EventForms, event: DeliverableEvent, queu
     }
   }
   return texts;
-}
-
-function indexOfSorted(ids: number[], id: number): number {
-  let lo = 0;
-  let hi = ids.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const v = ids[mid]!;
-    if (v === id) return mid;
-    if (v < id) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return -1;
 }

@@ -109,7 +109,7 @@ function presentMessageEvent(event: DeliverableEvent, queue: Queue, recipientInd
 }
 
 /** Ids are stored ascending; binary search. */
-function indexOfSorted(ids: number[], id: number): number {
+export function indexOfSorted(ids: number[], id: number): number {
   let lo = 0;
   let hi = ids.length - 1;
   while (lo <= hi) {
