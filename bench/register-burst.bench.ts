@@ -9,14 +9,15 @@
 // Environment: BENCH_N (40), BENCH_WORKERS (PARLEY_WORKERS of the server, 1), BENCH_ORG_USERS (2000),
 // BENCH_CPU_PROF=<dir> (the server's CPU profiles, for bench/lib/profile-summary.ts).
 //
-// Each member registers as Zulip's mobile app does (client_gravatar, slim presence, no subscriber
-// lists, its capabilities). Two registrations warm the server first (the first formats every user
-// object, V8 compiles the paths). Printed: median, p90 and max latency of each phase, the burst's
+// Each member registers as the load test's users do (bench/lib/mobile-register.ts: as Zulip's mobile
+// app). Two registrations warm the server first (the first formats every user object, V8 compiles the
+// paths). Printed: median, p90 and max latency of each phase, the burst's
 // total time, and the server's CPU per registration (its process tree, from /proc).
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { mobileRegisterBody } from './lib/mobile-register.ts';
 import { createOrganization } from './lib/org-sim-seed.ts';
 import { startBenchParley, stopBenchDatabase, treeCpuMs } from './lib/processes.ts';
 import { fmt, markdownTable, median, percentile } from './lib/stats.ts';
@@ -26,17 +27,7 @@ const ORG_USERS = Number(process.env.BENCH_ORG_USERS ?? 2000);
 const ROOT = process.env.BENCH_ROOT ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const log = (line: string) => console.log(`[bench] ${line}`);
 
-const CAPABILITIES = JSON.stringify({
-  notification_settings_null: true,
-  bulk_message_deletion: true,
-  user_avatar_url_field_optional: true,
-  stream_typing_notifications: true,
-  user_settings_object: true,
-  empty_topic_name: true,
-  include_deactivated_groups: true,
-  linkifier_url_template: true,
-});
-const BODY = new URLSearchParams({ apply_markdown: 'true', client_gravatar: 'true', slim_presence: 'true', include_subscribers: 'false', client_capabilities: CAPABILITIES }).toString();
+const BODY = mobileRegisterBody();
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'parley-bench-register-burst-'));
 const { database, fixture } = await createOrganization(dir, ORG_USERS, log);

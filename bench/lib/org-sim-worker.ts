@@ -12,6 +12,7 @@
 //   - poll answers scanned for what the bench needs (message ids), nothing else kept.
 import http from 'node:http';
 import type { SimUser } from './org-sim-seed.ts';
+import { mobileRegisterBody } from './mobile-register.ts';
 
 const API_SOCKETS = 48;
 
@@ -54,19 +55,6 @@ const jitter = (ms: number, share = 0.2) => ms * (1 - share + 2 * share * Math.r
 const FORM = 'application/x-www-form-urlencoded';
 const form = (fields: Record<string, string | number | boolean>) => new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString();
 const EMOJI = ['octopus', 'smile', 'heart', 'tada', 'thumbs_up', 'rocket', 'eyes', 'fire'];
-const CAPABILITIES = JSON.stringify({
-  notification_settings_null: true,
-  bulk_message_deletion: true,
-  user_avatar_url_field_optional: true,
-  stream_typing_notifications: true,
-  user_settings_object: true,
-  linkifier_url_template: true,
-  user_list_incomplete: true,
-  include_deactivated_groups: true,
-  archived_channels: true,
-  empty_topic_name: true,
-  simplified_presence_events: true,
-});
 
 // Each user long-polls on a connection of their own, kept alive, as Zulip's clients do (a requests
 // Session, the mobile app's connection). Polls of different users taking turns on a shared pool of
@@ -144,7 +132,7 @@ class User {
   ) {
     this.auth = { authorization: `Basic ${Buffer.from(`${me.email}:${me.apiKey}`).toString('base64')}` };
     // Probe users need a queue, not the state (fetch_event_types []: no state, every event type).
-    this.registerBody = form({ apply_markdown: true, client_gravatar: true, slim_presence: true, include_subscribers: false, client_capabilities: CAPABILITIES, ...(start.passive ? { fetch_event_types: '[]' } : {}) });
+    this.registerBody = mobileRegisterBody({ passive: start.passive });
     this.readUrls = me.channelIds.map(
       (id) => `${api}/messages?${form({ anchor: 'newest', num_before: 50, num_after: 0, apply_markdown: true, client_gravatar: true, narrow: JSON.stringify([{ operator: 'channel', operand: id }]) })}`,
     );

@@ -15,8 +15,6 @@ export const findChannelsByIds = (db: Db, realmId: number, ids: number[]) =>
  */
 const CHANNEL_FIELDS: ReadonlyArray<keyof Channel> = Object.values(Prisma.ChannelScalarFieldEnum);
 
-const channelColumn = columnOf;
-
 export const channelColumns = (alias: string) => modelColumns(CHANNEL_FIELDS, alias);
 
 /** Keeps only the model's fields of a raw row (a row may carry extra columns). */
@@ -96,7 +94,7 @@ export async function shareLockChannelsWithFacts(
   facts: { groupFields: ReadonlyArray<keyof Channel>; recentDays: number },
 ): Promise<{ channels: SharedChannel[]; usedColors: Set<string>; facts: ChannelFacts }> {
   if (names.length === 0) return { channels: [], usedColors: new Set(), facts: channelFactsOf([]) };
-  const groupColumns = Prisma.raw(facts.groupFields.map((f) => `l.${channelColumn(f)}`).join(', '));
+  const groupColumns = Prisma.raw(facts.groupFields.map((f) => `l.${columnOf(f)}`).join(', '));
   const factsSql = channelFactsSql(realmId, { channelIds: [], groupIds: [], recentDays: facts.recentDays, withSubscribers: true }, undefined, {
     channelIds: Prisma.sql`SELECT l.id FROM locked l`,
     groupIds: Prisma.sql`SELECT unnest(ARRAY[${groupColumns}]) FROM locked l`,
@@ -150,7 +148,7 @@ export type ChannelChanges = Partial<Omit<Channel, 'id' | 'realmId' | 'createdAt
 export async function updateChannelAlong(db: Db, id: number, changes: ChannelChanges, alongside: Prisma.Sql | null): Promise<void> {
   const sets = Object.entries(changes)
     .filter(([, v]) => v !== undefined)
-    .map(([field, value]) => Prisma.sql`${Prisma.raw(channelColumn(field))} = ${value}`);
+    .map(([field, value]) => Prisma.sql`${Prisma.raw(columnOf(field))} = ${value}`);
   if (sets.length === 0 && !alongside) return;
   const update = sets.length ? Prisma.sql`UPDATE channel SET ${Prisma.join(sets, ', ')} WHERE id = ${id}` : Prisma.sql`SELECT 1`;
   if (!alongside) {
