@@ -16,6 +16,7 @@
 //   BENCH_PG_PROXY=1      connect the server to PostgreSQL through the statement-counting proxy (default:
 //                         directly; the proxy, one more hop per statement in this process, tripled
 //                         the API's latencies: p50 56 against 17 ms at 100 users, 2026-11-27)
+//   BENCH_REACT_SECONDS   a simulated user's reaction period (900)
 //   BENCH_KEEP_GOING=1    ramp on after a failing step (to see how the server degrades), up to BENCH_USERS_MAX
 //   BENCH_CPU_PROF=<dir>  run the server with --cpu-prof into <dir> (bench/lib/profile-summary.ts)
 //   BENCH_KEEP=1          keep the work directory (the server's log)
@@ -26,9 +27,10 @@
 // lists), then always holds a GET /events long-poll, polling again at once with last_event_id after
 // each answer; POST /users/me/presence every 60 s; GET /messages (one of its channels, anchor newest, 50
 // before) every 30 s; every ~2 min a message (typing start, ~3 s, typing stop, POST /messages) to the
-// everyone channel (BENCH_EVERYONE_SHARE of them, 5 %) or to one of its small channels; every ~2 min
-// a reaction on a message it received lately; every 30 s POST /messages/flags (read) for what it
-// received. Every period is jittered ±20 %, and users join at random moments within the step's first
+// everyone channel (BENCH_EVERYONE_SHARE of them, 5 %) or to one of its small channels; every ~15 min
+// (BENCH_REACT_SECONDS, 900: Mattermost's load-test-ng reacts 0.13 times per post, in the channel being
+// viewed) a reaction on one of the newest messages of the channel it read last; every 30 s POST
+// /messages/flags (read) for what it received. Every period is jittered ±20 %, and users join at random moments within the step's first
 // two thirds (at most 30 s).
 //
 // The generator (BENCH_GENERATORS child processes, users dealt round robin) runs at nice 10 (os.setPriority)
@@ -191,7 +193,7 @@ const generatorCpuMs = (gens: Generator[]) => gens.reduce((s, g) => s + (g.child
 const benchCpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
 
 function merge(reports: WorkerReport[]): WorkerReport {
-  const out: WorkerReport = { type: 'report', latencies: {}, counts: {}, errors: {}, sends: [], receipts: [], online: [], parked: 0 };
+  const out: WorkerReport = { type: 'report', latencies: {}, counts: {}, errors: {}, sends: [], receipts: [], online: [], parked: 0, events: {} };
   for (const r of reports) {
     for (const op of OPERATIONS) {
       if (r.latencies[op]) (out.latencies[op] ??= []).push(...r.latencies[op]!);
@@ -203,6 +205,7 @@ function merge(reports: WorkerReport[]): WorkerReport {
     out.receipts.push(...r.receipts);
     out.online.push(...r.online);
     out.parked += r.parked;
+    for (const [type, n] of Object.entries(r.events)) out.events[type] = (out.events[type] ?? 0) + n;
   }
   return out;
 }
@@ -472,6 +475,13 @@ async function main() {
         `${phase.label} users: ${online} online, ${fmt(allRequests / seconds)} req/s (polls ${fmt((r.counts.poll ?? 0) / seconds)}/s), API p50/p99 ${fmt(percentile(apiLatencies, 50))}/${fmt(p99Api)} ms, ` +
           `delivery p99 ${fmt(p99Delivery)} ms over ${deliveries.length} messages${undelivered ? ` (${undelivered} not delivered to everyone)` : ''}, CPU % server/PostgreSQL/generator+bench ${pct(cpu.server)}/${pct(cpu.pg)}/${pct(cpu.gen)}+${pct(cpu.bench)}, ` +
           `RSS ${fmt(rss, 0)} MB (peak ${fmt(peakRss, 0)}), ${errors} errors${r.firstError ? ` (first: ${r.firstError})` : ''}`,
+      );
+      log(
+        `${phase.label} events received by type (per second): ` +
+          Object.entries(r.events)
+            .sort((a, b) => b[1] - a[1])
+            .map(([type, n]) => `${type} ${fmt(n / seconds)}`)
+            .join(', '),
       );
       if (!pass) {
         failed = true;

@@ -1,6 +1,7 @@
 // A load-generator process of bench/organization.bench.ts: simulates the users the bench hands it, each
 // behaving like a Zulip client (register, a long-poll held at all times, presence every 60 s, a channel
-// read every 30 s, a message every ~2 min with typing first, reactions, marking read), and reports
+// read every 30 s, a message every ~2 min with typing first, a reaction every ~15 min to a message of the
+// channel it viewed, marking read), and reports
 // latencies and deliveries to the bench over IPC when asked. Started by the bench with a lower
 // priority (os.setPriority) so that it yields the CPU to the server.
 //
@@ -48,6 +49,8 @@ export interface WorkerReport {
   /** [user id, epoch ms when its queue was registered] of users that came online since the last report. */
   online: [number, number][];
   parked: number;
+  /** Events received by poll answers, by type ("(none)": answers without events, i.e. heartbeats). */
+  events: Record<string, number>;
 }
 
 const now = () => performance.timeOrigin + performance.now();
@@ -55,6 +58,14 @@ const jitter = (ms: number, share = 0.2) => ms * (1 - share + 2 * share * Math.r
 const FORM = 'application/x-www-form-urlencoded';
 const form = (fields: Record<string, string | number | boolean>) => new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString();
 const EMOJI = ['octopus', 'smile', 'heart', 'tada', 'thumbs_up', 'rocket', 'eyes', 'fire'];
+/**
+ * How often a user reacts, in seconds. Mattermost's load-test-ng simulates users from measured usage:
+ * 0.13 reactions per post (its action frequencies), each to a post of the channel the user is viewing.
+ * At a message every ~2 min, that is a reaction every ~15 min, to a message of the channel last read.
+ * (Until 2026-11-27 every user reacted every 2 min to the messages its polls brought, which are mostly
+ * the organization-wide channel's: ~8 times that rate, nearly all of it fanned out to everyone.)
+ */
+const REACT_SECONDS = Number(process.env.BENCH_REACT_SECONDS ?? 900);
 
 // Each user long-polls on a connection of their own, kept alive, as Zulip's clients do (a requests
 // Session, the mobile app's connection). Polls of different users taking turns on a shared pool of
@@ -69,7 +80,7 @@ const apiAgent = new http.Agent({ keepAlive: true, maxSockets: API_SOCKETS, maxF
 
 let report: WorkerReport = emptyReport();
 function emptyReport(): WorkerReport {
-  return { type: 'report', latencies: {}, counts: {}, errors: {}, sends: [], receipts: [], online: [], parked: 0 };
+  return { type: 'report', latencies: {}, counts: {}, errors: {}, sends: [], receipts: [], online: [], parked: 0, events: {} };
 }
 const receiptIndex = new Map<number, [number, number, number]>();
 /** Receipts per message id since start (for the probe). */
@@ -116,7 +127,8 @@ class User {
   private readonly auth: Record<string, string>;
   private queueId = '';
   private lastEventId = -1;
-  private readonly recent: number[] = [];
+  /** Messages of others among the newest of the channel this user read last (what it may react to). */
+  private viewed: number[] = [];
   private readonly unread: number[] = [];
   private readonly reacted = new Set<number>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -155,7 +167,7 @@ class User {
     every(60_000, 0, () => this.presence());
     every(30_000, Math.random() * 30_000, () => this.read());
     every(120_000, Math.random() * 120_000, () => this.send());
-    every(120_000, Math.random() * 120_000, () => this.react());
+    every(REACT_SECONDS * 1000, Math.random() * REACT_SECONDS * 1000, () => this.react());
     every(30_000, Math.random() * 30_000, () => this.markRead());
   }
 
@@ -198,8 +210,10 @@ class User {
         continue;
       }
       const events = (JSON.parse(answer.body) as { events: { id: number; type: string; message?: { id: number; sender_id: number } }[] }).events;
+      if (!events.length) report.events['(none)'] = (report.events['(none)'] ?? 0) + 1;
       for (const e of events) {
         if (e.id > this.lastEventId) this.lastEventId = e.id;
+        report.events[e.type] = (report.events[e.type] ?? 0) + 1;
         if (e.type !== 'message' || !e.message) continue;
         const id = e.message.id;
         let r = receiptIndex.get(id);
@@ -211,11 +225,7 @@ class User {
         r[1] = Math.max(r[1], at);
         r[2]++;
         receiptTotals.set(id, (receiptTotals.get(id) ?? 0) + 1);
-        if (e.message.sender_id !== this.me.id) {
-          this.recent.push(id);
-          if (this.recent.length > 20) this.recent.shift();
-          this.unread.push(id);
-        }
+        if (e.message.sender_id !== this.me.id) this.unread.push(id);
       }
     }
   }
@@ -231,6 +241,9 @@ class User {
     const t0 = performance.now();
     const a = await request(apiAgent, url, 'GET', this.auth);
     record('read', performance.now() - t0, a.status, a.body);
+    if (a.status !== 200) return;
+    const messages = (JSON.parse(a.body) as { messages: { id: number; sender_id: number }[] }).messages;
+    this.viewed = messages.slice(-10).filter((m) => m.sender_id !== this.me.id).map((m) => m.id);
   }
 
   private async send(): Promise<void> {
@@ -264,7 +277,7 @@ class User {
   }
 
   private async react(): Promise<void> {
-    const candidates = this.recent.filter((id) => !this.reacted.has(id));
+    const candidates = this.viewed.filter((id) => !this.reacted.has(id));
     if (!candidates.length) return;
     const id = candidates[Math.floor(Math.random() * candidates.length)]!;
     this.reacted.add(id);

@@ -86,10 +86,17 @@ function plainTransaction(client: pg.PoolClient, statementName: (sql: string, pa
   };
   /** Set once the transaction has ended: a statement still waiting its turn then fails instead of running on a released connection. */
   let ended = false;
+  /**
+   * The first statement that failed. PostgreSQL then answers COMMIT by rolling back, without an error:
+   * a failure the work caught (or never awaited) must not let the transaction pass for committed.
+   */
+  let statementFailure: { error: unknown } | undefined;
   const send = (sql: Prisma.Sql) => {
     if (ended) return Promise.reject(new Error('statement sent after its transaction ended'));
     const name = statementName(sql.text, sql.values.length);
-    return client.query({ ...(name ? { name } : {}), text: sql.text, values: sql.values.map(argument), types: queryTypes });
+    const query = client.query({ ...(name ? { name } : {}), text: sql.text, values: sql.values.map(argument), types: queryTypes });
+    query.catch((error: unknown) => void (statementFailure ??= { error }));
+    return query;
   };
 
   startBatch();
@@ -119,12 +126,16 @@ function plainTransaction(client: pg.PoolClient, statementName: (sql: string, pa
     $executeRaw: (query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => run(query, values).then((r) => r.rowCount ?? 0),
     atCommit: (sql) => void deferred.push(sql),
   };
-  /** BEGIN and the first statement answered, one query at a time again; throws if BEGIN failed. */
+  /**
+   * BEGIN and every statement started so far answered (those the work started without waiting for them
+   * too: COMMIT or ROLLBACK must not overtake them), one query at a time again; throws if BEGIN failed.
+   */
   const settle = async () => {
     flush();
     await (opened ?? begun).catch(() => {});
     if (!opened) endBatch();
     await begun;
+    await previous;
   };
   return {
     tx,
@@ -136,6 +147,7 @@ function plainTransaction(client: pg.PoolClient, statementName: (sql: string, pa
     /** The atCommit writes and COMMIT, in one write; throws the first failure (the transaction then rolled back). */
     async commit() {
       await settle();
+      if (statementFailure) throw statementFailure.error;
       if (deferred.length === 0) return void (await client.query('COMMIT'));
       startBatch();
       const writes = deferred.map((sql) => send(sql));
