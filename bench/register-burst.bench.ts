@@ -7,7 +7,7 @@
 //   BENCH_ROOT=/tmp/old-tree npx tsx bench/register-burst.bench.ts   # a tree of an earlier commit (its node_modules linked)
 //
 // Environment: BENCH_N (40), BENCH_WORKERS (PARLEY_WORKERS of the server, 1), BENCH_ORG_USERS (2000),
-// BENCH_CPU_PROF=<dir> (the server's CPU profiles, for bench/lib/profile-summary.ts).
+// BENCH_CPU_PROF=<dir> (the server's CPU profiles, for bench/lib/profile-summary.ts), BENCH_PASSIVE=1 (no state).
 //
 // Each member registers as the load test's users do (bench/lib/mobile-register.ts: as Zulip's mobile
 // app). Two registrations warm the server first (the first formats every user object, V8 compiles the
@@ -27,7 +27,8 @@ const ORG_USERS = Number(process.env.BENCH_ORG_USERS ?? 2000);
 const ROOT = process.env.BENCH_ROOT ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const log = (line: string) => console.log(`[bench] ${line}`);
 
-const BODY = mobileRegisterBody();
+// BENCH_PASSIVE=1: registrations without state (fetch_event_types=[]), what a registration costs besides its state.
+const BODY = mobileRegisterBody({ passive: process.env.BENCH_PASSIVE === '1' });
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'parley-bench-register-burst-'));
 const { database, fixture } = await createOrganization(dir, ORG_USERS, log);

@@ -2,6 +2,7 @@
 // activity, the groups of their settings), with the locks of channel changes and subscriptions.
 import type { Db, RawSql } from './db.ts';
 import { Prisma, columnOf, modelColumns } from './db.ts';
+import { queryKeptByDigest } from './digest-cache.ts';
 import type { Channel, Subscription } from './models.ts';
 
 export const findChannelById = (db: Db, realmId: number, id: number) => db.channel.findFirst({ where: { id, realmId } });
@@ -162,11 +163,21 @@ export const createChannel = (db: Db, data: Prisma.ChannelUncheckedCreateInput) 
 
 export const updateChannel = (db: Db, id: number, data: Prisma.ChannelUncheckedUpdateInput) => db.channel.update({ where: { id }, data });
 
-export const listChannelsOfRealm = (db: RawSql, realmId: number, options: { excludeArchived: boolean }): Promise<Channel[]> =>
-  Promise.resolve(db.$queryRaw<Channel[]>`
+const channelsOfRealmSql = (realmId: number, options: { excludeArchived: boolean }) => Prisma.sql`
     SELECT ${channelColumns('c')} FROM channel c
     WHERE c.realm_id = ${realmId}::int ${options.excludeArchived ? Prisma.sql`AND NOT c.is_archived` : Prisma.empty}
-    ORDER BY c.id`);
+    ORDER BY c.id`;
+
+export const listChannelsOfRealm = (db: RawSql, realmId: number, options: { excludeArchived: boolean }): Promise<Channel[]> =>
+  Promise.resolve(db.$queryRaw<Channel[]>(channelsOfRealmSql(realmId, options)));
+
+/**
+ * listChannelsOfRealm for a transaction of one snapshot (POST /register's), its rows kept in this
+ * process while unchanged (data/digest-cache.ts): frozen channel objects, shared with other readers.
+ */
+export const listChannelsOfRealmKept = async (db: RawSql, realmId: number, options: { excludeArchived: boolean }): Promise<Channel[]> =>
+  // The kept array itself (frozen: a change throws), the same while unchanged.
+  (await queryKeptByDigest<Channel>(db, channelsOfRealmSql(realmId, options))) as Channel[];
 
 export async function defaultChannelIds(db: RawSql, realmId: number): Promise<number[]> {
   const rows = await db.$queryRaw<{ id: number }[]>`
@@ -295,7 +306,7 @@ interface FactsSource {
 }
 
 /** The facts from the rows of channelFactsSql. */
-export function channelFactsOf(rows: FactsRow[]): ChannelFacts {
+export function channelFactsOf(rows: readonly FactsRow[]): ChannelFacts {
   const facts: ChannelFacts = { subscriberCount: new Map(), subscribers: new Map(), firstMessageId: new Map(), withRecentMessages: new Set(), groups: new Map() };
   for (const r of rows) {
     if (r.kind === 'c') {
@@ -318,6 +329,24 @@ export async function channelDisplayFacts(db: RawSql, realmId: number, request: 
   if (request.channelIds.length === 0 && request.groupIds.length === 0) return channelFactsOf([]);
   return channelFactsOf(await db.$queryRaw<FactsRow[]>(channelFactsSql(realmId, request)));
 }
+
+/**
+ * channelDisplayFacts for a transaction of one snapshot (POST /register's every channel), its rows kept
+ * in this process while unchanged (data/digest-cache.ts). The facts' recent activity is computed by the
+ * statement (now()), so it is part of the digest too.
+ */
+export async function channelDisplayFactsKept(db: RawSql, realmId: number, request: ChannelFactsRequest): Promise<ChannelFacts> {
+  if (request.channelIds.length === 0 && request.groupIds.length === 0) return channelFactsOf([]);
+  const rows = await queryKeptByDigest<FactsRow>(db, channelFactsSql(realmId, request));
+  let facts = factsOfKeptRows.get(rows);
+  if (!facts) factsOfKeptRows.set(rows, (facts = Object.freeze(channelFactsOf(rows))));
+  return facts;
+}
+/**
+ * The facts of kept rows, made once while they are kept (shared: readers must not change them; the
+ * object is frozen, which tells readers so: queries/channels.ts presentChannels keys by it).
+ */
+const factsOfKeptRows = new WeakMap<readonly FactsRow[], ChannelFacts>();
 
 /** Is there a message in the channel outside the empty topic? */
 export async function channelHasNamedTopics(db: Db, channelId: number): Promise<boolean> {

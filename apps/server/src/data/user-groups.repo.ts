@@ -200,3 +200,17 @@ export async function groupName(db: Db, groupId: number): Promise<string | null>
   const row = await db.userGroup.findUnique({ where: { id: groupId }, select: { name: true } });
   return row?.name ?? null;
 }
+
+/**
+ * A digest of every row the organization's group objects are made of (its groups' rows, their members
+ * with whether each is active, their subgroups), as the statement's snapshot sees them: POST /register
+ * keeps its realm_user_groups while it is unchanged (data/digest-cache.ts keptWhileDigestUnchanged).
+ */
+export const groupsOfRealmDigestSql = (realmId: number) => Prisma.sql`
+  SELECT md5(
+    (SELECT COALESCE(string_agg(g::text, E'\n' ORDER BY g.id), '') FROM user_group g WHERE g.realm_id = ${realmId}::int)
+    || '|' || (SELECT COALESCE(string_agg(m.group_id::text || ':' || m.user_id::text || (CASE WHEN u.is_active THEN '+' ELSE '-' END), ',' ORDER BY m.group_id, m.user_id), '')
+      FROM user_group_member m JOIN user_group g ON g.id = m.group_id JOIN "user" u ON u.id = m.user_id WHERE g.realm_id = ${realmId}::int)
+    || '|' || (SELECT COALESCE(string_agg(s.supergroup_id::text || ':' || s.subgroup_id::text, ',' ORDER BY s.supergroup_id, s.subgroup_id), '')
+      FROM user_group_subgroup s JOIN user_group g ON g.id = s.supergroup_id WHERE g.realm_id = ${realmId}::int)
+  ) AS digest`;

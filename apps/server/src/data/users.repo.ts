@@ -1,4 +1,4 @@
-import type { User } from './models.ts';
+import type { CustomProfileFieldValue, User } from './models.ts';
 import { Prisma, modelColumns, type Db, type RawSql } from './db.ts';
 
 /** The key's row with its user and the user's organization (one query per authenticated request). */
@@ -132,4 +132,42 @@ export async function findUserByDeliveryEmailVisibleAs(db: Db, realmId: number, 
     WHERE u.realm_id = ${realmId}::int AND lower(u.delivery_email) = lower(${email}::text)
       AND (u.is_bot OR COALESCE(s.email_address_visibility, 1) = ANY(${[...visibilities]}::int[]))`;
   return row ? findUserById(db, realmId, row.id) : null;
+}
+
+/**
+ * One digest of what userObjectVersions answers (every user's id, whether active, and version, in id
+ * order), as the statement's snapshot sees it: equal digests, equal lists. One row instead of one per
+ * user for a registration to find nothing changed (md5 over the ordered list; PostgreSQL does the work).
+ * The same statement reads the viewer's row as listDirectoryUsers does and their profile values as
+ * profileValuesOfUsers does (field order), so that a registration finding nothing changed sends one
+ * statement for its users.
+ */
+export async function userObjectVersionsDigest(
+  db: RawSql,
+  realmId: number,
+  viewerId: number,
+): Promise<{ digest: string; viewer: DirectoryUser | null; profileValues: CustomProfileFieldValue[] }> {
+  const [row] = await db.$queryRaw<Array<Record<string, unknown>>>`
+    SELECT d.digest, v.* FROM (
+      SELECT md5(string_agg(u.id::text || (CASE WHEN u.is_active THEN '+' ELSE '-' END) || u.xmin::text || '/' || COALESCE(s.xmin::text, '') || '/' || COALESCE(p.v, ''), ',' ORDER BY u.id)) AS digest
+      FROM "user" u
+      LEFT JOIN user_settings s ON s.user_id = u.id
+      LEFT JOIN (
+        SELECT v.user_id, string_agg(v.field_id::text || ':' || v.xmin::text, ',' ORDER BY v.field_id) AS v
+        FROM custom_profile_field_value v JOIN "user" o ON o.id = v.user_id WHERE o.realm_id = ${realmId} GROUP BY v.user_id
+      ) p ON p.user_id = u.id
+      WHERE u.realm_id = ${realmId}
+    ) d LEFT JOIN (
+      SELECT ${modelColumns(Prisma.UserScalarFieldEnum, 'u')}, COALESCE(s.email_address_visibility, 1) AS "emailVisibility",
+        COALESCE((SELECT json_agg(json_build_object('userId', f.user_id, 'fieldId', f.field_id, 'value', f.value, 'renderedValue', f.rendered_value) ORDER BY f.field_id)
+          FROM custom_profile_field_value f WHERE f.user_id = u.id), '[]'::json) AS "profileValues"
+      FROM "user" u LEFT JOIN user_settings s ON s.user_id = u.id
+      WHERE u.realm_id = ${realmId} AND u.id = ${viewerId}
+    ) v ON true`;
+  const { digest, profileValues, ...user } = row ?? {};
+  const text = typeof digest === 'string' ? digest : '';
+  if (user.id === null || user.id === undefined) return { digest: text, viewer: null, profileValues: [] };
+  // A json column: parsed by node-postgres, and by Prisma's client too (the fallback of tests counting statements).
+  const values = (typeof profileValues === 'string' ? JSON.parse(profileValues) : profileValues) as CustomProfileFieldValue[];
+  return { digest: text, viewer: user as DirectoryUser, profileValues: values };
 }

@@ -30,13 +30,21 @@ const byChannelName = (a: { name: string }, b: { name: string }) => (a.name < b.
 
 /** What loadChannelDisplayData reads for the channels (see channelDisplayFacts). */
 export function channelFactsRequest(channels: Channel[], options: { withSubscribers?: boolean } = {}): ChannelFactsRequest {
-  return {
+  // Kept channel lists (data/digest-cache.ts) are frozen and the same array while unchanged: their
+  // request is made once.
+  const keep = Object.isFrozen(channels) && !options.withSubscribers;
+  const kept = keep ? requestOfKeptChannels.get(channels) : undefined;
+  if (kept) return kept;
+  const request = {
     channelIds: channels.map((c) => c.id),
     groupIds: channels.flatMap((c) => CHANNEL_GROUP_SETTINGS.map((s) => c[s.column])),
     recentDays: RECENT_ACTIVITY_DAYS,
     withSubscribers: options.withSubscribers ?? false,
   };
+  if (keep) requestOfKeptChannels.set(channels, request);
+  return request;
 }
+const requestOfKeptChannels = new WeakMap<readonly Channel[], ChannelFactsRequest>();
 
 /**
  * Everything formatChannel needs beyond the rows, for many channels in one statement (plus the system
@@ -75,8 +83,26 @@ async function displayDataOf(db: RawSql, realmId: number, channels: Channel[], k
 
 export async function presentChannels(db: RawSql, realmId: number, channels: Channel[], options: { includeDefault?: boolean; known?: ChannelFacts } = {}): Promise<Schema<'Channel'>[]> {
   const data = await displayDataOf(db, realmId, channels, options.known);
-  return channels.map((c) => formatChannel(c, data, options));
+  const known = options.known;
+  // Kept facts and kept channel rows (frozen, the same objects while unchanged: data/digest-cache.ts):
+  // each channel is formatted once while they are kept (is_recently_active, which also follows the
+  // clock, and is_default are checked each time). The objects are shared: frozen.
+  if (!known || !Object.isFrozen(known) || !channels.some((c) => Object.isFrozen(c))) return channels.map((c) => formatChannel(c, data, options));
+  let byChannel = formattedOfKeptFacts.get(known);
+  if (!byChannel) formattedOfKeptFacts.set(known, (byChannel = new WeakMap()));
+  const includeDefault = options.includeDefault ?? false;
+  return channels.map((c) => {
+    if (!Object.isFrozen(c)) return formatChannel(c, data, options);
+    const recent = data.recentlyActive.has(c.id);
+    const kept = byChannel.get(c)?.find((k) => k.includeDefault === includeDefault && k.recent === recent);
+    if (kept) return kept.channel;
+    const channel = Object.freeze(formatChannel(c, data, options));
+    byChannel.set(c, [...(byChannel.get(c) ?? []), { includeDefault, recent, channel }]);
+    return channel;
+  });
 }
+/** Channel objects formatted from kept facts and rows, by facts, then by channel row. */
+const formattedOfKeptFacts = new WeakMap<ChannelFacts, WeakMap<Channel, Array<{ includeDefault: boolean; recent: boolean; channel: Schema<'Channel'> }>>>();
 
 export interface ChannelListOptions {
   includePublic: boolean;

@@ -6,10 +6,15 @@
 // formats again only the users whose version differs: what it answers is exactly what its snapshot
 // holds, with no invalidation to wait for (unlike the GET /users directory, which may answer from
 // before a change it has not heard of yet, registration must match its queue's first event).
+// Most registrations find nothing changed: a digest of the whole version list (one row,
+// users.repo.ts userObjectVersionsDigest) equal to the one the kept list was made at lets them answer
+// the kept list whole (as text, the viewer's own object spliced in) without reading 2,000 versions.
+// The digest is read in the registration's own snapshot, so a change committed by any process is in
+// the next registration everywhere; a burst of registrations at the same digest shares one build.
 import type { Schema } from '@parley/api-types';
 import type { RawSql } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
-import { listDirectoryUsers, userObjectVersions, type DirectoryUser } from '../data/users.repo.ts';
+import { listDirectoryUsers, userObjectVersions, userObjectVersionsDigest, type DirectoryUser } from '../data/users.repo.ts';
 import { profileValuesOfRealm, profileValuesOfUsers } from '../data/profile-fields.repo.ts';
 import { formatUser, profileValuesByUser } from '../lib/user-format.ts';
 import { RawJson } from '../lib/raw-json.ts';
@@ -24,6 +29,20 @@ interface Kept {
 const kept = databaseCache<string, Map<number, Kept>>();
 /** Registrations formatting most of an organization's users now, by kind of viewer (see below). */
 const filling = databaseCache<string, Promise<void>>();
+/**
+ * The whole lists of a kind of viewer as JSON text, at one digest of the version list: every user's
+ * object as the role sees it (the viewer's own object is spliced in per registration), with where each
+ * user's object lies in the text.
+ */
+interface Whole {
+  digest: string;
+  active: string;
+  inactive: string;
+  spans: Map<number, { active: boolean; start: number; end: number }>;
+}
+const wholes = databaseCache<string, Whole>();
+/** The whole lists being made now, by kind of viewer (null once made: failed). */
+const building = databaseCache<string, { digest: string; done: Promise<Whole | null> }>();
 /** Kinds of viewer kept at most (each holds one JSON text per user of its organization). */
 const MAX_KINDS = 64;
 /**
@@ -55,8 +74,70 @@ export async function realmUsersState(db: RawSql, realm: Realm, viewer: User, op
     if (kept.size <= MAX_KINDS && total <= MAX_OBJECTS) break;
     if (k === key) continue;
     kept.delete(k);
+    wholes.delete(k);
     total -= o.size;
   }
+  const { digest, viewer: row, profileValues } = await userObjectVersionsDigest(db, realm.id, viewer.id);
+  let whole = wholes.get(key);
+  if (whole?.digest !== digest) {
+    const made = building.get(key);
+    if (made?.digest === digest) whole = (await made.done) ?? undefined;
+  }
+  if (whole?.digest === digest && whole.spans.has(viewer.id) && row) {
+    // The viewer's own object (their real address, their profile), from the same statement's snapshot.
+    const me = formatUser(row, { realm, viewer, clientGravatar: options.clientGravatar, emailVisibility: row.emailVisibility, profileValues });
+    return spliceViewer(whole, me, viewer.id);
+  }
+  // Made here: registrations at the same digest meanwhile wait for it rather than make it again.
+  let madeWhole: (value: Whole | null) => void = () => {};
+  const done = new Promise<Whole | null>((resolve) => (madeWhole = resolve));
+  building.set(key, { digest, done });
+  try {
+    const answer = await answerFromVersions(db, realm, viewer, options, key, objects, digest);
+    wholes.set(key, answer.whole);
+    madeWhole(answer.whole);
+    return answer.state;
+  } catch (error) {
+    madeWhole(null);
+    throw error;
+  } finally {
+    if (building.get(key)?.done === done) building.delete(key);
+  }
+}
+
+/** The answer from whole lists: the viewer's object as the role sees it replaced by their own. */
+function spliceViewer(whole: Whole, me: Schema<'User'>, viewerId: number): RealmUsersState {
+  const span = whole.spans.get(viewerId)!;
+  const list = span.active ? whole.active : whole.inactive;
+  const spliced = new RawJson(list.slice(0, span.start), JSON.stringify(me), list.slice(span.end));
+  return span.active ? { active: spliced, inactive: new RawJson(whole.inactive), me } : { active: new RawJson(whole.active), inactive: spliced, me };
+}
+
+/** The whole lists from every user's object as the role sees it, in version order. */
+function wholeOf(digest: string, versions: Array<{ id: number; active: boolean }>, jsonOf: (id: number) => string): Whole {
+  const spans = new Map<number, { active: boolean; start: number; end: number }>();
+  const parts: Record<'active' | 'inactive', { json: string[]; length: number }> = { active: { json: [], length: 1 }, inactive: { json: [], length: 1 } };
+  for (const v of versions) {
+    const part = v.active ? parts.active : parts.inactive;
+    if (part.json.length > 0) part.length += 1; // the comma
+    const json = jsonOf(v.id);
+    spans.set(v.id, { active: v.active, start: part.length, end: part.length + json.length });
+    part.json.push(json);
+    part.length += json.length;
+  }
+  return { digest, active: `[${parts.active.json.join(',')}]`, inactive: `[${parts.inactive.json.join(',')}]`, spans };
+}
+
+/** The answer read from the version list (formatting the users changed since their kept objects), and the whole lists it makes. */
+async function answerFromVersions(
+  db: RawSql,
+  realm: Realm,
+  viewer: User,
+  options: { clientGravatar: boolean },
+  key: string,
+  objects: Map<number, Kept>,
+  digest: string,
+): Promise<{ state: RealmUsersState; whole: Whole }> {
   const versions = await userObjectVersions(db, realm.id);
   // When many users must be formatted and another registration of the same kind of viewer is doing
   // it now (a burst of registrations after a start, or after a change to everyone), wait for it rather
@@ -71,8 +152,8 @@ export async function realmUsersState(db: RawSql, realm: Realm, viewer: User, op
     if (v.id !== viewer.id && object?.version === v.version) jsonOf.set(v.id, object.json);
   }
   const stale = staleIds(objects, versions, viewer.id);
-  if (stale.length <= READ_ALL_ABOVE) return formatStale(db, realm, viewer, options, objects, versions, jsonOf, stale);
-  const fill = formatStale(db, realm, viewer, options, objects, versions, jsonOf, null);
+  if (stale.length <= READ_ALL_ABOVE) return formatStale(db, realm, viewer, options, objects, versions, jsonOf, stale, digest);
+  const fill = formatStale(db, realm, viewer, options, objects, versions, jsonOf, null, digest);
   const settled = fill.then(
     () => {},
     () => {},
@@ -98,7 +179,8 @@ async function formatStale(
   versions: Array<{ id: number; active: boolean; version: string }>,
   jsonOf: Map<number, string>,
   stale: number[] | null,
-): Promise<RealmUsersState> {
+  digest: string,
+): Promise<{ state: RealmUsersState; whole: Whole }> {
   const [rows, values] = await Promise.all([
     listDirectoryUsers(db, realm.id, stale ?? undefined),
     stale ? profileValuesOfUsers(db, stale) : profileValuesOfRealm(db, realm.id),
@@ -110,22 +192,27 @@ async function formatStale(
   const asRole = { ...viewer, id: -1 };
   const versionOf = new Map(versions.map((v) => [v.id, v.version]));
   let me: Schema<'User'> | null = null;
+  /** The viewer's object as the role sees it, at this snapshot's version (for the whole lists). */
+  let viewerAsRole: string | null = null;
   for (const row of rows) {
     const version = versionOf.get(row.id);
     if (version === undefined || jsonOf.has(row.id)) continue;
     if (row.id === viewer.id) {
       me = format(row, viewer);
-      jsonOf.set(row.id, JSON.stringify(me));
-      if (objects.get(row.id)?.version === version) continue;
+      const object = objects.get(row.id);
+      if (object?.version === version) {
+        viewerAsRole = object.json;
+        continue;
+      }
     }
     const json = JSON.stringify(format(row, asRole));
     objects.set(row.id, { version, json });
-    if (row.id !== viewer.id) jsonOf.set(row.id, json);
+    if (row.id === viewer.id) viewerAsRole = json;
+    else jsonOf.set(row.id, json);
   }
   if (objects.size > versions.length) for (const id of objects.keys()) if (!versionOf.has(id)) objects.delete(id);
-  if (!me) throw new Error(`register: the viewer ${viewer.id} is not a user of organization ${realm.id}`);
-  const active: string[] = [];
-  const inactive: string[] = [];
-  for (const v of versions) (v.active ? active : inactive).push(jsonOf.get(v.id)!);
-  return { active: new RawJson(`[${active.join(',')}]`), inactive: new RawJson(`[${inactive.join(',')}]`), me };
+  if (!me || viewerAsRole === null) throw new Error(`register: the viewer ${viewer.id} is not a user of organization ${realm.id}`);
+  const asRoleJson = viewerAsRole;
+  const whole = wholeOf(digest, versions, (id) => (id === viewer.id ? asRoleJson : jsonOf.get(id)!));
+  return { state: spliceViewer(whole, me, viewer.id), whole };
 }

@@ -9,7 +9,7 @@ import { subscriptionsWithChannels } from '../data/subscriptions.repo.ts';
 import { maxMessageIdOfUser, stateSourcesPresent, type StateSource } from '../data/register-state.repo.ts';
 import { readSettingsRow } from '../data/user-settings.repo.ts';
 import { defaultSettingsRow, legacySettingsState, userSettingsState } from '../lib/user-settings.ts';
-import { listChannelsOfRealm, defaultChannelIds, channelDisplayFacts } from '../data/channels.repo.ts';
+import { listChannelsOfRealmKept, defaultChannelIds, channelDisplayFactsKept } from '../data/channels.repo.ts';
 import { hasMetadataAccess, loadChannelViewer } from '../access/channels.ts';
 import {
   canCreateSomeChannel,
@@ -24,7 +24,7 @@ import { MAX_MESSAGE_LENGTH, MAX_REMINDER_NOTE_LENGTH, MAX_TOPIC_LENGTH, EMPTY_T
 import { realmUsersState } from './realm-users-state.ts';
 import { avatarUrl } from '../lib/avatar.ts';
 import { realmEmojiDict } from './realm-emoji.ts';
-import { userGroupsOfRealm } from './user-groups.ts';
+import { userGroupsOfRealmKept } from './user-groups.ts';
 import { customProfileFields } from './profile-fields.ts';
 import { defaultExternalAccounts } from '../lib/profile-fields.ts';
 import { defaultChannelGroups } from './default-channels.ts';
@@ -88,7 +88,8 @@ function sharedReads(db: RawSql, realm: Realm, user: User) {
     let value: Promise<T> | null = null;
     return () => (value ??= read());
   };
-  const channels = once(() => listChannelsOfRealm(db, realm.id, { excludeArchived: true }));
+  // Kept while unchanged (data/digest-cache.ts: one digest row instead of every channel's row and facts).
+  const channels = once(() => listChannelsOfRealmKept(db, realm.id, { excludeArchived: true }));
   // Every subscription row of the user (active or not) with its channel, in one statement.
   const subscriptionRows = once(() => subscriptionsWithChannels(db, user.id, 'all'));
   return {
@@ -98,7 +99,7 @@ function sharedReads(db: RawSql, realm: Realm, user: User) {
     channels,
     // The display facts (subscriber counts, first messages, setting groups) of every channel above,
     // read once for the channel kinds of state.
-    channelFacts: once(async () => channelDisplayFacts(db, realm.id, channelFactsRequest(await channels()))),
+    channelFacts: once(async () => channelDisplayFactsKept(db, realm.id, channelFactsRequest(await channels()))),
     sources: once(() => stateSourcesPresent(db, realm.id, user.id, { everyBot: seesEveryBot(user) })),
   };
 }
@@ -247,7 +248,7 @@ const CONTRIBUTORS: StateContributor[] = [
     // Every user, guests and bots included (only GET /user_groups is members-only, as in Zulip).
     kinds: ['realm_user_groups'],
     async read({ db, realm, options }) {
-      return { realm_user_groups: await userGroupsOfRealm(db, realm, { includeDeactivated: options.includeDeactivatedGroups }) };
+      return { realm_user_groups: await userGroupsOfRealmKept(db, realm, { includeDeactivated: options.includeDeactivatedGroups }) };
     },
   },
   {
