@@ -37,9 +37,15 @@
 //   delivery  1,000 queues (POST /register, event_types ["message"]) of the 1,000 subscribers, each
 //             with a parked GET /events re-parked with last_event_id as soon as its answer arrives;
 //             then 30 messages to the channel, one at a time (each once the server is idle again):
-//             time from the send request's start to each poll's answer, and the server's RSS.
+//             time from the send request's start to each poll's answer, and the server's RSS. Node CPU
+//             per woken poll (answer + re-poll): the CPU per message less the background (CPU per second
+//             with the polls parked and nothing sent, times the time taken) and less the send alone
+//             (10 messages before the polls park), ÷ 1,000; against the floor (bench/lib/poll-floor.ts:
+//             a bare node:http server answering the same 1,000 polls with the same envelope and event,
+//             and taking their next polls, while Parley is paused), goal ≤ 0.15 ms.
 //   history   GET /messages, narrow channel + topic, anchor=newest, num_before=50, num_after=0, as a
 //             subscriber, 200 sequential requests after 20, with 1,000,000 messages stored.
+import { execSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -67,6 +73,17 @@ const basic = (p: Person) => `Basic ${Buffer.from(`${p.email}:${p.apiKey}`).toSt
 const FORM = 'application/x-www-form-urlencoded';
 const form = (fields: Record<string, string | number>) => new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString();
 const log = (line: string) => console.log(`[bench] ${line}`);
+
+/** A process and its descendants (pgrep -P), to pause a server and its workers. */
+function processTree(root: number): number[] {
+  const out = [root];
+  for (let i = 0; i < out.length; i++) {
+    try {
+      out.push(...execSync(`pgrep -P ${out[i]}`).toString().split(/\s+/).filter(Boolean).map(Number));
+    } catch {} // (none)
+  }
+  return out;
+}
 
 // ---------------------------------------------------------------------------------------------------
 // HTTP from this process (sequential latency, registrations, long-polls)
@@ -315,7 +332,8 @@ async function main() {
     // --- delivery -------------------------------------------------------------------------------------
     if (ROWS.has('delivery')) {
       await sql.query('TRUNCATE event');
-      const pollAgent = new http.Agent({ keepAlive: true, maxSockets: CROWD + 100, maxFreeSockets: CROWD + 100, timeout: 0 });
+      const pollAgentOptions = { keepAlive: true, maxSockets: CROWD + 100, maxFreeSockets: CROWD + 100, timeout: 0 };
+      let pollAgent = new http.Agent(pollAgentOptions);
       // Register one queue per crowd member, 8 at a time.
       log(`delivery: registering ${CROWD} queues …`);
       const queues: { person: Person; queueId: string; lastEventId: number }[] = [];
@@ -335,6 +353,24 @@ async function main() {
       );
       log(`delivery: ${queues.length} queues registered in ${((performance.now() - tr) / 1000).toFixed(1)} s (POST /register p50 ${fmt(percentile(registerLatencies, 50))} ms, 8 at a time)`);
       await waitIdle(parley.pid);
+      // The send alone (every queue registered, no poll parked): what a message costs before any poll
+      // is woken, to be taken from the CPU per message below.
+      const SEND_ALONE = 10;
+      let cpuSend0 = 0;
+      let sendT0 = 0;
+      for (let k = -3; k < SEND_ALONE; k++) {
+        if (k === 0) {
+          await waitIdle(parley.pid);
+          cpuSend0 = treeCpuMs(parley.pid);
+          sendT0 = performance.now();
+        }
+        const answer = await request(agent, `${api}/messages`, { method: 'POST', headers: { ...member, 'content-type': FORM }, body: form({ type: 'stream', to: fixture.crowdChannelId, topic: 'delivery', content: `Sent before the polls park (${k}): the quick brown fox jumps over the lazy dog while nobody waits.` }) });
+        if (answer.status !== 200) throw new Error(`POST /messages: ${answer.status} ${answer.body.slice(0, 300)}`);
+      }
+      await waitIdle(parley.pid);
+      const sendAloneCpu = (treeCpuMs(parley.pid) - cpuSend0) / SEND_ALONE;
+      const sendAloneMs = (performance.now() - sendT0) / SEND_ALONE;
+      log(`delivery: a message to the channel with no poll parked costs ${fmt(sendAloneCpu)} ms of Parley CPU`);
       await sleep(2000);
       const rssBefore = rssMb(parley.pid);
 
@@ -346,14 +382,15 @@ async function main() {
       let retries = 0;
       let firstPollFailure: string | undefined;
       const MARK = /^Delivery benchmark message #(\d+):/;
-      const poll = (q: (typeof queues)[number]) => {
+      let sampleEvent: string | undefined; // one message event as Parley answered it (for the floor)
+      const poll = (q: (typeof queues)[number], base = api) => {
         if (stopping) return;
-        request(pollAgent, `${api}/events?${form({ queue_id: q.queueId, last_event_id: q.lastEventId })}`, { headers: { authorization: basic(q.person) } }).then(
+        request(pollAgent, `${base}/events?${form({ queue_id: q.queueId, last_event_id: q.lastEventId })}`, { headers: { authorization: basic(q.person) } }).then(
           (answer) => {
             if (answer.status !== 200) {
               retries++;
               firstPollFailure ??= `${answer.status} ${answer.body.slice(0, 300)}`;
-              setTimeout(() => poll(q), 1000);
+              setTimeout(() => poll(q, base), 1000);
               return;
             }
             const events = (JSON.parse(answer.body) as { events: { id: number; type: string; message?: { content: string } }[] }).events;
@@ -361,6 +398,7 @@ async function main() {
               q.lastEventId = Math.max(q.lastEventId, e.id);
               if (e.type === 'heartbeat') heartbeats++;
               const m = e.type === 'message' ? MARK.exec(e.message?.content ?? '') : null;
+              if (m && sampleEvent === undefined && q.person.id !== fixture.member.id) sampleEvent = JSON.stringify(e);
               if (m) {
                 const k = Number(m[1]);
                 const list = arrivals.get(k) ?? [];
@@ -368,13 +406,13 @@ async function main() {
                 arrivals.set(k, list);
               }
             }
-            poll(q);
+            poll(q, base);
           },
           (error: Error) => {
             if (stopping) return;
             retries++;
             firstPollFailure ??= error.message;
-            setTimeout(() => poll(q), 1000);
+            setTimeout(() => poll(q, base), 1000);
           },
         );
       };
@@ -386,6 +424,8 @@ async function main() {
       const rssParked = rssMb(parley.pid);
       log(`delivery: RSS with ${queues.length} polls parked ${fmt(rssParked)} MB (+${fmt(rssParked - rssBefore)} MB)`);
 
+      let loopT0 = 0;
+
       const sampler = sampleRss(parley.pid);
       const sendLatencies: number[] = [];
       const lastArrival: number[] = [];
@@ -396,6 +436,7 @@ async function main() {
           // CPU is counted from the first measured message.
           cpu0.server = treeCpuMs(parley.pid);
           cpu0.pg = postmaster ? clusterCpuMs(postmaster) : Number.NaN;
+          loopT0 = performance.now();
         }
         // The previous message's re-polls are parked again (the server is idle).
         await waitIdle(parley.pid);
@@ -420,11 +461,74 @@ async function main() {
       }
       await waitIdle(parley.pid);
       const serverCpuPerMessage = (treeCpuMs(parley.pid) - cpu0.server) / DELIVERY_MESSAGES;
+      const loopMs = performance.now() - loopT0;
+      // The background (jobs, housekeeping, the queues' marks): Parley's CPU per second with the polls
+      // parked and nothing sent (10 s, once the last message's re-polls are parked), taken from the
+      // figures per message and per send.
+      await sleep(1000);
+      const idleCpu0 = treeCpuMs(parley.pid);
+      const idleT0 = performance.now();
+      await sleep(10_000);
+      const backgroundPerMs = (treeCpuMs(parley.pid) - idleCpu0) / (performance.now() - idleT0);
+      log(`delivery: background with the polls parked, nothing sent: ${fmt(backgroundPerMs * 1000)} ms of CPU per second`);
+      const backgroundPerMessage = (backgroundPerMs * loopMs) / DELIVERY_MESSAGES;
       const pgCpuPerMessage = ((postmaster ? clusterCpuMs(postmaster) : Number.NaN) - cpu0.pg) / DELIVERY_MESSAGES;
       const samples = sampler.stop();
       const rssAfter = rssMb(parley.pid);
       stopping = true;
       pollAgent.destroy();
+
+      // The floor (bench/lib/poll-floor.ts): a bare node:http server answering the same 1,000 polls with
+      // the same envelope around the same event, and taking their next polls; Parley is paused meanwhile.
+      let floorCpuPerWake = Number.NaN;
+      if (sampleEvent !== undefined) {
+        process.kill(parley.pid, 'SIGSTOP');
+        for (const pid of processTree(parley.pid)) if (pid !== parley.pid) process.kill(pid, 'SIGSTOP');
+        const floorPort = await freePort();
+        const floor = await startServer({ label: 'poll floor', command: process.env.BENCH_CPU_PROF ? `node --cpu-prof --cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)} --import tsx bench/lib/poll-floor.ts` : 'node --import tsx bench/lib/poll-floor.ts', cwd: ROOT, env: { ...process.env, NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(floorPort) }, port: floorPort, readyPath: '/ready', logFile: path.join(dir, 'poll-floor.log') });
+        const floorApi = `${floor.url}/api/v1`;
+        const floorAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+        try {
+          stopping = false;
+          pollAgent = new http.Agent(pollAgentOptions);
+          const floorArrivals = arrivals;
+          floorArrivals.clear();
+          for (const q of queues) poll(q, floorApi);
+          await sleep(1000);
+          await waitIdle(floor.pid);
+          let floorCpu0 = 0;
+          for (let k = 1 - DELIVERY_WARMUP; k <= DELIVERY_MESSAGES; k++) {
+            if (k === 1) floorCpu0 = treeCpuMs(floor.pid);
+            await waitIdle(floor.pid);
+            await sleep(200);
+            sentAt.set(k, performance.now());
+            const event = sampleEvent.replace(/Delivery benchmark message #\d+:/, `Delivery benchmark message #${k}:`);
+            const answer = await request(floorAgent, `${floor.url}/wake`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: event });
+            if (answer.status !== 200) throw new Error(`floor /wake: ${answer.status} ${answer.body.slice(0, 300)}`);
+            const deadline = performance.now() + 30_000;
+            while ((floorArrivals.get(k)?.length ?? 0) < queues.length && performance.now() < deadline) await sleep(5);
+          }
+          await waitIdle(floor.pid);
+          floorCpuPerWake = (treeCpuMs(floor.pid) - floorCpu0) / DELIVERY_MESSAGES;
+          const floorPairs = [...floorArrivals.entries()].filter(([k]) => k >= 1).flatMap(([, l]) => l);
+          log(`delivery floor: ${floorPairs.length} answers, CPU per wake-up of ${queues.length} polls ${fmt(floorCpuPerWake)} ms, latency p50 ${fmt(percentile(floorPairs, 50))} ms`);
+        } finally {
+          stopping = true;
+          pollAgent.destroy();
+          floorAgent.destroy();
+          await floor.stop();
+          for (const pid of processTree(parley.pid)) process.kill(pid, 'SIGCONT');
+        }
+      }
+      // The send alone, without its share of the background (it ran for sendAloneMs per send).
+      const sendOwn = sendAloneCpu - backgroundPerMs * sendAloneMs;
+      const perPoll = (serverCpuPerMessage - backgroundPerMessage - sendOwn) / queues.length;
+      const floorPerPoll = floorCpuPerWake / queues.length;
+      log(
+        `delivery: per message ${fmt(serverCpuPerMessage)} ms = background ${fmt(backgroundPerMessage)} + send ${fmt(sendOwn)} + ${queues.length} woken polls; ` +
+          `Node CPU per woken poll (answer + re-poll) ${fmt(perPoll * 1000)} µs; floor ${fmt(floorPerPoll * 1000)} µs (${fmt(perPoll / floorPerPoll)}×)`,
+      );
+      rows.push([`Node CPU per woken poll (answer + re-poll), ms: (CPU per message − background − the send) ÷ ${CROWD.toLocaleString('en')}; floor: bare node:http`, fmt(perPoll), fmt(floorPerPoll), fmt(perPoll / floorPerPoll), '≤ 0.15 ms', perPoll <= 0.15 ? '✓' : '✗']);
 
       const pairs = [...arrivals.entries()].filter(([k]) => k >= 1).flatMap(([, l]) => l);
       const extra = rssParked - rssBefore;
@@ -442,6 +546,7 @@ async function main() {
               ['time to the last recipient per message, median / max, ms', `${fmt(median(lastArrival))} / ${fmt(Math.max(...lastArrival))}`],
               ['POST /messages latency while polls are parked, p50 / max, ms', `${fmt(percentile(sendLatencies, 50))} / ${fmt(Math.max(...sendLatencies))}`],
               ['CPU per message (send + 1,000 answers + 1,000 re-polls), Parley / PostgreSQL, ms', `${fmt(serverCpuPerMessage)} / ${fmt(pgCpuPerMessage)}`],
+              ['Parley CPU of the send alone (no poll parked; background included / not), ms; background per message, ms; floor CPU per wake-up of the same polls (bare node:http), ms', `${fmt(sendAloneCpu)} / ${fmt(sendOwn)}; ${fmt(backgroundPerMessage)}; ${fmt(floorCpuPerWake)}`],
               ['RSS MB: just started / queues registered, no poll / 1,000 parked / peak while delivering / after (still parked)', `${fmt(rssStarted)} / ${fmt(rssBefore)} / ${fmt(rssParked)} / ${fmt(Math.max(...samples))} / ${fmt(rssAfter)}`],
               ['heartbeats, polls retried (errors)', `${heartbeats}, ${retries}${firstPollFailure ? ` (first: ${firstPollFailure})` : ''}`],
             ],

@@ -115,6 +115,8 @@ export function buildApp(deps: AppDeps) {
     // (already theirs when made by this server: see serverOptions)
     if (Object.getPrototypeOf(req) !== app.request) Object.setPrototypeOf(req, app.request);
     if (Object.getPrototypeOf(res) !== app.response) Object.setPrototypeOf(res, app.response);
+    // GET /events' usual re-poll: the same parts without the steps (http/events-route.ts); otherwise below.
+    if (pipeline.serveEvents(req, res, fail)) return;
     if (!res.locals) res.locals = Object.create(null);
     // What the application's router sets before its first layer.
     req.baseUrl = '';

@@ -94,10 +94,31 @@ interface BufferedEvent extends DeliverableEvent {
   forms?: EventForms;
 }
 
-interface ParkedPoll {
-  queue: PolledQueue;
-  after: number;
-  done: (answer: PollAnswer) => void;
+/** A poll waiting for its events: answered (`done`) once, by a fetch, its heartbeat, its client leaving or the process stopping. */
+class ParkedPoll {
+  timer: NodeJS.Timeout | undefined;
+  stopListening: (() => void) | undefined;
+  constructor(
+    readonly tail: Tail,
+    readonly queue: PolledQueue,
+    readonly after: number,
+    private readonly resolve: (answer: PollAnswer) => void,
+    private readonly unpark: () => void,
+  ) {}
+
+  done(result: PollAnswer): void {
+    if (!this.tail.polls.delete(this)) return;
+    this.unpark();
+    clearTimeout(this.timer);
+    this.stopListening?.();
+    this.tail.lastUsed = Date.now();
+    this.resolve(result);
+  }
+
+  /** Its heartbeat is due (setTimeout's argument, so that the timer needs no closure). */
+  static heartbeat(poll: ParkedPoll): void {
+    poll.done({ events: [heartbeat(poll.after)], ended: false });
+  }
 }
 
 interface Tail {
@@ -108,6 +129,8 @@ interface Tail {
   buffer: BufferedEvent[];
   polls: Set<ParkedPoll>;
   ready: Promise<void>;
+  /** `ready` has resolved (a poll then need not wait for it). */
+  isReady: boolean;
   fetching: Promise<void> | null;
   fetchAgain: boolean;
   /** Ephemeral events waiting for the fetch that makes their predecessors known. */
@@ -128,6 +151,7 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
   const queues = createQueueCache(db, listener, logger);
   let parkedCount = 0;
   let closed = false;
+  const unpark = () => void parkedCount--;
 
   function tailFor(realmId: number): Tail {
     let tail = tails.get(realmId);
@@ -139,6 +163,7 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
         buffer: [],
         polls: new Set(),
         ready: Promise.resolve(),
+        isReady: false,
         fetching: null,
         fetchAgain: false,
         ephemeralWaiting: [],
@@ -147,6 +172,7 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
       t.ready = newestEventId(db, realmId).then((newest) => {
         t.start = newest;
         t.cursor = newest;
+        t.isReady = true;
       });
       t.ready.catch(() => tails.delete(realmId));
       tails.set(realmId, t);
@@ -322,7 +348,7 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
     async poll(queue, requestedAfter, { dontBlock, connection }) {
       if (closed) return { events: [heartbeat(requestedAfter)], ended: false };
       const tail = tailFor(queue.realmId);
-      await tail.ready;
+      if (!tail.isReady) await tail.ready;
       if (dontBlock) {
         // A poll that will not wait answers with everything committed before it began: let every
         // announcement of those reach this process (barrier), and the fetch they started finish.
@@ -370,26 +396,15 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
 
       // Park until a fetch brings something, a heartbeat is due, the client leaves, or we stop.
       return new Promise((resolve) => {
-        const poll: ParkedPoll = {
-          queue,
-          after,
-          done: (result) => {
-            if (!tail.polls.delete(poll)) return;
-            parkedCount--;
-            clearTimeout(timer);
-            stopListening?.();
-            tail.lastUsed = Date.now();
-            resolve(result);
-          },
-        };
+        const poll = new ParkedPoll(tail, queue, after, resolve, unpark);
         // The jitter in ten steps (at most a second each): Node keeps one timer list per distinct delay, so
         // a thousand polls parked at once share ten lists instead of making (and, once answered, removing)
         // one each.
         const jitterMs = Math.floor(Math.random() * 10) * Math.min(1000, options.heartbeatJitterMs / 10);
-        const timer = setTimeout(() => poll.done({ events: [heartbeat(after)], ended: false }), options.heartbeatMs + jitterMs);
-        timer.unref();
+        poll.timer = setTimeout(ParkedPoll.heartbeat, options.heartbeatMs + jitterMs, poll);
+        poll.timer.unref();
         // (never called at once: the connection was not gone above, and it tells of going away by an event)
-        const stopListening = connection?.onGone(() => poll.done({ events: [], ended: false }));
+        poll.stopListening = connection?.onGone(() => poll.done({ events: [], ended: false }));
         tail.polls.add(poll);
         parkedCount++;
       });

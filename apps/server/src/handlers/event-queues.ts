@@ -1,6 +1,8 @@
 // Real-time events: POST /register, GET /events (long-poll), DELETE /events.
-import type { SuccessData } from '@parley/api-types';
-import type { Handler } from '../http/handler.ts';
+import type { RequestParams, SuccessData } from '@parley/api-types';
+import type { AppDeps } from '../deps.ts';
+import type { PollConnection } from '../events/delivery.ts';
+import type { Handler, HandlerContext } from '../http/handler.ts';
 import { doDeleteQueue, doGetEvents, doRegisterQueue } from '../actions/event-queues.ts';
 import { countEventsDelivered } from '../metrics/metrics.ts';
 
@@ -21,18 +23,21 @@ export const registerQueue: Handler<'register-queue'> = async ({ params, realm, 
   return state as SuccessData<'register-queue'>;
 };
 
-export const getEvents: Handler<'get-events'> = async ({ params, user, deps, connection, detachFromAdmission }) => {
+export const getEvents: Handler<'get-events'> = ({ params, user, deps, connection, detachFromAdmission }) => pollEvents(deps, user, params, connection, detachFromAdmission);
+
+/** GET /events for the pipeline's handler and for its lean route (http/events-route.ts). */
+export async function pollEvents(deps: AppDeps, user: HandlerContext<'get-events'>['user'], params: RequestParams<'get-events'>, connection: PollConnection, onWait: () => void): Promise<SuccessData<'get-events'>> {
   const answer = await doGetEvents(deps, user, {
     queueId: params.queue_id,
     lastEventId: params.last_event_id,
     dontBlock: params.dont_block ?? false,
     connection,
-    onWait: detachFromAdmission,
+    onWait,
   });
   countEventsDelivered(answer.count);
   // (events may be RawJson: text the envelope writes as it is, parsed back where responses are validated)
   return answer.data as unknown as SuccessData<'get-events'>;
-};
+}
 
 export const deleteQueue: Handler<'delete-queue'> = async ({ params, user, deps }) => {
   await doDeleteQueue(deps, user, params.queue_id);

@@ -11,7 +11,10 @@ export interface AdmissionOptions {
   maxQueue?: number;
 }
 
-export function admission(options: AdmissionOptions) {
+/** The admission step, and a way in without a line (http/events-route.ts): `enter` takes a free slot or says false, `leave` gives it back. */
+export type Admission = ((req: Request, res: Response, next: NextFunction) => void) & { enter(): boolean; leave(): void };
+
+export function admission(options: AdmissionOptions): Admission {
   const maxQueue = options.maxQueue ?? 10_000;
   let running = 0;
   const waiting: Array<{ admit: () => void; timer: NodeJS.Timeout }> = [];
@@ -27,7 +30,7 @@ export function admission(options: AdmissionOptions) {
     }
   };
 
-  return (_req: Request, res: Response, next: NextFunction) => {
+  const step = (_req: Request, res: Response, next: NextFunction) => {
     let released = false;
     const releaseOnce = () => {
       if (released) return;
@@ -63,4 +66,13 @@ export function admission(options: AdmissionOptions) {
     });
     waiting.push(entry);
   };
+  return Object.assign(step, {
+    // Only when nobody waits in line (who came first goes first) and a slot is free.
+    enter: () => {
+      if (running >= options.limit || waiting.length > 0) return false;
+      running++;
+      return true;
+    },
+    leave: release,
+  });
 }

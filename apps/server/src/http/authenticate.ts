@@ -56,7 +56,7 @@ export function createHeaderAuthenticator(deps: { db: Db; cipher: ApiKeyCipher; 
    * Without waiting when both the header and its identity are known (the common case). With
    * `incomingWebhookBots`, the operation accepts incoming webhook bots' keys (sending messages).
    */
-  return (req: Request, options: IdentityOptions = {}): { user: User; realm: Realm } | null | Promise<{ user: User; realm: Realm }> => {
+  const authenticateHeader = (req: Request, options: IdentityOptions = {}): { user: User; realm: Realm } | null | Promise<{ user: User; realm: Realm }> => {
     const header = req.headers.authorization;
     if (header === undefined || header === '') return null;
     const known = remembered.get(header);
@@ -77,6 +77,22 @@ export function createHeaderAuthenticator(deps: { db: Db; cipher: ApiKeyCipher; 
       return identity;
     });
   };
+  /**
+   * The identity of a header that authenticated before and whose user is in the credential cache, when
+   * every check passes; otherwise null (not known here, or refused: `authenticateHeader` then gives the
+   * answer). Changes nothing and never waits (http/events-route.ts).
+   */
+  const known = (header: string): { user: User; realm: Realm } | null => {
+    const verified = remembered.get(header);
+    const identity = verified && deps.credentials.peek(verified.lookupHash);
+    if (!identity) return null;
+    try {
+      return checkIdentity(identity, verified.credentials);
+    } catch {
+      return null;
+    }
+  };
+  return Object.assign(authenticateHeader, { known });
 }
 
 /**

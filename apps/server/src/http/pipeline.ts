@@ -40,6 +40,7 @@ import { sendError, sendSuccess } from './respond.ts';
 import { runSteps, type Step } from './steps.ts';
 import { createRequestValidator } from './validate.ts';
 import type { PollConnection } from '../events/delivery.ts';
+import { connectionOf, createEventsRoute, type EventsRoute } from './events-route.ts';
 
 export const API_PREFIX = '/api/v1';
 
@@ -53,19 +54,27 @@ const URLENCODED_LIMIT_BYTES = 5 * 1024 * 1024;
  * The pipeline of one application: `run` takes a request whose URL is in canonical form
  * (canonicalApiUrl) and calls `done` after the last step, or with the failure that ended it.
  */
-export function createApiPipeline(deps: AppDeps, validationSpec: Record<string, unknown>): { run(req: Request, res: Response, done: (error?: unknown) => void): void } {
+export function createApiPipeline(
+  deps: AppDeps,
+  validationSpec: Record<string, unknown>,
+): { run(req: Request, res: Response, done: (error?: unknown) => void): void; serveEvents: EventsRoute } {
+  const admit = admission({ limit: deps.config.maxConcurrentRequests, queueTimeoutMs: deps.config.queueTimeoutMs });
+  const authenticateHeader = createHeaderAuthenticator(deps);
+  const validate = createRequestValidator(validationSpec, { validateResponses: deps.config.validateResponses });
   const steps: Step[] = [
     resolve,
-    admission({ limit: deps.config.maxConcurrentRequests, queueTimeoutMs: deps.config.queueTimeoutMs }),
-    authenticateWith(deps),
+    admit,
+    authenticateWith(deps, authenticateHeader),
     rateLimit(deps.rateLimiter),
     readBody,
     decode,
     authenticateKeyParameterWith(deps),
-    createRequestValidator(validationSpec, { validateResponses: deps.config.validateResponses }),
+    validate,
     dispatchWith(deps),
   ];
   return {
+    // GET /events' usual re-poll, with the same parts (http/events-route.ts); the rest comes to `run`.
+    serveEvents: createEventsRoute(deps, { admission: admit, knownIdentity: authenticateHeader.known, validator: validate, rateLimiter: deps.rateLimiter }),
     run(req, res, done) {
       // While the steps run, the request is seen relative to the API (req.path '/users/me'), as a router
       // mounted at /api/v1 would show it; its own URL is given back before `done`.
@@ -150,8 +159,7 @@ function resolve(req: Request, res: Response, next: NextFunction): void {
  * authenticated dispatcher, and the Python client calls /server_settings from its constructor, so a
  * wrong key must not fail there.
  */
-function authenticateWith(deps: AppDeps): Step {
-  const authenticateHeader = createHeaderAuthenticator(deps);
+function authenticateWith(deps: AppDeps, authenticateHeader: ReturnType<typeof createHeaderAuthenticator>): Step {
   const authenticated = (state: RequestState, identity: { user: RequestState['user'] & object; realm: RequestState['realm'] }) => {
     state.user = identity.user;
     state.realm = identity.realm;
@@ -374,22 +382,6 @@ function dispatchWith(deps: AppDeps): Step {
 async function respond(deps: AppDeps, state: RequestState, res: Response, data: Record<string, unknown>, writes: CachedTableWriteRecord): Promise<void> {
   if (state.operation.method !== 'get' && !writes.untouched) await deps.listener.barrier();
   sendSuccess(res, data, state.ignored, { validated: deps.config.validateResponses });
-}
-
-/** The handler context's `connection`: the response's `close` event, read as the client going away when it closes unfinished. */
-function connectionOf(res: Response): PollConnection {
-  return {
-    get gone() {
-      return res.destroyed && !res.writableFinished;
-    },
-    onGone(listener) {
-      const onClose = () => {
-        if (!res.writableFinished) listener();
-      };
-      res.once('close', onClose);
-      return () => void res.removeListener('close', onClose);
-    },
-  };
 }
 
 /** Zulip's client name: the User-Agent's leading product token ("ZulipMobile/27.1 …" → "ZulipMobile"). */

@@ -70,7 +70,7 @@ export function sendSuccess(res: Response, data: Record<string, unknown>, ignore
 }
 
 /** Status 200, a JSON body: the headers res.json sets (Content-Type with charset, Content-Length); none for HEAD. */
-function writeJsonBody(res: Response, json: string): void {
+export function writeJsonBody(res: Response, json: string): void {
   res.statusCode = 200;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', String(Buffer.byteLength(json)));

@@ -57,7 +57,7 @@ interface OperationSpec {
   responses: Json;
 }
 
-interface OperationValidators {
+export interface OperationValidators {
   params: ValidateFunction;
   pathParams: ValidateFunction | null;
   /** null when responses are not validated. */
@@ -84,7 +84,10 @@ function operationsOf(spec: Json): Map<string, OperationSpec> {
 }
 
 /** The validate step of the pipeline, for the projection of the spec built at start. */
-export function createRequestValidator(validationSpec: Record<string, unknown>, options: { validateResponses: boolean }): Step {
+/** The validate step, and an operation's compiled validators (http/events-route.ts validates with the same ones). */
+export type RequestValidator = Step & { validatorsOf(operationId: string): OperationValidators };
+
+export function createRequestValidator(validationSpec: Record<string, unknown>, options: { validateResponses: boolean }): RequestValidator {
   const spec = validationSpec as Json;
   const operations = operationsOf(spec);
   // Parameters: no coercion, the spec's defaults filled in. Path parameters: text, coerced.
@@ -105,7 +108,7 @@ export function createRequestValidator(validationSpec: Record<string, unknown>, 
     return validators;
   };
 
-  return function validate(req, res, next) {
+  const validate: Step = function validate(req, res, next) {
     const state = res.locals.parley as RequestState;
     const operationId = state.operation.operationId;
     const validators = compiled.get(operationId) ?? validatorsOf(operationId);
@@ -118,6 +121,7 @@ export function createRequestValidator(validationSpec: Record<string, unknown>, 
     if (validators.responses !== null) checkResponsesWith(res, validators.responses);
     next();
   };
+  return Object.assign(validate, { validatorsOf: (operationId: string) => compiled.get(operationId) ?? validatorsOf(operationId) });
 }
 
 /**
