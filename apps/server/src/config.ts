@@ -32,6 +32,8 @@ export interface Config {
   queueTimeoutMs: number;
   /** A parked GET /events answers a heartbeat after this long (plus up to 10 s of jitter); Zulip: 45 s. */
   heartbeatMs: number;
+  /** At most one GET /events answer per queue this often: events closer together go in one answer (events/pacing.ts; 0: none). */
+  eventPacingMs: number;
   /** Time budget of mark_all_as_read and friends before they answer complete: false (Zulip: about 50 s). */
   markReadBudgetMs: number;
   /** Time budget of POST /streams/{id}/delete_topic before it answers complete: false (Zulip: 50 s). */
@@ -99,6 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxConcurrentRequests: positiveInteger('PARLEY_MAX_CONCURRENT_REQUESTS', env.PARLEY_MAX_CONCURRENT_REQUESTS ?? '64'),
     queueTimeoutMs: positiveInteger('PARLEY_QUEUE_TIMEOUT_MS', env.PARLEY_QUEUE_TIMEOUT_MS ?? '5000'),
     heartbeatMs: positiveInteger('PARLEY_HEARTBEAT_MS', env.PARLEY_HEARTBEAT_MS ?? '45000'),
+    eventPacingMs: nonNegativeInteger('PARLEY_EVENT_PACING_MS', env.PARLEY_EVENT_PACING_MS ?? '250'),
     markReadBudgetMs: positiveInteger('PARLEY_MARK_READ_BUDGET_MS', env.PARLEY_MARK_READ_BUDGET_MS ?? '50000'),
     deleteTopicBudgetMs: positiveInteger('PARLEY_DELETE_TOPIC_BUDGET_MS', env.PARLEY_DELETE_TOPIC_BUDGET_MS ?? '50000'),
     pushNotificationsEnabled: parseApnsConfig(env) !== null,

@@ -88,6 +88,7 @@ export async function createDeps(config: Config, databaseUrl: string, options: {
       ...DEFAULT_DELIVERY_OPTIONS,
       heartbeatMs: config.heartbeatMs,
       heartbeatJitterMs: Math.min(DEFAULT_DELIVERY_OPTIONS.heartbeatJitterMs, config.heartbeatMs / 4),
+      pacingMs: config.eventPacingMs,
     }),
     jobs: createJobQueue(databaseUrl, logger),
     rateLimiter: config.rateLimit ? createRateLimiter(db, config.rateLimit, 'api', (error) => logger.error({ err: error }, 'rate-limit write failed')) : null,

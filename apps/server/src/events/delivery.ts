@@ -19,6 +19,7 @@ import { eventEndsQueue } from '../access/event-queues.ts';
 import { presentEvents, type DeliverableEvent } from './present.ts';
 import { serialisedForms, type EventForms } from './present-forms.ts';
 import { createQueueCache, type QueueCache } from './queue-cache.ts';
+import { createAnswerPacing, type AnswerPacing } from './pacing.ts';
 
 export interface DeliveryOptions {
   /** A parked poll answers a heartbeat after this long plus up to `heartbeatJitterMs`. */
@@ -29,6 +30,8 @@ export interface DeliveryOptions {
   bufferMax: number;
   /** At most this many events in one answer. */
   batchLimit: number;
+  /** At most one answer per queue this often, events arriving meanwhile joining it (events/pacing.ts; 0: none). */
+  pacingMs: number;
 }
 
 export const DEFAULT_DELIVERY_OPTIONS: DeliveryOptions = {
@@ -37,6 +40,7 @@ export const DEFAULT_DELIVERY_OPTIONS: DeliveryOptions = {
   bufferMs: 120_000,
   bufferMax: 20_000,
   batchLimit: 1_000,
+  pacingMs: 250,
 };
 
 export type PolledQueue = Pick<EventQueueRow, 'id' | 'realmId' | 'userId' | 'eventTypes' | 'allPublicStreams' | 'applyMarkdown' | 'narrow' | 'clientCapabilities' | 'createdAtMs' | 'clientGravatar'>;
@@ -97,6 +101,8 @@ interface BufferedEvent extends DeliverableEvent {
 /** A poll waiting for its events: answered (`done`) once, by a fetch, its heartbeat, its client leaving or the process stopping. */
 class ParkedPoll {
   timer: NodeJS.Timeout | undefined;
+  /** Set while its answer is held by the pacing (events/pacing.ts). */
+  paceTimer: NodeJS.Timeout | undefined;
   stopListening: (() => void) | undefined;
   constructor(
     readonly tail: Tail,
@@ -104,12 +110,15 @@ class ParkedPoll {
     readonly after: number,
     private readonly resolve: (answer: PollAnswer) => void,
     private readonly unpark: () => void,
+    private readonly pacing: AnswerPacing,
   ) {}
 
   done(result: PollAnswer): void {
     if (!this.tail.polls.delete(this)) return;
     this.unpark();
     clearTimeout(this.timer);
+    if (this.paceTimer) clearTimeout(this.paceTimer);
+    if (result.events.length) this.pacing.answered(this.queue.id, Date.now());
     this.stopListening?.();
     this.tail.lastUsed = Date.now();
     this.resolve(result);
@@ -152,6 +161,20 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
   let parkedCount = 0;
   let closed = false;
   const unpark = () => void parkedCount--;
+  const pacing = createAnswerPacing(options.pacingMs);
+  /** A held answer's time has come: everything the buffer has for it now. */
+  const answerHeld = (poll: ParkedPoll) => {
+    poll.paceTimer = undefined;
+    if (!poll.tail.polls.has(poll)) return;
+    const answer = collect(poll.tail, poll.queue, poll.after);
+    if (answer.events.length || answer.ended) poll.done(answer);
+  };
+  /** Answers a parked poll that has something now, or holds it while its queue's pacing says so. */
+  const answerOrHold = (poll: ParkedPoll, answer: PollAnswer) => {
+    const hold = answer.ended ? 0 : pacing.holdFor(poll.queue.id, Date.now());
+    if (hold <= 0) poll.done(answer);
+    else poll.paceTimer ??= setTimeout(answerHeld, hold, poll);
+  };
 
   function tailFor(realmId: number): Tail {
     let tail = tails.get(realmId);
@@ -273,8 +296,9 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
       for (; at < end; at++) {
         const poll = polls[at]!;
         if (!tail.polls.has(poll)) continue;
+        if (poll.paceTimer) continue; // held: answered with everything when its time comes
         const answer = collect(tail, poll.queue, poll.after);
-        if (answer.events.length || answer.ended) poll.done(answer);
+        if (answer.events.length || answer.ended) answerOrHold(poll, answer);
       }
       if (at < polls.length && !closed) setImmediate(slice);
     };
@@ -391,12 +415,20 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
           if (!answer.events.length) after = Math.max(cursor, Math.min(tail.start, newestId));
         }
       }
-      if (answer.events.length || answer.ended || dontBlock || connection?.gone) return answer;
+      // Events waiting for a queue answered a moment ago, from the buffer: held by the pacing (parked
+      // below, answered when its time comes with whatever arrived meanwhile).
+      const hold = answer.events.length && !answer.ended && !dontBlock && after >= tail.start ? pacing.holdFor(queue.id, Date.now()) : 0;
+      if (hold <= 0 && (answer.events.length || answer.ended || dontBlock || connection?.gone)) {
+        if (answer.events.length) pacing.answered(queue.id, Date.now());
+        return answer;
+      }
+      if (connection?.gone) return answer;
       if (closed) return { events: [heartbeat(after)], ended: false };
 
       // Park until a fetch brings something, a heartbeat is due, the client leaves, or we stop.
       return new Promise((resolve) => {
-        const poll = new ParkedPoll(tail, queue, after, resolve, unpark);
+        const poll = new ParkedPoll(tail, queue, after, resolve, unpark, pacing);
+        if (hold > 0) poll.paceTimer = setTimeout(answerHeld, hold, poll);
         // The jitter in ten steps (at most a second each): Node keeps one timer list per distinct delay, so
         // a thousand polls parked at once share ten lists instead of making (and, once answered, removing)
         // one each.

@@ -53,6 +53,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     dataDir: os.tmpdir(),
     publicUrl: template.realmUrl,
     validateResponses: true,
+    // Unpaced: tests read answers event by event (event-pacing.test.ts paces its own servers).
+    eventPacingMs: 0,
     rateLimit: options.rateLimit ?? null,
     logLevel: process.env.PARLEY_LOG_LEVEL ?? 'error',
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
@@ -159,7 +161,7 @@ export function useSecondProcess(env: TestServer, options: { rateLimit?: { point
   let second: RunningServer | undefined;
   beforeAll(async () => {
     // The same file storage as the first process (as several machines share one bucket).
-    const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: 'http://parley.test', validateResponses: true, rateLimit: options.rateLimit ?? null, logLevel: 'error', storage: env.running.deps.config.storage, maxFileUploadSizeMib: env.running.deps.config.maxFileUploadSizeMib, ...options.config };
+    const config = { ...loadConfig({}), secretKey: TEST_SECRET, dataDir: os.tmpdir(), publicUrl: 'http://parley.test', validateResponses: true, rateLimit: options.rateLimit ?? null, logLevel: 'error', storage: env.running.deps.config.storage, maxFileUploadSizeMib: env.running.deps.config.maxFileUploadSizeMib, eventPacingMs: env.running.deps.config.eventPacingMs, ...options.config };
     second = await listen(await createDeps(config, env.databaseUrl, { poolSize: 4 }), '127.0.0.1', 0);
   });
   afterAll(async () => {
