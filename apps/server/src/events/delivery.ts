@@ -115,6 +115,8 @@ class ParkedPoll {
 
   done(result: PollAnswer): void {
     if (!this.tail.polls.delete(this)) return;
+    const ofUser = this.tail.pollsByUser.get(this.queue.userId);
+    if (ofUser?.delete(this) && ofUser.size === 0) this.tail.pollsByUser.delete(this.queue.userId);
     this.unpark();
     clearTimeout(this.timer);
     if (this.paceTimer) clearTimeout(this.paceTimer);
@@ -137,6 +139,8 @@ interface Tail {
   cursor: number;
   buffer: BufferedEvent[];
   polls: Set<ParkedPoll>;
+  /** The same polls by their queue's user: a wake-up visits only its events' recipients' polls. */
+  pollsByUser: Map<number, Set<ParkedPoll>>;
   ready: Promise<void>;
   /** `ready` has resolved (a poll then need not wait for it). */
   isReady: boolean;
@@ -185,6 +189,7 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
         cursor: 0,
         buffer: [],
         polls: new Set(),
+        pollsByUser: new Map(),
         ready: Promise.resolve(),
         isReady: false,
         fetching: null,
@@ -217,16 +222,21 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
         tail.fetchAgain = false;
         const ephemeral = tail.ephemeralWaiting;
         tail.ephemeralWaiting = [];
+        const fresh: BufferedEvent[] = [...ephemeral];
         for (;;) {
           const rows = await eventsOfRealmAfter(db, tail.realmId, tail.cursor, options.batchLimit);
           const now = Date.now();
-          for (const r of rows) tail.buffer.push(fromRow(r, now));
+          for (const r of rows) {
+            const e = fromRow(r, now);
+            tail.buffer.push(e);
+            fresh.push(e);
+          }
           if (rows.length) tail.cursor = rows[rows.length - 1]!.id;
           if (rows.length < options.batchLimit) break;
         }
         for (const e of ephemeral) insertInOrder(tail.buffer, e);
         trim(tail);
-        dispatch(tail);
+        dispatch(tail, fresh);
       } while (tail.fetchAgain && !closed);
     };
     tail.fetching = run()
@@ -288,8 +298,8 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
    * arrive meanwhile (the answered clients' next polls among them) are served between slices. Each
    * poll's answer is read from the buffer when its slice runs.
    */
-  function dispatch(tail: Tail) {
-    const polls = [...tail.polls];
+  function dispatch(tail: Tail, fresh: BufferedEvent[]) {
+    const polls = pollsConcerned(tail, fresh);
     let at = 0;
     const slice = () => {
       const end = Math.min(polls.length, at + DISPATCH_SLICE);
@@ -303,6 +313,27 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
       if (at < polls.length && !closed) setImmediate(slice);
     };
     slice();
+  }
+
+  /**
+   * The parked polls the fresh events may be for: their recipients' (a poll parks only when the buffer
+   * had nothing for it, so only what a fetch brings can wake it). Everyone's for an event without a
+   * recipient list (the whole organization), one that all_public_streams queues also take, and a
+   * realm_user event (it may end a queue that does not receive it: access/event-queues.ts).
+   */
+  function pollsConcerned(tail: Tail, fresh: BufferedEvent[]): ParkedPoll[] {
+    if (fresh.length === 0) return [];
+    const users = new Set<number>();
+    for (const e of fresh) {
+      if (!e.userIds || e.allPublicStreams || e.type === 'realm_user') return [...tail.polls];
+      for (const id of e.userIds) users.add(id);
+    }
+    const out: ParkedPoll[] = [];
+    for (const id of users) {
+      const ofUser = tail.pollsByUser.get(id);
+      if (ofUser) for (const poll of ofUser) out.push(poll);
+    }
+    return out;
   }
 
   listener.on(EVENTS_CHANNEL, (payload) => {
@@ -438,6 +469,9 @@ export function createEventDelivery(db: Db, listener: DatabaseListener, logger: 
         // (never called at once: the connection was not gone above, and it tells of going away by an event)
         poll.stopListening = connection?.onGone(() => poll.done({ events: [], ended: false }));
         tail.polls.add(poll);
+        let ofUser = tail.pollsByUser.get(queue.userId);
+        if (!ofUser) tail.pollsByUser.set(queue.userId, (ofUser = new Set()));
+        ofUser.add(poll);
         parkedCount++;
       });
     },
