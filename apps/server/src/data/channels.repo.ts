@@ -177,7 +177,7 @@ export const listChannelsOfRealm = (db: RawSql, realmId: number, options: { excl
  */
 export const listChannelsOfRealmKept = async (db: RawSql, realmId: number, options: { excludeArchived: boolean }): Promise<Channel[]> =>
   // The kept array itself (frozen: a change throws), the same while unchanged.
-  (await queryKeptByDigest<Channel>(db, channelsOfRealmSql(realmId, options))) as Channel[];
+  (await queryKeptByDigest<Channel>(db, channelsOfRealmSql(realmId, options), `channels|${realmId}|${options.excludeArchived}`)) as Channel[];
 
 export async function defaultChannelIds(db: RawSql, realmId: number): Promise<number[]> {
   const rows = await db.$queryRaw<{ id: number }[]>`
@@ -337,7 +337,7 @@ export async function channelDisplayFacts(db: RawSql, realmId: number, request: 
  */
 export async function channelDisplayFactsKept(db: RawSql, realmId: number, request: ChannelFactsRequest): Promise<ChannelFacts> {
   if (request.channelIds.length === 0 && request.groupIds.length === 0) return channelFactsOf([]);
-  const rows = await queryKeptByDigest<FactsRow>(db, channelFactsSql(realmId, request));
+  const rows = await queryKeptByDigest<FactsRow>(db, channelFactsSql(realmId, request), `facts|${realmId}|${request.recentDays}|${request.withSubscribers}`);
   let facts = factsOfKeptRows.get(rows);
   if (!facts) factsOfKeptRows.set(rows, (facts = Object.freeze(channelFactsOf(rows))));
   return facts;

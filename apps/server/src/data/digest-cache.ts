@@ -13,11 +13,13 @@ import { Prisma } from './db.ts';
 import { databaseCache } from '../lib/process-caches.ts';
 
 interface KeptRows {
+  /** The statement (text and values) the rows answer. */
+  statement: string;
   digest: string;
   rows: readonly object[];
 }
 
-/** Kept reads by statement (text and values). */
+/** Kept reads by slot (the caller's name for what the read is, or the statement itself). */
 const kept = databaseCache<string, KeptRows>();
 /** Reads kept at most (each an organization's channels, facts or groups). */
 const MAX_READS = 256;
@@ -27,8 +29,12 @@ const MAX_READS = 256;
  * this snapshot is unchanged. The array and its rows are frozen: callers share them (the same array
  * while unchanged, which callers may key derived values by) and must not change them.
  */
-export async function queryKeptByDigest<T extends object>(db: RawSql, sql: Prisma.Sql): Promise<readonly T[]> {
-  const key = `${sql.text}\u0000${JSON.stringify(sql.values)}`;
+export async function queryKeptByDigest<T extends object>(db: RawSql, sql: Prisma.Sql, slot?: string): Promise<readonly T[]> {
+  // `slot` names what the read is (e.g. an organization's channels) when its values change with what it
+  // reads (ids listed in the statement): one entry per slot, replaced, instead of one per statement ever
+  // seen, kept until pushed out.
+  const statement = `${sql.text}\u0000${JSON.stringify(sql.values)}`;
+  const key = slot ?? statement;
   // Every row's text, sorted: the same set of rows gives the same digest whatever order the plan
   // produced them in (the read's own ORDER BY then puts them in the same order); the count guards
   // against the empty and NULL rows' text.
@@ -36,11 +42,16 @@ export async function queryKeptByDigest<T extends object>(db: RawSql, sql: Prism
     SELECT count(*)::text || ':' || COALESCE(md5(string_agg(q::text, E'\n' ORDER BY q::text)), '') AS digest FROM (${sql}) q`;
   const digest = answer!.digest;
   const found = kept.get(key);
-  if (found?.digest === digest) return found.rows as readonly T[];
+  if (found?.digest === digest && found.statement === statement) {
+    // Used: to the back of the line (the first entries are pushed out first).
+    kept.delete(key);
+    kept.set(key, found);
+    return found.rows as readonly T[];
+  }
   const rows = Object.freeze((await db.$queryRaw<T[]>(sql)).map(freeze));
   kept.delete(key);
   if (kept.size >= MAX_READS) kept.delete(kept.keys().next().value!);
-  kept.set(key, { digest, rows });
+  kept.set(key, { statement, digest, rows });
   return rows;
 }
 
@@ -63,7 +74,11 @@ export async function keptWhileDigestUnchanged<T>(db: RawSql, key: string, diges
   const [answer] = await db.$queryRaw<Array<{ digest: string | null }>>(digestSql);
   const digest = answer?.digest ?? '';
   const found = values.get(key);
-  if (found?.digest === digest) return found.value as T;
+  if (found?.digest === digest) {
+    values.delete(key);
+    values.set(key, found);
+    return found.value as T;
+  }
   const value = await make();
   values.delete(key);
   if (values.size >= MAX_READS) values.delete(values.keys().next().value!);

@@ -106,9 +106,12 @@ function plainTransaction(client: pg.PoolClient, statementName: (sql: string, pa
   let opened: Promise<unknown> | null = null;
   /** Settles once the statement sent last is answered: statements started together (Promise.all) go one after another. */
   let previous: Promise<unknown> = Promise.resolve();
+  /** Set once COMMIT or ROLLBACK is next: the work may start no statement any more (its atCommit writes go out with COMMIT). */
+  let closing = false;
   const deferred: Prisma.Sql[] = [];
   const run = (query: TemplateStringsArray | Prisma.Sql, values: unknown[]) => {
     if (deferred.length) throw new Error('no statement may follow an atCommit write');
+    if (closing) return Promise.reject(new Error('statement sent after its transaction ended'));
     const sql = query instanceof Prisma.Sql ? query : Prisma.sql(query, ...values);
     if (opened) {
       // node-postgres queues a query given while another runs, but that use is deprecated (pg 9 drops it).
@@ -135,7 +138,13 @@ function plainTransaction(client: pg.PoolClient, statementName: (sql: string, pa
     await (opened ?? begun).catch(() => {});
     if (!opened) endBatch();
     await begun;
-    await previous;
+    // Until no statement is waiting (one may start another as it ends); from then on none may start.
+    let last: Promise<unknown>;
+    do {
+      last = previous;
+      await last;
+    } while (last !== previous);
+    closing = true;
   };
   return {
     tx,

@@ -120,7 +120,8 @@ class ParkedPoll {
     this.unpark();
     clearTimeout(this.timer);
     if (this.paceTimer) clearTimeout(this.paceTimer);
-    if (result.events.length) this.pacing.answered(this.queue.id, Date.now());
+    // A heartbeat is no answer the pacing counts: a quiet queue's next event goes out at once.
+    if (result.events.length && result.events[0]!['type'] !== 'heartbeat') this.pacing.answered(this.queue.id, Date.now());
     this.stopListening?.();
     this.tail.lastUsed = Date.now();
     this.resolve(result);

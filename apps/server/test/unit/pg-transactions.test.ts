@@ -94,4 +94,22 @@ describe('inSqlTransaction', () => {
     ).rejects.toThrow('division by zero');
     expect(await rows()).toEqual([]);
   });
+
+  it('lets no statement of a branch still running slip in after ROLLBACK', async () => {
+    // One branch sends a statement, then another once the first is answered; its sibling fails at once.
+    let branch: Promise<unknown> | undefined;
+    await expect(
+      inSqlTransaction(db, async (tx) => {
+        await tx.$queryRaw`SELECT 1`;
+        branch = (async () => {
+          await tx.$queryRaw`SELECT pg_sleep(0.05)`;
+          await tx.$executeRaw`INSERT INTO pg_tx_probe (n) VALUES (6)`;
+        })();
+        branch.catch(() => {});
+        await Promise.all([branch, Promise.reject(new Error('the sibling failed'))]);
+      }),
+    ).rejects.toThrow('the sibling failed');
+    await branch?.catch(() => {});
+    expect(await rows()).toEqual([]);
+  });
 });
