@@ -175,9 +175,9 @@ export const listChannelsOfRealm = (db: RawSql, realmId: number, options: { excl
  * listChannelsOfRealm for a transaction of one snapshot (POST /register's), its rows kept in this
  * process while unchanged (data/digest-cache.ts): frozen channel objects, shared with other readers.
  */
-export const listChannelsOfRealmKept = async (db: RawSql, realmId: number, options: { excludeArchived: boolean }): Promise<Channel[]> =>
-  // The kept array itself (frozen: a change throws), the same while unchanged.
-  (await queryKeptByDigest<Channel>(db, channelsOfRealmSql(realmId, options), `channels|${realmId}|${options.excludeArchived}`)) as Channel[];
+export const listChannelsOfRealmKept = (db: RawSql, realmId: number, options: { excludeArchived: boolean }): Promise<readonly Readonly<Channel>[]> =>
+  // The kept array itself (frozen, and typed so: a change does not compile), the same while unchanged.
+  queryKeptByDigest<Channel>(db, channelsOfRealmSql(realmId, options), `channels|${realmId}|${options.excludeArchived}`);
 
 export async function defaultChannelIds(db: RawSql, realmId: number): Promise<number[]> {
   const rows = await db.$queryRaw<{ id: number }[]>`

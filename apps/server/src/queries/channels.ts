@@ -29,7 +29,7 @@ const PARTIAL_SUBSCRIBERS_THRESHOLD = 250;
 const byChannelName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 /** What loadChannelDisplayData reads for the channels (see channelDisplayFacts). */
-export function channelFactsRequest(channels: Channel[], options: { withSubscribers?: boolean } = {}): ChannelFactsRequest {
+export function channelFactsRequest(channels: readonly Channel[], options: { withSubscribers?: boolean } = {}): ChannelFactsRequest {
   // Kept channel lists (data/digest-cache.ts) are frozen and the same array while unchanged: their
   // request is made once.
   const keep = Object.isFrozen(channels) && !options.withSubscribers;
@@ -235,7 +235,7 @@ export async function neverSubscribedChannels(
   db: RawSql,
   realm: Realm,
   viewer: PermissionSubject,
-  channels: Channel[],
+  channels: readonly Channel[],
   subscriptionRows: Map<number, boolean>,
   includeSubscribers: IncludeSubscribers,
   known?: ChannelFacts,
