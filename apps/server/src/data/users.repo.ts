@@ -106,17 +106,20 @@ export async function listDirectoryUsers(db: RawSql, realmId: number, ids?: numb
  * objects: a cache keyed by it needs no invalidation.
  */
 export async function userObjectVersions(db: RawSql, realmId: number): Promise<Array<{ id: number; active: boolean; version: string }>> {
-  return db.$queryRaw`
-    SELECT u.id, u.is_active AS active, u.xmin::text || '/' || COALESCE(s.xmin::text, '') || '/' || COALESCE(p.v, '') AS version
-    FROM "user" u
+  return db.$queryRaw`SELECT u.id, u.is_active AS active, ${USER_OBJECT_VERSION} AS version FROM ${usersWithVersionSources(realmId)} ORDER BY u.id`;
+}
+
+/** A user's object version (u, s and p of usersWithVersionSources): its rows' xmin values. */
+const USER_OBJECT_VERSION = Prisma.sql`u.xmin::text || '/' || COALESCE(s.xmin::text, '') || '/' || COALESCE(p.v, '')`;
+
+/** The organization's users (u) with their settings row (s) and their profile values' versions (p.v). */
+const usersWithVersionSources = (realmId: number) => Prisma.sql`"user" u
     LEFT JOIN user_settings s ON s.user_id = u.id
     LEFT JOIN (
       SELECT v.user_id, string_agg(v.field_id::text || ':' || v.xmin::text, ',' ORDER BY v.field_id) AS v
       FROM custom_profile_field_value v JOIN "user" o ON o.id = v.user_id WHERE o.realm_id = ${realmId} GROUP BY v.user_id
     ) p ON p.user_id = u.id
-    WHERE u.realm_id = ${realmId}
-    ORDER BY u.id`;
-}
+    WHERE u.realm_id = ${realmId}`;
 
 /**
  * The user of the organization whose real address is `email` (compared as lower() = lower(), on the
@@ -149,14 +152,8 @@ export async function userObjectVersionsDigest(
 ): Promise<{ digest: string; viewer: DirectoryUser | null; profileValues: CustomProfileFieldValue[] }> {
   const [row] = await db.$queryRaw<Array<Record<string, unknown>>>`
     SELECT d.digest, v.* FROM (
-      SELECT md5(string_agg(u.id::text || (CASE WHEN u.is_active THEN '+' ELSE '-' END) || u.xmin::text || '/' || COALESCE(s.xmin::text, '') || '/' || COALESCE(p.v, ''), ',' ORDER BY u.id)) AS digest
-      FROM "user" u
-      LEFT JOIN user_settings s ON s.user_id = u.id
-      LEFT JOIN (
-        SELECT v.user_id, string_agg(v.field_id::text || ':' || v.xmin::text, ',' ORDER BY v.field_id) AS v
-        FROM custom_profile_field_value v JOIN "user" o ON o.id = v.user_id WHERE o.realm_id = ${realmId} GROUP BY v.user_id
-      ) p ON p.user_id = u.id
-      WHERE u.realm_id = ${realmId}
+      SELECT md5(string_agg(u.id::text || (CASE WHEN u.is_active THEN '+' ELSE '-' END) || ${USER_OBJECT_VERSION}, ',' ORDER BY u.id)) AS digest
+      FROM ${usersWithVersionSources(realmId)}
     ) d LEFT JOIN (
       SELECT ${modelColumns(Prisma.UserScalarFieldEnum, 'u')}, COALESCE(s.email_address_visibility, 1) AS "emailVisibility",
         COALESCE((SELECT json_agg(json_build_object('userId', f.user_id, 'fieldId', f.field_id, 'value', f.value, 'renderedValue', f.rendered_value) ORDER BY f.field_id)
