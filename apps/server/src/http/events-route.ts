@@ -29,10 +29,10 @@ import { wirePlan } from '@parley/wire';
 import type { AppDeps } from '../deps.ts';
 import type { Realm, User } from '../data/models.ts';
 import type { RateLimiter } from '../data/rate-limits.repo.ts';
-import { RateLimitedError } from '../errors.ts';
 import { pollEvents } from '../handlers/event-queues.ts';
 import { observeRequest } from '../metrics/metrics.ts';
 import type { Admission } from './admission.ts';
+import { consumeRateLimit } from './rate-limit.ts';
 import type { RequestState } from './context.ts';
 import { acceptableRequestId, createRequestLineWriter, type RequestLine } from './logging.ts';
 import { checkResponsesWith, sendSuccess, writeJsonBody } from './respond.ts';
@@ -134,12 +134,7 @@ class TakenPoll implements PollConnection {
   }
 
   onGone(listener: () => void): () => void {
-    const res = this.res;
-    const onClose = () => {
-      if (!res.writableFinished) listener();
-    };
-    res.on('close', onClose); // (a response closes once)
-    return () => void res.removeListener('close', onClose);
+    return onResponseGone(this.res, listener);
   }
 
   /** requestLogging's work when the response closes: the slot, the metrics, the access line. */
@@ -167,13 +162,8 @@ async function answer(poll: TakenPoll): Promise<void> {
   const { deps, parts, validated } = poll.route;
   const res = poll.res;
   try {
-    if (parts.rateLimiter) {
-      const outcome = parts.rateLimiter.consume(`user:${poll.user.id}`);
-      res.setHeader('X-RateLimit-Limit', String(outcome.limit));
-      res.setHeader('X-RateLimit-Remaining', String(outcome.remaining));
-      res.setHeader('X-RateLimit-Reset', String(Math.ceil(Date.now() / 1000 + outcome.resetSeconds)));
-      if (!outcome.allowed) throw new RateLimitedError(Math.max(outcome.resetSeconds, 0.001));
-    }
+    // The pipeline's key for an authenticated caller (http/rate-limit.ts).
+    if (parts.rateLimiter) consumeRateLimit(parts.rateLimiter, `user:${poll.user.id}`, res);
     if (poll.validators.responses !== null) {
       res.locals ??= Object.create(null);
       checkResponsesWith(res, poll.validators.responses);
@@ -235,12 +225,15 @@ export function connectionOf(res: Response): PollConnection {
     get gone() {
       return res.destroyed && !res.writableFinished;
     },
-    onGone(listener) {
-      const onClose = () => {
-        if (!res.writableFinished) listener();
-      };
-      res.once('close', onClose);
-      return () => void res.removeListener('close', onClose);
-    },
+    onGone: (listener) => onResponseGone(res, listener),
   };
+}
+
+/** Calls `listener` when the response closes unfinished (the client went away); the returned function stops listening. */
+function onResponseGone(res: Response, listener: () => void): () => void {
+  const onClose = () => {
+    if (!res.writableFinished) listener();
+  };
+  res.once('close', onClose);
+  return () => void res.removeListener('close', onClose);
 }

@@ -11,14 +11,19 @@ export function rateLimit(limiter: RateLimiter | null) {
     const state = res.locals.parley as RequestState;
     const key = state.user ? `user:${state.user.id}` : `ip:${req.ip ?? 'unknown'}`;
     try {
-      const outcome = limiter.consume(key);
-      res.setHeader('X-RateLimit-Limit', String(outcome.limit));
-      res.setHeader('X-RateLimit-Remaining', String(outcome.remaining));
-      res.setHeader('X-RateLimit-Reset', String(Math.ceil(Date.now() / 1000 + outcome.resetSeconds)));
-      if (!outcome.allowed) return next(new RateLimitedError(Math.max(outcome.resetSeconds, 0.001)));
+      consumeRateLimit(limiter, key, res);
       next();
     } catch (error) {
       next(error);
     }
   };
+}
+
+/** Counts one request against `key`: the X-RateLimit-* headers set, RateLimitedError thrown when over the limit (also http/events-route.ts). */
+export function consumeRateLimit(limiter: RateLimiter, key: string, res: Response): void {
+  const outcome = limiter.consume(key);
+  res.setHeader('X-RateLimit-Limit', String(outcome.limit));
+  res.setHeader('X-RateLimit-Remaining', String(outcome.remaining));
+  res.setHeader('X-RateLimit-Reset', String(Math.ceil(Date.now() / 1000 + outcome.resetSeconds)));
+  if (!outcome.allowed) throw new RateLimitedError(Math.max(outcome.resetSeconds, 0.001));
 }

@@ -83,10 +83,10 @@ function operationsOf(spec: Json): Map<string, OperationSpec> {
   return operations;
 }
 
-/** The validate step of the pipeline, for the projection of the spec built at start. */
 /** The validate step, and an operation's compiled validators (http/events-route.ts validates with the same ones). */
 export type RequestValidator = Step & { validatorsOf(operationId: string): OperationValidators };
 
+/** The validate step of the pipeline, for the projection of the spec built at start. */
 export function createRequestValidator(validationSpec: Record<string, unknown>, options: { validateResponses: boolean }): RequestValidator {
   const spec = validationSpec as Json;
   const operations = operationsOf(spec);
@@ -96,7 +96,7 @@ export function createRequestValidator(validationSpec: Record<string, unknown>, 
   let responseAjv: Ajv2020 | undefined;
   const compiled = new Map<string, OperationValidators>();
 
-  const validatorsOf = (operationId: string): OperationValidators => {
+  const compile = (operationId: string): OperationValidators => {
     const operation = operations.get(operationId);
     if (!operation) throw new Error(`operation ${operationId} is not in the spec`);
     const validators: OperationValidators = {
@@ -107,11 +107,12 @@ export function createRequestValidator(validationSpec: Record<string, unknown>, 
     compiled.set(operationId, validators);
     return validators;
   };
+  const validatorsOf = (operationId: string): OperationValidators => compiled.get(operationId) ?? compile(operationId);
 
   const validate: Step = function validate(req, res, next) {
     const state = res.locals.parley as RequestState;
     const operationId = state.operation.operationId;
-    const validators = compiled.get(operationId) ?? validatorsOf(operationId);
+    const validators = validatorsOf(operationId);
     // Path parameters first, then the parameters (the order the failures were always reported in).
     if (validators.pathParams !== null) {
       const pathParams = { ...state.rawPathParams }; // (coerced in place)
@@ -121,7 +122,7 @@ export function createRequestValidator(validationSpec: Record<string, unknown>, 
     if (validators.responses !== null) checkResponsesWith(res, validators.responses);
     next();
   };
-  return Object.assign(validate, { validatorsOf: (operationId: string) => compiled.get(operationId) ?? validatorsOf(operationId) });
+  return Object.assign(validate, { validatorsOf });
 }
 
 /**
