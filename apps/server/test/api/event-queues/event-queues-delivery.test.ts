@@ -8,6 +8,7 @@ import { useSecondProcess, useTestServer } from '../../helpers/test-server.ts';
 import { pollEvents, registerQueue, sendMessage } from '../../helpers/queues.ts';
 import { createChannel } from '../../helpers/channels.ts';
 import { realmIdOf } from '../../helpers/realm.ts';
+import { waitFor } from '../../helpers/wait.ts';
 
 const env = useTestServer();
 const secondProcess = useSecondProcess(env);
@@ -45,5 +46,26 @@ describe('all_public_streams', () => {
     const id = await sendMessage(on(env, 'iago'), { type: 'stream', to: String(channel.id), topic: 'empty room', content: 'anyone?' });
     const events = await pollEvents(hamlet, everything);
     expect(events.filter((e) => e.type === 'message').map((e) => e.message.id)).toEqual([id]);
+  });
+});
+
+describe('a parked poll woken by its recipients only', () => {
+  it("ends a queue whose owner a realm_user event deactivates, even when the event is addressed to others only", async () => {
+    // A wake-up visits the parked polls of its events' recipients, and everyone's for a realm_user event:
+    // such an event can end a queue that does not receive it (access/event-queues.ts eventEndsQueue).
+    const hamlet = on(env, 'hamlet');
+    const queue = await registerQueue(hamlet, { event_types: ['message'] });
+    const deps = env.running.deps;
+    const before = deps.delivery.parked;
+    const poll = pollEvents(hamlet, queue, { dontBlock: false });
+    poll.catch(() => {});
+    await waitFor(async () => deps.delivery.parked > before, { what: "hamlet's parked poll" });
+    const realmId = await realmIdOf(env);
+    await inTransaction(deps.db, async (tx, afterCommit) => {
+      await deps.events.publish(tx, afterCommit, realmId, [
+        { userIds: [env.users.othello.id], payload: { type: 'realm_user', op: 'update', person: { user_id: env.users.hamlet.id, is_active: false } } },
+      ]);
+    });
+    await expect(poll).rejects.toThrow('BAD_EVENT_QUEUE_ID');
   });
 });
