@@ -53,11 +53,11 @@ export async function doSetMessageEditTyping(
   } else {
     const [self] = await people.people(deps.db, realm.id, [editor.id]);
     if (self?.sends_channel === false) throw new JsonableError('User has disabled typing notifications for channel messages');
-    const audience = await channelTypingAudience(deps.db, message.channel_id);
-    if (audience.subscriberCount <= MAX_CHANNEL_SIZE_FOR_TYPING) {
+    const audienceIds = await channelTypingAudience(deps.db, message.channel_id, MAX_CHANNEL_SIZE_FOR_TYPING);
+    if (audienceIds !== null) {
       // Subscribers who joined a channel with protected history after the message cannot read it.
       const channel = found.channel;
-      const reached = await messageReachedUsers(deps.db, message.id, audience.receiverIds);
+      const reached = await messageReachedUsers(deps.db, message.id, audienceIds);
       const receivers = reached
         .filter((u) => seesChannelMessage({ userId: u.id, role: u.role, flags: u.received ? 0 : null, subscribed: true }, channel))
         .map((u) => u.id);

@@ -32,7 +32,7 @@ import { EMPTY_TOPIC_DISPLAY_NAME, MAX_MESSAGE_LENGTH, MAX_TOPIC_LENGTH, topicFr
 import type { MessageDeliveryFields } from '../events/present.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import { pushTargetsForMessage, queuePushesForMessage, type MessagePushTargets } from './push.ts';
-import { applyAutomaticTopicPolicies } from './user-topics.ts';
+import { applyAutomaticTopicPolicies, senderTopicStateBeforeSending } from './user-topics.ts';
 import { addPersonalFlags } from './personal-flags.ts';
 import { linkifierRendering, realmLinkifiers } from '../queries/linkifiers.ts';
 import { realmEmojiIndex } from '../queries/realm-emoji.ts';
@@ -243,6 +243,7 @@ export async function storeCheckedMessage(
 ): Promise<MessageRow & { automaticNewVisibilityPolicy: number | null }> {
   // Before storeMessage, which takes the organization's event-order lock until commit.
   const pushTargets = preparedPushTargets ?? (await pushTargetsForMessage(tx, deps, checked, sender.id));
+  const senderState = checked.channel ? await senderTopicStateBeforeSending(tx, { sender, channel: checked.channel, topic: checked.topic }) : null;
   const message: NewMessage = {
     realmId: realm.id,
     senderId: sender.id,
@@ -287,7 +288,7 @@ export async function storeCheckedMessage(
   const automaticNewVisibilityPolicy = checked.channel
     ? await applyAutomaticTopicPolicies(
         { tx, afterCommit, deps, realm },
-        { sender, channel: checked.channel, topic: checked.topic, messageId: row.id, mentionedRecipientIds: checked.personalMentionIds },
+        { sender, senderState, channel: checked.channel, topic: checked.topic, mentionedRecipientIds: checked.personalMentionIds },
       )
     : null;
   return { ...row, automaticNewVisibilityPolicy };

@@ -76,9 +76,9 @@ async function publishTyping(deps: AppDeps, realm: Realm, sender: User, request:
   if (!channel || !hasContentAccess(subject, channel, subscribed)) throw new JsonableError('Invalid channel ID');
   checkCanSendToChannel(subject, channel, { subscribed });
   const topic = topicFromClient(request.topic.trim());
-  const audience = await channelTypingAudience(deps.db, channel.id);
-  if (audience.subscriberCount > MAX_CHANNEL_SIZE_FOR_TYPING) return;
-  await deps.events.publishEphemeral(realm.id, audience.receiverIds, {
+  const receiverIds = await channelTypingAudience(deps.db, channel.id, MAX_CHANNEL_SIZE_FOR_TYPING);
+  if (receiverIds === null) return;
+  await deps.events.publishEphemeral(realm.id, receiverIds, {
     type: 'typing',
     op: request.op,
     message_type: 'stream',

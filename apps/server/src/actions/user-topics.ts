@@ -113,26 +113,30 @@ export function automaticPolicyForSender(state: SenderTopicState): number | null
 }
 
 /**
+ * What the sender's automatic policy depends on, read in the sending transaction before the message is
+ * stored (storing it takes the organization's event-order lock until commit: nothing should be read
+ * after it); null for bots, which get no policy.
+ */
+export async function senderTopicStateBeforeSending(tx: Db, q: { sender: Pick<User, 'id' | 'isBot'>; channel: Channel; topic: string }): Promise<SenderTopicState | null> {
+  if (q.sender.isBot) return null;
+  return senderTopicState(tx, { senderId: q.sender.id, channelId: q.channel.id, topic: q.topic, historyPublic: q.channel.historyPublicToSubscribers });
+}
+
+/**
  * After a channel message is stored, in its transaction (Zulip's do_send_messages): the sender's
- * automatic follow or unmute of the topic, then following it for the recipients it personally mentions
- * who asked for that (`automatically_follow_topics_where_mentioned`). Both come after the message's own
- * recipients and pushes were decided, so they change what later messages do. Bots get no policy.
- * Answers the sender's new policy (POST /messages' `automatic_new_visibility_policy`), or null.
+ * automatic follow or unmute of the topic (from `senderState`, senderTopicStateBeforeSending), then
+ * following it for the recipients it personally mentions who asked for that
+ * (`automatically_follow_topics_where_mentioned`). Both come after the message's own recipients and
+ * pushes were decided, so they change what later messages do. Answers the sender's new policy
+ * (POST /messages' `automatic_new_visibility_policy`), or null.
  */
 export async function applyAutomaticTopicPolicies(
   t: InTransaction,
-  q: { sender: Pick<User, 'id' | 'isBot'>; channel: Channel; topic: string; messageId: number; mentionedRecipientIds: number[] },
+  q: { sender: Pick<User, 'id' | 'isBot'>; senderState: SenderTopicState | null; channel: Channel; topic: string; mentionedRecipientIds: number[] },
 ): Promise<number | null> {
   let senderPolicy: number | null = null;
-  if (!q.sender.isBot) {
-    const state = await senderTopicState(t.tx, {
-      senderId: q.sender.id,
-      channelId: q.channel.id,
-      topic: q.topic,
-      messageId: q.messageId,
-      historyPublic: q.channel.historyPublicToSubscribers,
-    });
-    const policy = automaticPolicyForSender(state);
+  if (q.senderState) {
+    const policy = automaticPolicyForSender(q.senderState);
     if (policy !== null && (await writePolicy(t, q.sender.id, q.channel, q.topic, policy))) senderPolicy = policy;
   }
   // As in Zulip, a sender who mentions themselves counts too.

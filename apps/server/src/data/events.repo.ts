@@ -18,17 +18,17 @@ export interface StoredEvent {
 }
 
 /**
- * Event ids are handed out in commit order within an organization: every transaction that stores
- * events (or a message whose event must keep message order) takes this lock first, and holds it to
- * commit. A long-poll that has seen event n has therefore seen every event of the organization up to
- * n, and never meets an earlier one committing later.
+ * Event ids are handed out in commit order within an organization, under this lock: a long-poll that
+ * has seen event n has therefore seen every event of the organization up to n, and never meets an
+ * earlier one committing later. A stored event gets its final id as its transaction commits (the
+ * deferred trigger of migration 20261129090000_event_ids_at_commit takes the lock then, so it is held
+ * for the commit alone, not across the round trips before it); ephemeral events draw theirs under it
+ * (publishEphemeralEvents); a message takes it when it is stored, its id following commit order too
+ * (messages.repo.ts storeMessage).
  */
 export const EVENT_ORDER_LOCK = 7265003;
 export function eventOrderLockSql(realmId: number): Prisma.Sql {
   return Prisma.sql`SELECT pg_advisory_xact_lock(${EVENT_ORDER_LOCK}::int, ${realmId}::int)`;
-}
-export async function lockEventOrder(db: Db, realmId: number): Promise<void> {
-  await db.$executeRaw(eventOrderLockSql(realmId));
 }
 
 /**
@@ -141,8 +141,8 @@ function eventRowsSql(realmId: number, events: QueuedEvent[]): Prisma.Sql {
 /**
  * The INSERT storing `events` in order (ids ascending in the order given), dropping events whose
  * audience is empty; null when there is nothing to store. Usable alone or as a data-modifying CTE.
- * It takes the organization's event-order lock before the first id is drawn (the lock's one-row
- * subquery is joined in, so no row reaches the INSERT before it is held).
+ * The ids it draws are provisional: each row gets its final id, in the same order, when the
+ * transaction commits (see EVENT_ORDER_LOCK).
  */
 export function insertEventsSql(realmId: number, events: QueuedEvent[]): Prisma.Sql | null {
   if (events.length === 0) return null;
@@ -150,7 +150,7 @@ export function insertEventsSql(realmId: number, events: QueuedEvent[]): Prisma.
     INSERT INTO event (realm_id, user_ids, realm_wide, payload, type, flags, all_public_streams)
     SELECT ${realmId}::int, e.user_ids, e.realm_wide, e.payload::jsonb, COALESCE(e.payload::jsonb->>'type', ''), e.flags, e.all_public
     -- OFFSET 0 keeps the filter below out of the union, so that each audience is resolved once.
-    FROM (${eventOrderLockSql(realmId)} OFFSET 0) ordered, (SELECT * FROM (${eventRowsSql(realmId, events)}) rows OFFSET 0) e
+    FROM (SELECT * FROM (${eventRowsSql(realmId, events)}) rows OFFSET 0) e
     WHERE e.realm_wide OR e.all_public OR cardinality(e.user_ids) > 0
     ORDER BY e.ord`;
 }

@@ -66,13 +66,14 @@ export interface SenderTopicState {
 }
 
 /**
- * The sender's settings, policy and channel mute for the topic, and whether the topic has another
- * message the sender can read: with `historyPublic`, any of the channel; otherwise one the sender
- * received, with a row or a deferred one (so that a protected history does not leak through the answer).
+ * Read before the sender's message is stored: the sender's settings, policy and channel mute for the
+ * topic, and whether the topic has a message the sender can read (another than the one being sent):
+ * with `historyPublic`, any of the channel; otherwise one the sender received, with a row or a deferred
+ * one (so that a protected history does not leak through the answer).
  */
 export async function senderTopicState(
   db: Db,
-  q: { senderId: number; channelId: number; topic: string; messageId: number; historyPublic: boolean },
+  q: { senderId: number; channelId: number; topic: string; historyPublic: boolean },
 ): Promise<SenderTopicState> {
   const [row] = await db.$queryRaw<SenderTopicState[]>`
     SELECT COALESCE(us.automatically_follow_topics_policy, 3) AS "followPolicy",
@@ -81,7 +82,7 @@ export async function senderTopicState(
       COALESCE(s.is_muted, false) AS "channelMuted",
       EXISTS (
         SELECT 1 FROM message m
-        WHERE m.channel_id = ${q.channelId}::int AND lower(m.topic) = lower(${q.topic}::text) AND m.id <> ${q.messageId}::int
+        WHERE m.channel_id = ${q.channelId}::int AND lower(m.topic) = lower(${q.topic}::text)
           AND (${q.historyPublic}::boolean OR m.deferred_recipient_ids @> ARRAY[${q.senderId}::int]
             OR EXISTS (SELECT 1 FROM user_message um WHERE um.user_id = ${q.senderId}::int AND um.message_id = m.id))
       ) AS "topicHasOtherMessages"

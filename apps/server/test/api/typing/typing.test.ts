@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { expectJsonError, useTestServer } from '../../helpers/test-server.ts';
 import type { Person } from '../../helpers/fixtures.ts';
-import { useChannel } from '../../helpers/channels.ts';
+import { randomBytes } from 'node:crypto';
+import { createChannel, useChannel } from '../../helpers/channels.ts';
 import { pollEvents, pollUntil, registerQueue, type Queue, type RegisterBody } from '../../helpers/queues.ts';
 
 const env = useTestServer({ heartbeatMs: 1_500 });
@@ -117,5 +118,36 @@ describe('POST /typing', () => {
     expect(events[0]).toMatchObject({ type: 'typing', op: 'start', message_type: 'stream', stream_id: channelId, topic: '' });
     expect(events[0]).not.toHaveProperty('recipients');
     expect(await poll('othello', plain, plain.last_event_id, true)).toEqual([]);
+  });
+
+  it('delivers channel typing in a channel of 100 active subscribers, and none once it has 101', async () => {
+    // iago (who creates it), hamlet and othello, and 97 new users; then one more.
+    const big = await createChannel(env, 'iago', {}, ['hamlet', 'othello']);
+    const db = env.running.deps.db;
+    const tag = randomBytes(4).toString('hex');
+    const addSubscribers = async (from: number, count: number) => {
+      await db.user.createMany({
+        data: Array.from({ length: count }, (_, i) => {
+          const email = `typing-${tag}-${from + i}@parley.test`;
+          return { realmId: env.realmId, email, deliveryEmail: email, fullName: `Subscriber ${from + i}`, role: 400 };
+        }),
+      });
+      const added = await db.user.findMany({ where: { deliveryEmail: { in: Array.from({ length: count }, (_, i) => `typing-${tag}-${from + i}@parley.test`) } }, select: { id: true } });
+      await db.subscription.createMany({ data: added.map((u) => ({ userId: u.id, channelId: big.id, active: true })) });
+    };
+    // Deactivated subscribers do not count.
+    await addSubscribers(0, 97);
+    const inactive = `typing-${tag}-inactive@parley.test`;
+    const gone = await db.user.create({ data: { realmId: env.realmId, email: inactive, deliveryEmail: inactive, fullName: 'Gone', role: 400, isActive: false } });
+    await db.subscription.create({ data: { userId: gone.id, channelId: big.id, active: true } });
+    const body = { op: 'start' as const, type: 'channel' as const, stream_id: big.id, topic: 'crowd' };
+    const q = await register('othello', { client_capabilities: { stream_typing_notifications: true } });
+    expect((await env.client('hamlet').POST('/typing', { body })).error).toBeUndefined();
+    const events = await poll('othello', q, q.last_event_id);
+    expect(events).toMatchObject([{ type: 'typing', stream_id: big.id, topic: 'crowd' }]);
+
+    await addSubscribers(97, 1);
+    expect((await env.client('hamlet').POST('/typing', { body })).error).toBeUndefined();
+    expect(await poll('othello', q, events[0].id, true)).toEqual([]);
   });
 });
