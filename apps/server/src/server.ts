@@ -18,6 +18,7 @@ import { createEventDelivery, DEFAULT_DELIVERY_OPTIONS } from './events/delivery
 import { startEventHousekeeping } from './events/housekeeping.ts';
 import { createJobQueue } from './jobs/queue.ts';
 import { registerJobHandlers } from './jobs/handlers.ts';
+import { withPlainStatements } from './data/pg-transactions.ts';
 import { notifyThroughPool } from './data/events.repo.ts';
 import { createCredentialCache } from './security/credential-cache.ts';
 import { createRateLimiter } from './data/rate-limits.repo.ts';
@@ -65,7 +66,7 @@ export interface RunningServer {
 
 export async function createDeps(config: Config, databaseUrl: string, options: { poolSize?: number; emitQueryEvents?: boolean } = {}): Promise<AppDeps> {
   await applyMigrations(databaseUrl);
-  const db = createPrismaClient(databaseUrl, { max: options.poolSize ?? config.databasePoolSize, emitQueryEvents: options.emitQueryEvents ?? false });
+  const db = withPlainStatements(createPrismaClient(databaseUrl, { max: options.poolSize ?? config.databasePoolSize, emitQueryEvents: options.emitQueryEvents ?? false }));
   const files = specFiles();
   const logger = createLogger(config.logLevel);
   // Started by listen(): commands that only use the database (manage, seeding) open no extra connection.

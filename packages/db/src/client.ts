@@ -37,6 +37,11 @@ export interface SqlPool {
 }
 const sqlPools = new WeakMap<object, SqlPool>();
 export const sqlPoolOf = (client: PrismaClient): SqlPool | undefined => sqlPools.get(client);
+/** `alias` (a wrapper of `client` that sends some statements itself) uses the pool of `client`. */
+export function shareSqlPool(alias: object, client: PrismaClient): void {
+  const pool = sqlPools.get(client);
+  if (pool) sqlPools.set(alias, pool);
+}
 
 export function createPrismaClient(
   connectionString: string,

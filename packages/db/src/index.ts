@@ -1,4 +1,4 @@
-export { createPrismaClient, sqlPoolOf } from './client.ts';
+export { createPrismaClient, shareSqlPool, sqlPoolOf } from './client.ts';
 export type { PrismaClient, SqlPool } from './client.ts';
 export { Prisma } from './generated/prisma/client.ts';
 export type {

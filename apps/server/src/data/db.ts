@@ -2,7 +2,8 @@
 // is either the client or the transaction client of an action. The rest of the data layer's plumbing,
 // one job a file:
 //   transactions.ts     Prisma transactions (inTransaction): retries, after-commit work
-//   pg-transactions.ts  plain node-postgres transactions (inSqlTransaction), for the subscribe hot path
+//   pg-transactions.ts  plain node-postgres transactions (inSqlTransaction), for the hot paths, and the
+//                       client's own statements outside transactions (withPlainStatements)
 //   cached-tables.ts    the tables per-process caches follow, and how a change says it wrote none of them
 //   database-errors.ts  what a database error means (retryable conflict, unique violation)
 import { Prisma, type PrismaClient } from '@parley/db';

@@ -12,8 +12,9 @@
 // to the goal (>= 0.5x), which it meets without much to spare: replacing this by inTransaction would
 // be a measurable loss on that path.
 // Same guarantees as data/transactions.ts inTransaction (retries, after-commit work, time limits).
+// The client's statements outside transactions take the same way (withPlainStatements, server.ts).
 import pg from 'pg';
-import { Prisma, sqlPoolOf, type PrismaClient } from '@parley/db';
+import { Prisma, shareSqlPool, sqlPoolOf, type PrismaClient } from '@parley/db';
 import type { RawSql } from './db.ts';
 import { inTransaction, retryOnSerializationFailure, runAfterCommit, type AfterCommit } from './transactions.ts';
 
@@ -38,7 +39,8 @@ const queryTypes = {
   getTypeParser: (oid: number, format?: string) => (format !== 'binary' && typeParsers[oid]) || pg.types.getTypeParser(oid, format as 'text'),
 };
 /** Arguments as Prisma sends them: dates as ISO-8601 UTC, BigInts as text. */
-const argument = (value: unknown) => (value instanceof Date ? value.toISOString() : typeof value === 'bigint' ? value.toString() : value);
+const argument = (value: unknown) =>
+  value instanceof Date ? value.toISOString() : typeof value === 'bigint' || value instanceof Prisma.Decimal ? value.toString() : value;
 
 /** What node-postgres (8.23) offers for writing queries without waiting for the answer of the one before. */
 interface PipeliningClient {
@@ -247,6 +249,52 @@ export async function inSqlTransaction<T>(
   });
   await runAfterCommit(callbacks);
   return result;
+}
+
+/**
+ * The client, with its own `$queryRaw` and `$executeRaw` (statements outside any transaction: each one
+ * is its own) sent through node-postgres on the pool Prisma uses, with Prisma's results (see
+ * queryTypes) and the same prepared-statement names. Prisma's client costs ~0.3 ms of Node CPU per
+ * statement over node-postgres's (bench/README.md, issue 28): most of a request's statements are of
+ * this kind. Everything else (models, `$transaction`, whose transaction clients keep Prisma's own raw
+ * statements) is the client's. At most 10 s waiting for a connection, as inSqlTransaction. When the
+ * client reports its statements as events (tests counting them), it is returned unchanged.
+ */
+export function withPlainStatements(db: PrismaClient): PrismaClient {
+  const sqlPool = sqlPoolOf(db);
+  if (!sqlPool || sqlPool.emitsQueryEvents) return db;
+  const run = async (query: TemplateStringsArray | Prisma.Sql, values: unknown[]) => {
+    const sql = query instanceof Prisma.Sql ? query : Prisma.sql(query, ...values);
+    const client = await connectWithin(sqlPool.pool, 10_000);
+    let broken: Error | undefined;
+    // A connection that fails under the statement reports it here (an unheard 'error' would end the process).
+    const onError = (error: Error) => void (broken ??= error);
+    client.on('error', onError);
+    try {
+      const name = sqlPool.statementName(sql.text, sql.values.length);
+      return await client.query({ ...(name ? { name } : {}), text: sql.text, values: sql.values.map(argument), types: queryTypes });
+    } finally {
+      client.removeListener('error', onError);
+      client.release(broken);
+    }
+  };
+  const own: Record<string | symbol, unknown> = {
+    $queryRaw: (query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => run(query, values).then((r) => r.rows),
+    $executeRaw: (query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => run(query, values).then((r) => r.rowCount ?? 0),
+  };
+  const bound = new Map<string | symbol, unknown>();
+  const wrapped = new Proxy(db, {
+    get(target, key) {
+      if (key in own) return own[key];
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== 'function') return value;
+      let fn = bound.get(key);
+      if (fn === undefined) bound.set(key, (fn = (value as (...args: unknown[]) => unknown).bind(target)));
+      return fn;
+    },
+  });
+  shareSqlPool(wrapped, db);
+  return wrapped;
 }
 
 /**
