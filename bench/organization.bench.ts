@@ -13,6 +13,8 @@
 //   BENCH_WORKERS         server processes, passed to the server as PARLEY_WORKERS (1)
 //   BENCH_GENERATORS      load-generator processes (2)
 //   BENCH_PROBE           parked polls of the probe run before the ramp (1000; 0: no probe)
+//   BENCH_PG_STATS=<n>    load pg_stat_statements and print, after each step, the n statements that took
+//                         PostgreSQL the most time in it (execution and lock waits; 0, the default: off)
 //   BENCH_PG_PROXY=1      connect the server to PostgreSQL through the statement-counting proxy (default:
 //                         directly; the proxy, one more hop per statement in this process, tripled
 //                         the API's latencies: p50 56 against 17 ms at 100 users, 2026-11-27)
@@ -59,6 +61,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createOrganization, type OrgFixture, type SimUser } from './lib/org-sim-seed.ts';
+import { statementStatsReport } from './lib/bench-pg.ts';
 import type { ToWorker, WorkerReport } from './lib/org-sim-worker.ts';
 import { OPERATIONS } from './lib/org-sim-worker.ts';
 import { findPostmaster, PARLEY_SERVER_CMD, sleep, startBenchParley, stopBenchDatabase, treeCpuMs, waitIdle, type ServerProcess } from './lib/processes.ts';
@@ -78,6 +81,7 @@ const PROBE = Math.min(ORG_USERS - 1, Number(process.env.BENCH_PROBE ?? 1000));
 const PROBE_MESSAGES = 5;
 const EVERYONE_SHARE = Number(process.env.BENCH_EVERYONE_SHARE ?? 0.05);
 const USE_PROXY = process.env.BENCH_PG_PROXY === '1';
+const PG_STATS = Number(process.env.BENCH_PG_STATS ?? 0);
 const KEEP_GOING = process.env.BENCH_KEEP_GOING === '1';
 const P99_API_MS = 200;
 const P99_DELIVERY_MS = 1000;
@@ -335,7 +339,7 @@ async function main() {
   log(`node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; server: ${PARLEY_SERVER_CMD}, PARLEY_WORKERS=${WORKERS}; work directory ${dir}`);
   log(`ramp: ${STEP} users per ${STEP_SECONDS} s step up to ${USERS_MAX} of ${ORG_USERS}, hold ${HOLD_SECONDS} s; ${GENERATORS} generator processes at nice ${NICE}`);
   const t0 = performance.now();
-  const { database, fixture, pgDataDir } = await createOrganization(dir, ORG_USERS, log);
+  const { database, fixture, pgDataDir } = await createOrganization(dir, ORG_USERS, log, { statementStats: PG_STATS > 0 });
   const postmaster = findPostmaster(pgDataDir);
   log(`seeded ${fixture.users.length.toLocaleString('en')} users and ${Object.keys(fixture.channelSizes).length} channels in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   const url = new URL(fixture.databaseUrl);
@@ -391,6 +395,7 @@ async function main() {
       const stepStart = nowMs();
       const cpu0 = { server: treeCpuMs(serverRoot), pg: postmaster ? clusterCpuMs(postmaster) : Number.NaN, gen: generatorCpuMs(gens), bench: benchCpuMs() };
       proxy?.reset();
+      if (PG_STATS > 0) await statementStatsReport(fixture.databaseUrl, 0); // from the phase's start
       const joinSeconds = Math.min(30, (phase.seconds * 2) / 3);
       gens.forEach((g, i) =>
         g.send({ type: 'start', api, users: adding.filter((_, k) => k % gens.length === i), joinSeconds, everyoneChannelId: fixture.everyoneChannelId, passive: false, everyoneShare: EVERYONE_SHARE }),
@@ -483,6 +488,14 @@ async function main() {
             .map(([type, n]) => `${type} ${fmt(n / seconds)}`)
             .join(', '),
       );
+      if (PG_STATS > 0) {
+        const stats = await statementStatsReport(fixture.databaseUrl, PG_STATS);
+        const line =
+          `${phase.label}: PostgreSQL ran ${stats.calls.toLocaleString('en')} statements for ${fmt(stats.ms / 1000)} s (lock waits included) in ${fmt(seconds)} s; the ${PG_STATS} that took longest:\n\n` +
+          markdownTable(['calls', 'total ms', 'mean ms', 'rows', 'statement'], stats.rows);
+        console.log(`\n${line}\n`);
+        details.push(line);
+      }
       if (!pass) {
         failed = true;
         if (!KEEP_GOING) break;

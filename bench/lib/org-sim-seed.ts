@@ -44,8 +44,13 @@ export interface OrgFixture {
 /** A small deterministic PRNG (mulberry32, bench/lib/prng.ts), so that every run seeds the same organization. */
 export const prng = mulberry32;
 
-export async function createOrganization(dir: string, userCount: number, log: (line: string) => void): Promise<{ database: EmbeddedDatabase; fixture: OrgFixture; pgDataDir: string }> {
-  const { database, databaseUrl, pgDataDir } = await startBenchPostgres(dir);
+export async function createOrganization(
+  dir: string,
+  userCount: number,
+  log: (line: string) => void,
+  options: { statementStats?: boolean } = {},
+): Promise<{ database: EmbeddedDatabase; fixture: OrgFixture; pgDataDir: string }> {
+  const { database, databaseUrl, pgDataDir } = await startBenchPostgres(dir, options);
   const secretKey = randomBytes(32).toString('hex');
   const realmUrl = 'http://parley.bench';
   const config = { ...loadConfig({}), secretKey, dataDir: dir, publicUrl: realmUrl, ownerEmail: 'owner@parley.bench', validateResponses: false, rateLimit: null };

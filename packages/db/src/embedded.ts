@@ -79,6 +79,8 @@ export interface StartEmbeddedOptions {
    * themselves. Retried with backoff while it cannot start (e.g. old backends still hold its memory).
    */
   restartOnExit?: boolean;
+  /** More server settings, as `name=value` (given as `-c` options; benches load pg_stat_statements with it). */
+  settings?: string[];
   log?: (line: string) => void;
 }
 
@@ -401,7 +403,7 @@ interface Started {
  * Starts the server and waits until its lock file says "ready". Rejects with the end of the server's
  * log when it exits first (the port was taken: `portTaken`).
  */
-async function runServer(bin: Binaries, dataDir: string, port: number, ephemeral: boolean, runAs: RunAs, watchdog: Watchdog): Promise<Started> {
+async function runServer(bin: Binaries, dataDir: string, port: number, ephemeral: boolean, settings: readonly string[], runAs: RunAs, watchdog: Watchdog): Promise<Started> {
   const logFile = path.join(dataDir, 'postgres.log');
   if (existsSync(logFile)) renameSync(logFile, `${logFile}.1`);
   const fd = openSync(logFile, 'a', 0o600);
@@ -417,6 +419,7 @@ async function runServer(bin: Binaries, dataDir: string, port: number, ephemeral
         '-c', 'unix_socket_directories=',
         '-c', 'max_connections=300',
         '-c', `fsync=${ephemeral ? 'off' : 'on'}`,
+        ...settings.flatMap((setting) => ['-c', setting]),
       ],
       // detached: a session of its own, so that a terminal's Ctrl-C reaches only us; we stop it.
       { ...runAs, detached: true, stdio: ['ignore', fd, fd], env: { ...process.env, LC_ALL: 'C', LC_MESSAGES: 'C' } },
@@ -499,7 +502,7 @@ export async function startEmbeddedPostgres(options: StartEmbeddedOptions): Prom
       // taken meanwhile by something else) a free one, kept from now on.
       port = options.port ?? (attempt === 1 && keptPort !== null ? keptPort : await freePort());
       try {
-        started = await runServer(bin, dataDir, port, ephemeral, runAs, watchdog);
+        started = await runServer(bin, dataDir, port, ephemeral, options.settings ?? [], runAs, watchdog);
       } catch (error) {
         const portTaken = (error as { portTaken?: boolean }).portTaken === true;
         if (portTaken && options.port !== undefined) {
@@ -539,7 +542,7 @@ export async function startEmbeddedPostgres(options: StartEmbeddedOptions): Prom
           await sleep(Math.min(5_000, 100 * 2 ** Math.min(attempt, 6)));
           if (stopping) return;
           try {
-            current = await runServer(bin, dataDir, port, ephemeral, runAs, watchdog);
+            current = await runServer(bin, dataDir, port, ephemeral, options.settings ?? [], runAs, watchdog);
           } catch (error) {
             log(`the embedded PostgreSQL did not start again (${(error instanceof Error ? error.message : String(error)).split('\n')[0]}); retrying`);
             continue;
