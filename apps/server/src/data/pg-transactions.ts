@@ -278,14 +278,14 @@ export function withPlainStatements(db: PrismaClient): PrismaClient {
       client.release(broken);
     }
   };
-  const own: Record<string | symbol, unknown> = {
-    $queryRaw: (query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => run(query, values).then((r) => r.rows),
-    $executeRaw: (query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => run(query, values).then((r) => r.rowCount ?? 0),
-  };
+  const own = new Map<string | symbol, unknown>([
+    ['$queryRaw', (query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => run(query, values).then((r) => r.rows)],
+    ['$executeRaw', (query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => run(query, values).then((r) => r.rowCount ?? 0)],
+  ]);
   const bound = new Map<string | symbol, unknown>();
   const wrapped = new Proxy(db, {
     get(target, key) {
-      if (key in own) return own[key];
+      if (own.has(key)) return own.get(key);
       const value: unknown = Reflect.get(target, key, target);
       if (typeof value !== 'function') return value;
       let fn = bound.get(key);

@@ -67,7 +67,7 @@ export interface SenderTopicState {
 
 /**
  * Read before the sender's message is stored: the sender's settings, policy and channel mute for the
- * topic, and whether the topic has a message the sender can read (another than the one being sent):
+ * topic, and whether the topic has a message the sender can read (other than the one being sent):
  * with `historyPublic`, any of the channel; otherwise one the sender received, with a row or a deferred
  * one (so that a protected history does not leak through the answer).
  */
