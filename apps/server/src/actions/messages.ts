@@ -1,7 +1,7 @@
 // POST /messages: address, permissions, rendering, per-recipient flags, then one transaction storing the
 // message, its user_message rows and its `message` event (published after commit).
 import type { AppDeps } from '../deps.ts';
-import { inTransaction } from '../data/transactions.ts';
+import { inOneStatement, inTransaction } from '../data/transactions.ts';
 import { claimAttachmentLinks } from './attachments.ts';
 import type { Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
@@ -32,12 +32,15 @@ import { EMPTY_TOPIC_DISPLAY_NAME, MAX_MESSAGE_LENGTH, MAX_TOPIC_LENGTH, topicFr
 import type { MessageDeliveryFields } from '../events/present.ts';
 import type { AfterCommit } from '../events/bus.ts';
 import { pushTargetsForMessage, queuePushesForMessage, type MessagePushTargets } from './push.ts';
-import { applyAutomaticTopicPolicies, senderTopicStateBeforeSending } from './user-topics.ts';
+import { applyAutomaticTopicPolicies, automaticPolicyForSender, senderTopicStateBeforeSending } from './user-topics.ts';
 import { addPersonalFlags } from './personal-flags.ts';
 import { linkifierRendering, realmLinkifiers } from '../queries/linkifiers.ts';
+import type { CompiledLinkifiers } from '../lib/linkifiers.ts';
+import { uploadPathIdsOf } from '../lib/upload-links.ts';
+import type { SenderTopicState } from '../data/user-topics.repo.ts';
 import { realmEmojiIndex } from '../queries/realm-emoji.ts';
 import { addImagePreviews } from './thumbnails.ts';
-import { queueOutgoingWebhooks, withMentionedGenericBots } from './outgoing-webhooks.ts';
+import { outgoingWebhookCandidates, queueOutgoingWebhooks, withMentionedGenericBots } from './outgoing-webhooks.ts';
 
 /** Clients whose messages start read for their sender (Zulip's default_read_by_sender). */
 export const READ_BY_SENDER_CLIENTS = new Set(['zulipandroid', 'zulipios', 'zulipdesktop', 'zulipmobile', 'zulipelectron', 'zulipterminal', 'snipe', 'website', 'ios', 'android']);
@@ -227,6 +230,32 @@ export async function checkMessage(
 }
 
 /**
+ * What storing a checked message reads first (before the statement that stores it takes the
+ * organization's event-order lock, held until commit), and whether anything is written after that
+ * statement: `followUps` is false when the message's own statement is all there is to write (no file it
+ * links to, no push, no outgoing-webhook bot it may trigger, no topic policy for its sender or those it
+ * mentions). Each follow-up of storeWithPlan is listed here.
+ */
+interface StorePlan {
+  pushTargets: MessagePushTargets;
+  senderState: SenderTopicState | null;
+  linkifiers: CompiledLinkifiers;
+  followUps: boolean;
+}
+
+async function planStore(db: Db, deps: Pick<AppDeps, 'jobs' | 'config'>, realm: Realm, sender: User, checked: CheckedMessage, preparedPushTargets?: MessagePushTargets): Promise<StorePlan> {
+  const pushTargets = preparedPushTargets ?? (await pushTargetsForMessage(db, deps, checked, sender.id));
+  const senderState = checked.channel ? await senderTopicStateBeforeSending(db, { sender, channel: checked.channel, topic: checked.topic }) : null;
+  const linkifiers = await realmLinkifiers(db, realm);
+  const followUps =
+    uploadPathIdsOf(checked.renderedContent, realm.url).length > 0 || // claimAttachmentLinks
+    pushTargets.length > 0 || // queuePushesForMessage
+    outgoingWebhookCandidates(sender, checked).length > 0 || // queueOutgoingWebhooks
+    (checked.channel !== null && ((senderState !== null && automaticPolicyForSender(senderState) !== null) || checked.personalMentionIds.length > 0)); // applyAutomaticTopicPolicies
+  return { pushTargets, senderState, linkifiers, followUps };
+}
+
+/**
  * Stores a checked message inside `tx` with its rows and its `message` event, in one statement
  * (storeMessage, through events.publishAlong: announced after commit like every event).
  */
@@ -241,9 +270,21 @@ export async function storeCheckedMessage(
   /** Looked up beforehand (pushTargetsForMessage) by callers that store several messages at once. */
   preparedPushTargets?: MessagePushTargets,
 ): Promise<MessageRow & { automaticNewVisibilityPolicy: number | null }> {
-  // Before storeMessage, which takes the organization's event-order lock until commit.
-  const pushTargets = preparedPushTargets ?? (await pushTargetsForMessage(tx, deps, checked, sender.id));
-  const senderState = checked.channel ? await senderTopicStateBeforeSending(tx, { sender, channel: checked.channel, topic: checked.topic }) : null;
+  const plan = await planStore(tx, deps, realm, sender, checked, preparedPushTargets);
+  return storeWithPlan(tx, afterCommit, deps, realm, sender, checked, origin, plan);
+}
+
+async function storeWithPlan(
+  tx: Db,
+  afterCommit: AfterCommit,
+  deps: Pick<AppDeps, 'events' | 'jobs' | 'config'>,
+  realm: Realm,
+  sender: User,
+  checked: CheckedMessage,
+  origin: { client: string; queueId?: string | undefined; localId?: string | undefined },
+  plan: StorePlan,
+): Promise<MessageRow & { automaticNewVisibilityPolicy: number | null }> {
+  const { pushTargets, senderState } = plan;
   const message: NewMessage = {
     realmId: realm.id,
     senderId: sender.id,
@@ -264,7 +305,7 @@ export async function storeCheckedMessage(
       applyMarkdown: true,
       clientGravatar: false,
       allowEmptyTopicName: true,
-      linkifiers: await realmLinkifiers(tx, realm),
+      linkifiers: plan.linkifiers,
     },
     null,
   );
@@ -279,6 +320,8 @@ export async function storeCheckedMessage(
   const event = { userIds: checked.recipientIds, flags: checked.flags, allPublicStreams: checked.channel !== null && !checked.channel.inviteOnly, payload, payloadSql: messageEventPayloadSql(payload) };
   const recipients = { userIds: checked.recipientIds, flags: checked.flags, deferred: deferredRecipients(checked, sender.id, pushTargets) };
   const row = await deps.events.publishAlong(afterCommit, realm.id, [event], (insert) => storeMessage(tx, message, recipients, insert));
+  if (!plan.followUps) return { ...row, automaticNewVisibilityPolicy: null };
+  // The follow-ups (each one's condition is in planStore's followUps).
   // The uploaded files its content links to (actions/attachments.ts; nothing to do without such a link).
   await claimAttachmentLinks({ tx, afterCommit, deps, realm }, sender, { id: row.id, renderedContent: checked.renderedContent });
   await queuePushesForMessage(tx, deps, realm, checked, row, pushTargets);
@@ -316,9 +359,14 @@ export async function doSendMessage(
   request: SendMessageRequest,
 ): Promise<{ id: number; automaticNewVisibilityPolicy: number | null }> {
   const checked = await checkMessage(deps.db, realm, sender, request);
-  const row = await inTransaction(deps.db, (tx, afterCommit) =>
-    storeCheckedMessage(tx, afterCommit, deps, realm, sender, checked, { client: request.client, queueId: request.queueId, localId: request.localId }),
-  );
+  const origin = { client: request.client, queueId: request.queueId, localId: request.localId };
+  // Read before any transaction (each statement reads the latest commits, as in a read-committed one).
+  const plan = await planStore(deps.db, deps, realm, sender, checked);
+  // Only the message's own statement to write: on its own, so that the event-order lock it takes is held
+  // for that statement and its commit, not across a round trip back to this process before COMMIT.
+  const row = plan.followUps
+    ? await inTransaction(deps.db, (tx, afterCommit) => storeWithPlan(tx, afterCommit, deps, realm, sender, checked, origin, plan))
+    : await inOneStatement((afterCommit) => storeWithPlan(deps.db, afterCommit, deps, realm, sender, checked, origin, plan));
   return { id: row.id, automaticNewVisibilityPolicy: row.automaticNewVisibilityPolicy };
 }
 

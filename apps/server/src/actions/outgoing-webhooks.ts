@@ -60,6 +60,15 @@ export type OutgoingWebhookJob = { realmId: number; messageId: number; botId: nu
 // Triggering (inside the transaction that stores the message)
 
 /**
+ * The users whose outgoing-webhook bots a message may trigger (the recipients of a direct message, those
+ * a channel message mentions; not the sender): none for a bot's message.
+ */
+export function outgoingWebhookCandidates(sender: Pick<User, 'id' | 'isBot'>, checked: Pick<CheckedMessage, 'channel' | 'directUserIds' | 'mentionedUserIds'>): number[] {
+  if (sender.isBot) return [];
+  return (checked.channel === null ? checked.directUserIds : (checked.mentionedUserIds ?? [])).filter((id) => id !== sender.id);
+}
+
+/**
  * Zulip's get_service_bot_events: records the deliveries a message triggers and enqueues their jobs,
  * inside `tx` (after the message row exists). Nothing is read for a bot's message, or for a channel
  * message that mentions nobody.
@@ -72,10 +81,9 @@ export async function queueOutgoingWebhooks(
   checked: Pick<CheckedMessage, 'channel' | 'directUserIds' | 'mentionedUserIds'>,
   messageId: number,
 ): Promise<void> {
-  if (sender.isBot) return;
-  const direct = checked.channel === null;
-  const candidates = (direct ? checked.directUserIds : (checked.mentionedUserIds ?? [])).filter((id) => id !== sender.id);
+  const candidates = outgoingWebhookCandidates(sender, checked);
   if (candidates.length === 0) return;
+  const direct = checked.channel === null;
   const bots = await activeOutgoingWebhookBots(tx, realm.id, candidates);
   if (bots.length === 0) return;
   const trigger = direct ? 'direct_message' : 'mention';

@@ -22,6 +22,22 @@ export async function inTransaction<T>(
   return result;
 }
 
+/**
+ * Work whose only write is one statement, sent on the client outside any transaction (PostgreSQL
+ * commits it as it ends): retried as inTransaction's work is on serialization failures and deadlocks,
+ * and its `afterCommit` callbacks run once it returned. The work may read before its write, never
+ * write twice (two writes would not be one change).
+ */
+export async function inOneStatement<T>(work: (afterCommit: AfterCommit) => Promise<T>): Promise<T> {
+  let callbacks: Array<() => void | Promise<void>> = [];
+  const result = await retryOnSerializationFailure(() => {
+    callbacks = [];
+    return work((fn) => callbacks.push(fn));
+  });
+  await runAfterCommit(callbacks);
+  return result;
+}
+
 /** The change is committed: a failing after-commit step (a NOTIFY) must not turn it into an error. */
 export async function runAfterCommit(callbacks: Array<() => void | Promise<void>>): Promise<void> {
   for (const fn of callbacks) {
