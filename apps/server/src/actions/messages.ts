@@ -1,5 +1,6 @@
-// POST /messages: address, permissions, rendering, per-recipient flags, then one transaction storing the
-// message, its user_message rows and its `message` event (published after commit).
+// POST /messages: address, permissions, rendering, per-recipient flags, then one statement storing the
+// message, its user_message rows and its `message` event (published after commit): alone when nothing
+// else is written, in a transaction with the writes that follow otherwise (planStore).
 import type { AppDeps } from '../deps.ts';
 import { inOneStatement, inTransaction } from '../data/transactions.ts';
 import { claimAttachmentLinks } from './attachments.ts';
