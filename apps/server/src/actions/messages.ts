@@ -230,6 +230,11 @@ export async function checkMessage(
   };
 }
 
+/** Where a message comes from: its client, and the sender's queue and local id for the local echo. */
+type MessageOrigin = { client: string; queueId?: string | undefined; localId?: string | undefined };
+/** A stored message, and the sender's new policy for its topic (POST /messages' automatic_new_visibility_policy). */
+type StoredMessage = MessageRow & { automaticNewVisibilityPolicy: number | null };
+
 /**
  * What storing a checked message reads first (before the statement that stores it takes the
  * organization's event-order lock, held until commit), and whether anything is written after that
@@ -267,10 +272,10 @@ export async function storeCheckedMessage(
   realm: Realm,
   sender: User,
   checked: CheckedMessage,
-  origin: { client: string; queueId?: string | undefined; localId?: string | undefined },
+  origin: MessageOrigin,
   /** Looked up beforehand (pushTargetsForMessage) by callers that store several messages at once. */
   preparedPushTargets?: MessagePushTargets,
-): Promise<MessageRow & { automaticNewVisibilityPolicy: number | null }> {
+): Promise<StoredMessage> {
   const plan = await planStore(tx, deps, realm, sender, checked, preparedPushTargets);
   return storeWithPlan(tx, afterCommit, deps, realm, sender, checked, origin, plan);
 }
@@ -282,9 +287,9 @@ async function storeWithPlan(
   realm: Realm,
   sender: User,
   checked: CheckedMessage,
-  origin: { client: string; queueId?: string | undefined; localId?: string | undefined },
+  origin: MessageOrigin,
   plan: StorePlan,
-): Promise<MessageRow & { automaticNewVisibilityPolicy: number | null }> {
+): Promise<StoredMessage> {
   const { pushTargets, senderState } = plan;
   const message: NewMessage = {
     realmId: realm.id,
