@@ -28,6 +28,8 @@ export interface Config {
   workers: number;
   /** Requests handled at once by this process; more wait in line (PARLEY_MAX_CONCURRENT_REQUESTS). */
   maxConcurrentRequests: number;
+  /** POST /register requests reading their state at once in this process (PARLEY_REGISTER_CONCURRENCY; lib/lane.ts). */
+  registerConcurrency: number;
   /** How long a request may wait in line before it is answered 503 (PARLEY_QUEUE_TIMEOUT_MS). */
   queueTimeoutMs: number;
   /** A parked GET /events answers a heartbeat after this long (plus up to 10 s of jitter); Zulip: 45 s. */
@@ -99,6 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize: positiveInteger('PARLEY_DB_POOL_SIZE', env.PARLEY_DB_POOL_SIZE ?? '20'),
     workers: env.PARLEY_WORKERS ? positiveInteger('PARLEY_WORKERS', env.PARLEY_WORKERS) : os.availableParallelism(),
     maxConcurrentRequests: positiveInteger('PARLEY_MAX_CONCURRENT_REQUESTS', env.PARLEY_MAX_CONCURRENT_REQUESTS ?? '64'),
+    registerConcurrency: positiveInteger('PARLEY_REGISTER_CONCURRENCY', env.PARLEY_REGISTER_CONCURRENCY ?? '4'),
     queueTimeoutMs: positiveInteger('PARLEY_QUEUE_TIMEOUT_MS', env.PARLEY_QUEUE_TIMEOUT_MS ?? '5000'),
     heartbeatMs: positiveInteger('PARLEY_HEARTBEAT_MS', env.PARLEY_HEARTBEAT_MS ?? '45000'),
     eventPacingMs: nonNegativeInteger('PARLEY_EVENT_PACING_MS', env.PARLEY_EVENT_PACING_MS ?? '250'),

@@ -13,6 +13,7 @@ import type { UserDirectory } from './queries/user-directory.ts';
 import type { ObjectStorage } from './storage/types.ts';
 import type { UploadTokenSigner } from './security/upload-tokens.ts';
 import type { PresenceBuffer } from './presence/buffer.ts';
+import type { Lane } from './lib/lane.ts';
 
 /** Everything the app needs, injected at start (no globals). */
 export interface AppDeps {
@@ -22,6 +23,8 @@ export interface AppDeps {
   events: EventBus;
   /** Long-poll delivery of events to this process's GET /events requests. */
   delivery: EventDelivery;
+  /** POST /register's state reads, at most config.registerConcurrency at once (lib/lane.ts). */
+  registrations: Lane;
   /** Background jobs (scheduled delivery), shared by every process through the database. */
   jobs: JobQueue;
   /** This process's LISTEN/NOTIFY connection (events, cache invalidation): its listening half. */

@@ -36,6 +36,7 @@ import { flushPresenceReports } from './actions/presence.ts';
 import { startEmailGateway, type EmailGateway } from './email-gateway/smtp.ts';
 import cluster from 'node:cluster';
 import { attachMetrics } from './metrics/metrics.ts';
+import { createLane } from './lib/lane.ts';
 import { startConfiguredMetricsServer, type MetricsServer } from './metrics/server.ts';
 
 const require = createRequire(import.meta.url);
@@ -91,6 +92,7 @@ export async function createDeps(config: Config, databaseUrl: string, options: {
       heartbeatJitterMs: Math.min(DEFAULT_DELIVERY_OPTIONS.heartbeatJitterMs, config.heartbeatMs / 4),
       pacingMs: config.eventPacingMs,
     }),
+    registrations: createLane(config.registerConcurrency),
     jobs: createJobQueue(databaseUrl, logger),
     rateLimiter: config.rateLimit ? createRateLimiter(db, config.rateLimit, 'api', (error) => logger.error({ err: error }, 'rate-limit write failed')) : null,
     presence: createPresenceBuffer((realm, reports) => flushPresenceReports(deps, realm, reports), { intervalMs: config.presenceFlushMs, logger }),

@@ -59,38 +59,42 @@ export async function doRegisterQueue(deps: AppDeps, realm: Realm, user: User, r
   const queueId = randomUUID();
   deps.delivery.watch(realm.id);
   // One snapshot: the queue starts at the newest event the state already includes, so no event between
-  // the state and the first poll is lost, and none is delivered that the state already holds.
-  return inSqlTransaction(
-    deps.db,
-    async (tx) => {
-      const lastEventId = await newestEventId(tx, realm.id);
-      // The user's deferred rows up to the snapshot's newest message (unread_msgs, max_message_id).
-      await catchUpDeferredRows(tx, realm, user);
-      const state = await readRegisterState(tx, realm, user, kinds, options);
-      await createEventQueue(tx, {
-        id: queueId,
-        realmId: realm.id,
-        userId: user.id,
-        eventTypes: request.eventTypes,
-        allPublicStreams: request.allPublicStreams,
-        applyMarkdown: request.applyMarkdown,
-        clientGravatar: request.clientGravatar,
-        narrow: request.narrow,
-        // The queue keeps slim_presence beside the capabilities (its presence events: lib/presence.ts).
-        clientCapabilities: { ...capabilities, [SLIM_PRESENCE_QUEUE_FLAG]: request.slimPresence },
-        lifespanSecs: lifespan,
-        lastEventId,
-      });
-      return {
-        queue_id: queueId,
-        last_event_id: lastEventId,
-        zulip_feature_level: FEATURE_LEVEL,
-        zulip_version: ZULIP_VERSION,
-        zulip_merge_base: MERGE_BASE,
-        ...state,
-      };
-    },
-    { repeatableRead: true },
+  // the state and the first poll is lost, and none is delivered that the state already holds. A few
+  // registrations at once (deps.registrations): a burst of arrivals waits here rather than taking every
+  // connection of the pool from the requests of the users already online.
+  return deps.registrations.run(() =>
+    inSqlTransaction(
+      deps.db,
+      async (tx) => {
+        const lastEventId = await newestEventId(tx, realm.id);
+        // The user's deferred rows up to the snapshot's newest message (unread_msgs, max_message_id).
+        await catchUpDeferredRows(tx, realm, user);
+        const state = await readRegisterState(tx, realm, user, kinds, options);
+        await createEventQueue(tx, {
+          id: queueId,
+          realmId: realm.id,
+          userId: user.id,
+          eventTypes: request.eventTypes,
+          allPublicStreams: request.allPublicStreams,
+          applyMarkdown: request.applyMarkdown,
+          clientGravatar: request.clientGravatar,
+          narrow: request.narrow,
+          // The queue keeps slim_presence beside the capabilities (its presence events: lib/presence.ts).
+          clientCapabilities: { ...capabilities, [SLIM_PRESENCE_QUEUE_FLAG]: request.slimPresence },
+          lifespanSecs: lifespan,
+          lastEventId,
+        });
+        return {
+          queue_id: queueId,
+          last_event_id: lastEventId,
+          zulip_feature_level: FEATURE_LEVEL,
+          zulip_version: ZULIP_VERSION,
+          zulip_merge_base: MERGE_BASE,
+          ...state,
+        };
+      },
+      { repeatableRead: true },
+    ),
   );
 }
 
