@@ -32,6 +32,7 @@ import { formatMessage, gravatarLeftToClient, type MessagePerson, type MessageRo
 import { EMPTY_TOPIC_DISPLAY_NAME, MAX_MESSAGE_LENGTH, MAX_TOPIC_LENGTH, topicFromClient } from '../lib/message-limits.ts';
 import type { MessageDeliveryFields } from '../events/present.ts';
 import type { AfterCommit } from '../events/bus.ts';
+import type { QueuedEvent } from '../data/events.repo.ts';
 import { pushTargetsForMessage, queuePushesForMessage, type MessagePushTargets } from './push.ts';
 import { applyAutomaticTopicPolicies, automaticPolicyForSender, senderTopicStateBeforeSending } from './user-topics.ts';
 import { addPersonalFlags } from './personal-flags.ts';
@@ -237,10 +238,11 @@ type StoredMessage = MessageRow & { automaticNewVisibilityPolicy: number | null 
 
 /**
  * What storing a checked message reads first (before the statement that stores it takes the
- * organization's event-order lock, held until commit), and whether anything is written after that
+ * organization's event-order lock, held until commit), and whether anything is written with that
  * statement: `followUps` is false when the message's own statement is all there is to write (no file it
  * links to, no push, no outgoing-webhook bot it may trigger, no topic policy for its sender or those it
- * mentions). Each follow-up of storeWithPlan is listed here.
+ * mentions). Each follow-up of storeWithPlan is listed here: the topic policies are written before the
+ * statement, the others (which need the message's id) after it.
  */
 interface StorePlan {
   pushTargets: MessagePushTargets;
@@ -325,21 +327,30 @@ async function storeWithPlan(
   const payload = { type: 'message', message: formatted, ...delivery };
   const event = { userIds: checked.recipientIds, flags: checked.flags, allPublicStreams: checked.channel !== null && !checked.channel.inviteOnly, payload, payloadSql: messageEventPayloadSql(payload) };
   const recipients = { userIds: checked.recipientIds, flags: checked.flags, deferred: deferredRecipients(checked, sender.id, pushTargets) };
-  const row = await deps.events.publishAlong(afterCommit, realm.id, [event], (insert) => storeMessage(tx, message, recipients, insert));
-  if (!plan.followUps) return { ...row, automaticNewVisibilityPolicy: null };
-  // The follow-ups (each one's condition is in planStore's followUps).
-  // The uploaded files its content links to (actions/attachments.ts; nothing to do without such a link).
+  // The follow-ups (each one's condition is in planStore's followUps). First the topic policies its
+  // sending gives (they apply to later messages, as in Zulip: this one's flags and pushes are decided):
+  // their rows are written before the statement storing the message takes the organization's
+  // event-order lock, and their events are stored by that statement, after the message's, so that the
+  // lock is held across no round trip for them. (A transaction storing several messages takes later
+  // policies' row locks while holding the lock: a rare deadlock with a send locking the same row,
+  // which PostgreSQL detects and inTransaction retries.)
+  const policyEvents: QueuedEvent[] = [];
+  const automaticNewVisibilityPolicy =
+    plan.followUps && checked.channel
+      ? await applyAutomaticTopicPolicies(
+          { tx, afterCommit, deps, realm },
+          { sender, senderState, channel: checked.channel, topic: checked.topic, mentionedRecipientIds: checked.personalMentionIds },
+          policyEvents,
+        )
+      : null;
+  const row = await deps.events.publishAlong(afterCommit, realm.id, [event, ...policyEvents], (insert) => storeMessage(tx, message, recipients, insert));
+  if (!plan.followUps) return { ...row, automaticNewVisibilityPolicy };
+  // Then what needs the message's id. The uploaded files its content links to (actions/attachments.ts;
+  // nothing to do without such a link).
   await claimAttachmentLinks({ tx, afterCommit, deps, realm }, sender, { id: row.id, renderedContent: checked.renderedContent });
   await queuePushesForMessage(tx, deps, realm, checked, row, pushTargets);
   // The outgoing-webhook bots it triggers (actions/outgoing-webhooks.ts; nothing is read for a bot's message).
   await queueOutgoingWebhooks(tx, deps, realm, sender, checked, row.id);
-  // After the recipients' flags and pushes were decided, as Zulip does: they apply to later messages.
-  const automaticNewVisibilityPolicy = checked.channel
-    ? await applyAutomaticTopicPolicies(
-        { tx, afterCommit, deps, realm },
-        { sender, senderState, channel: checked.channel, topic: checked.topic, mentionedRecipientIds: checked.personalMentionIds },
-      )
-    : null;
   return { ...row, automaticNewVisibilityPolicy };
 }
 

@@ -7,6 +7,7 @@ import type { AppDeps } from '../deps.ts';
 import { inTransaction } from '../data/transactions.ts';
 import type { Db } from '../data/db.ts';
 import type { AfterCommit } from '../events/bus.ts';
+import type { QueuedEvent } from '../data/events.repo.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
 import { findChannelById, findChannelsByNames } from '../data/channels.repo.ts';
 import {
@@ -51,17 +52,22 @@ interface InTransaction {
   realm: Realm;
 }
 
-/** Writes the policy, and when it changed, stores the user's `muted_topics` and `user_topic` events. */
-export async function writePolicy(t: InTransaction, userId: number, channel: Pick<Channel, 'id'>, topic: string, policy: number): Promise<boolean> {
+/**
+ * Writes the policy, and when it changed, stores the user's `muted_topics` and `user_topic` events, or
+ * adds them to `collected` for the caller to store (with a message: applyAutomaticTopicPolicies).
+ */
+export async function writePolicy(t: InTransaction, userId: number, channel: Pick<Channel, 'id'>, topic: string, policy: number, collected?: QueuedEvent[]): Promise<boolean> {
   const at = new Date(Math.floor(Date.now() / 1000) * 1000);
   const changed = await setUserTopicPolicy(t.tx, { userId, channelId: channel.id, topic, policy, at });
   if (!changed) return false;
   const userTopic = { type: 'user_topic', stream_id: channel.id, topic_name: topic, last_updated: at.getTime() / 1000, visibility_policy: policy };
   const mutedTopics = { type: 'muted_topics', muted_topics: await mutedTopicsOfUser(t.tx, userId) };
-  await t.deps.events.publish(t.tx, t.afterCommit, t.realm.id, [
+  const events: QueuedEvent[] = [
     { userIds: [userId], payload: mutedTopics },
     { userIds: [userId], payload: userTopic },
-  ]);
+  ];
+  if (collected) collected.push(...events);
+  else await t.deps.events.publish(t.tx, t.afterCommit, t.realm.id, events);
   return true;
 }
 
@@ -123,25 +129,29 @@ export async function senderTopicStateBeforeSending(tx: Db, q: { sender: Pick<Us
 }
 
 /**
- * After a channel message is stored, in its transaction (Zulip's do_send_messages): the sender's
- * automatic follow or unmute of the topic (from `senderState`, senderTopicStateBeforeSending), then
- * following it for the recipients it personally mentions who asked for that
- * (`automatically_follow_topics_where_mentioned`). Both come after the message's own recipients and
- * pushes were decided, so they change what later messages do. Answers the sender's new policy
- * (POST /messages' `automatic_new_visibility_policy`), or null.
+ * In a channel message's sending transaction (Zulip's do_send_messages): the sender's automatic follow
+ * or unmute of the topic (from `senderState`, senderTopicStateBeforeSending), then following it for the
+ * recipients it personally mentions who asked for that (`automatically_follow_topics_where_mentioned`).
+ * Both apply after the message's own recipients, flags and pushes were decided (checkMessage and the
+ * store's plan, beforehand), so they change what later messages do. The rows are written before the
+ * statement storing the message, and their events are added to `collected`, which that statement
+ * stores after the message's own event (actions/messages.ts storeWithPlan): the organization's
+ * event-order lock the statement takes is then held until commit by nothing but the statement itself.
+ * Answers the sender's new policy (POST /messages' `automatic_new_visibility_policy`), or null.
  */
 export async function applyAutomaticTopicPolicies(
   t: InTransaction,
   q: { sender: Pick<User, 'id' | 'isBot'>; senderState: SenderTopicState | null; channel: Channel; topic: string; mentionedRecipientIds: number[] },
+  collected: QueuedEvent[],
 ): Promise<number | null> {
   let senderPolicy: number | null = null;
   if (q.senderState) {
     const policy = automaticPolicyForSender(q.senderState);
-    if (policy !== null && (await writePolicy(t, q.sender.id, q.channel, q.topic, policy))) senderPolicy = policy;
+    if (policy !== null && (await writePolicy(t, q.sender.id, q.channel, q.topic, policy, collected))) senderPolicy = policy;
   }
   // As in Zulip, a sender who mentions themselves counts too.
   for (const userId of await usersToFollowWhenMentioned(t.tx, { userIds: q.mentionedRecipientIds, channelId: q.channel.id, topic: q.topic })) {
-    await writePolicy(t, userId, q.channel, q.topic, VisibilityPolicy.FOLLOWED);
+    await writePolicy(t, userId, q.channel, q.topic, VisibilityPolicy.FOLLOWED, collected);
   }
   return senderPolicy;
 }

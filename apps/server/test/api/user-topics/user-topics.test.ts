@@ -8,7 +8,7 @@ import { expectJsonError, useTestServer } from '../../helpers/test-server.ts';
 import type { Person } from '../../helpers/fixtures.ts';
 import { createChannel, useChannel } from '../../helpers/channels.ts';
 import { eventPayloadsSince, markEvents } from '../../helpers/events.ts';
-import { pollEvents, type Queue } from '../../helpers/queues.ts';
+import { pollEvents, registerQueue, type Queue } from '../../helpers/queues.ts';
 import { unchecked } from '../../helpers/unchecked.ts';
 
 const env = useTestServer();
@@ -215,8 +215,13 @@ describe('automatic policies when sending (Zulip\'s automatically_follow_topics_
   it('follows a topic its sender starts (the default), says so once, and not for replies of others', async () => {
     const ch = await createChannel(env, 'iago', {}, ['iago', 'hamlet', 'othello']);
     const mark = await markEvents(env);
+    const queue = await registerQueue(env.client('hamlet'), { event_types: ['message', 'muted_topics', 'user_topic'] });
     const first = await sendRaw('hamlet', ch.name, 'Fresh Topic');
     expect(first.body).toMatchObject({ result: 'success', automatic_new_visibility_policy: 3 });
+    // The sender's clients hear of the message first, then of the topic it made them follow (the policy's
+    // row is written before the message's, its events stored after it: actions/messages.ts storeWithPlan).
+    const heard = (await pollEvents(env.client('hamlet'), queue)).map((e) => (e.type === 'message' ? `message ${e.message.id}` : e.type));
+    expect(heard).toEqual([`message ${first.body.id}`, 'muted_topics', 'user_topic']);
     expect(await policyOf('hamlet', ch.id, 'fresh topic')).toBe(3);
     const again = await sendRaw('hamlet', ch.name, 'fresh topic');
     expect(again.body.automatic_new_visibility_policy).toBeUndefined();
