@@ -11,6 +11,7 @@
 import cluster from 'node:cluster';
 import client from 'prom-client';
 import type { AppDeps } from '../deps.ts';
+import type { Lane } from '../lib/lane.ts';
 import { poolUsage, readDatabaseCounts, type DatabaseCounts } from '../data/metrics.repo.ts';
 import { JOB_NAMES } from '../jobs/queue.ts';
 
@@ -182,7 +183,8 @@ export function countPush(outcome: string): void {
 // Gauges read at scrape time, from the servers of this process (one in production; tests run several)
 
 interface Source {
-  deps: Pick<AppDeps, 'db' | 'delivery' | 'logger'>;
+  /** The registration lane is absent from stand-ins (tests) that have none. */
+  deps: Pick<AppDeps, 'db' | 'delivery' | 'logger'> & Partial<Pick<AppDeps, 'registrations'>>;
 }
 /**
  * The state the gauges' collect() functions read, one per process like the registry they are in (kept
@@ -233,6 +235,26 @@ metric(
       },
     }),
 );
+
+// POST /register's lane (lib/lane.ts): registrations reading their state, and those waiting their turn.
+for (const [name, help, read] of [
+  ['parley_registrations_in_progress', 'POST /register requests reading their state now (at most PARLEY_REGISTER_CONCURRENCY per process).', (lane: Lane) => lane.running],
+  ['parley_registrations_waiting', 'POST /register requests waiting for their turn to read their state (outside the database pool).', (lane: Lane) => lane.waiting],
+] as const) {
+  metric(
+    name,
+    () =>
+      new Gauge({
+        name,
+        help,
+        collect() {
+          let n = 0;
+          for (const s of sources) if (s.deps.registrations) n += read(s.deps.registrations);
+          this.set(n);
+        },
+      }),
+  );
+}
 
 metric(
   'parley_event_queues',
@@ -305,7 +327,7 @@ if (cluster.isWorker && !shared.workerResponder) {
  * Makes a running server's figures part of the metrics (server.ts listen), until the returned function
  * is called. The first call also starts Node's default process metrics.
  */
-export function attachMetrics(deps: Pick<AppDeps, 'db' | 'delivery' | 'logger'>): () => void {
+export function attachMetrics(deps: Pick<AppDeps, 'db' | 'delivery' | 'logger'> & Partial<Pick<AppDeps, 'registrations'>>): () => void {
   if (!shared.processMetrics) {
     shared.processMetrics = true;
     if (!register.getSingleMetric('process_cpu_user_seconds_total')) client.collectDefaultMetrics();

@@ -104,6 +104,9 @@ describe('GET /metrics (Prometheus endpoint)', () => {
     expect(after.text).toMatch(/^parley_job_queue_depth\{job="send-email"\} \d+$/m);
     expect(after.value('process_resident_memory_bytes')).toBeGreaterThan(0);
     expect(after.has('nodejs_eventloop_lag_seconds')).toBe(true);
+    // POST /register's lane: nothing reading or waiting between requests.
+    expect(after.has('parley_registrations_in_progress') && after.has('parley_registrations_waiting')).toBe(true);
+    expect([after.value('parley_registrations_in_progress'), after.value('parley_registrations_waiting')]).toEqual([0, 0]);
   });
 
   it('shows parked polls, and a poll its client gave up as 499', async () => {
