@@ -11,7 +11,6 @@
 import cluster from 'node:cluster';
 import client from 'prom-client';
 import type { AppDeps } from '../deps.ts';
-import type { Lane } from '../lib/lane.ts';
 import { poolUsage, readDatabaseCounts, type DatabaseCounts } from '../data/metrics.repo.ts';
 import { JOB_NAMES } from '../jobs/queue.ts';
 
@@ -236,26 +235,6 @@ metric(
     }),
 );
 
-// POST /register's lane (lib/lane.ts): registrations reading their state, and those waiting their turn.
-for (const [name, help, read] of [
-  ['parley_registrations_in_progress', 'POST /register requests reading their state now (at most PARLEY_REGISTER_CONCURRENCY per process).', (lane: Lane) => lane.running],
-  ['parley_registrations_waiting', 'POST /register requests waiting for their turn to read their state (outside the database pool).', (lane: Lane) => lane.waiting],
-] as const) {
-  metric(
-    name,
-    () =>
-      new Gauge({
-        name,
-        help,
-        collect() {
-          let n = 0;
-          for (const s of sources) if (s.deps.registrations) n += read(s.deps.registrations);
-          this.set(n);
-        },
-      }),
-  );
-}
-
 metric(
   'parley_event_queues',
   () =>
@@ -293,7 +272,8 @@ const jobGauge = (name: string, help: string, field: 'due' | 'scheduled') =>
 jobGauge('parley_job_queue_depth', 'Background jobs due and waiting for a worker, by job name (the installation).', 'due');
 jobGauge('parley_jobs_scheduled', 'Background jobs waiting for a later start time (scheduled messages, retries after backoff), by job name.', 'scheduled');
 
-const poolGauge = (name: string, help: string, read: (usage: NonNullable<ReturnType<typeof poolUsage>>) => number) =>
+/** A gauge summing a figure over this process's servers (sources without the figure add nothing). */
+const summedGauge = (name: string, help: string, read: (deps: Source['deps']) => number | null) =>
   metric(
     name,
     () =>
@@ -302,18 +282,23 @@ const poolGauge = (name: string, help: string, read: (usage: NonNullable<ReturnT
         help,
         collect() {
           let total = 0;
-          for (const s of sources) {
-            const usage = poolUsage(s.deps.db);
-            if (usage) total += read(usage);
-          }
+          for (const s of sources) total += read(s.deps) ?? 0;
           this.set(total);
         },
       }),
   );
+const poolGauge = (name: string, help: string, read: (usage: NonNullable<ReturnType<typeof poolUsage>>) => number) =>
+  summedGauge(name, help, (deps) => {
+    const usage = poolUsage(deps.db);
+    return usage ? read(usage) : null;
+  });
 poolGauge('parley_db_pool_connections_in_use', 'Database connections of the pool checked out by a query or transaction.', (u) => u.inUse);
 poolGauge('parley_db_pool_connections_idle', 'Database connections of the pool open and free.', (u) => u.idle);
 poolGauge('parley_db_pool_waiting_queries', 'Queries waiting for a database connection of the pool.', (u) => u.waiting);
 poolGauge('parley_db_pool_connections_max', 'Size limit of the database pool (PARLEY_DB_POOL_SIZE).', (u) => u.max);
+// POST /register's lane (lib/lane.ts): registrations reading their state, and those waiting their turn.
+summedGauge('parley_registrations_in_progress', 'POST /register requests reading their state now (at most PARLEY_REGISTER_CONCURRENCY per process).', (d) => d.registrations?.running ?? null);
+summedGauge('parley_registrations_waiting', 'POST /register requests waiting for their turn to read their state (outside the database pool).', (d) => d.registrations?.waiting ?? null);
 
 // In a node:cluster worker, the primary's requests for this process's metrics are answered from the
 // moment this module is loaded (prom-client installs that answer with its first AggregatorRegistry): a
