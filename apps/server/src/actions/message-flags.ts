@@ -5,7 +5,7 @@ import type { AppDeps } from '../deps.ts';
 import { inTransaction } from '../data/transactions.ts';
 import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
-import { changeFlag, countOwnMessages, markReadBatch, messageDetails, messagesOfUnsubscribedChannels, newestOwnMessageId, userHasTopic } from '../data/message-flags.repo.ts';
+import { changeFlag, markReadBatch, messageDetails, messagesOfUnsubscribedChannels, newestOwnMessageId, userHasTopic } from '../data/message-flags.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { loadPermissionSubject } from '../access/group-settings.ts';
 import { accessChannelById } from '../access/channels.ts';
@@ -74,8 +74,9 @@ async function changeFlagOfMessages(
       ignoredChannelIds = [...new Set(skipped.map((m) => m.channel_id))].sort((a, b) => a - b);
     }
   }
-  if (options.requireRows && (await countOwnMessages(tx, user.id, ids)) !== ids.length) throw new JsonableError('Invalid message(s)');
-  const changed = ids.length > 0 ? await changeFlag(tx, user.id, ids, bit, set) : [];
+  // With requireRows, the check and the change are one statement (nothing changes when it fails).
+  const { owned, changed } = ids.length > 0 ? await changeFlag(tx, user.id, ids, bit, set, { allOwn: options.requireRows }) : { owned: 0, changed: [] };
+  if (options.requireRows && owned !== ids.length) throw new JsonableError('Invalid message(s)');
   if (changed.length === 0) return { changed, ignoredChannelIds };
   if (set && flag === 'read') await queuePushRemovals(tx, deps, realm, user, changed);
   const payload: Record<string, unknown> = { type: 'update_message_flags', op, operation: op, flag, messages: changed, all: false };

@@ -3,18 +3,27 @@
 import type { Db, RawSql } from './db.ts';
 import { Prisma } from './db.ts';
 
-/** Sets (or clears) `bit` on the user's rows among `messageIds`; returns the ids whose flag changed. */
-export async function changeFlag(db: Db, userId: number, messageIds: number[], bit: number, set: boolean): Promise<number[]> {
-  const rows = set
-    ? await db.$queryRaw<{ id: number }[]>`
-        UPDATE user_message SET flags = flags | ${bit}::bigint
-        WHERE user_id = ${userId}::int AND message_id = ANY(${messageIds}::int[]) AND (flags & ${bit}::bigint) = 0
-        RETURNING message_id AS id`
-    : await db.$queryRaw<{ id: number }[]>`
-        UPDATE user_message SET flags = flags & ~${bit}::bigint
-        WHERE user_id = ${userId}::int AND message_id = ANY(${messageIds}::int[]) AND (flags & ${bit}::bigint) <> 0
-        RETURNING message_id AS id`;
-  return rows.map((r) => r.id).sort((a, b) => a - b);
+/**
+ * Sets or clears `bit` on the user's rows among `messageIds`; the ids whose flag changed, ascending.
+ * With `allOwn`, only when every one of `messageIds` (distinct) is a message the user has a row for:
+ * one statement counts the rows and changes them in the same snapshot, and answers the count (`owned`
+ * below messageIds.length: nothing changed). Without, `owned` is null.
+ */
+export async function changeFlag(db: Db, userId: number, messageIds: number[], bit: number, set: boolean, options: { allOwn: boolean }): Promise<{ owned: number | null; changed: number[] }> {
+  const rows = await db.$queryRaw<{ owned: number | null; ids: number[] | null }[]>`
+    WITH own AS (
+      SELECT ${options.allOwn ? Prisma.sql`count(*)::int` : Prisma.sql`NULL::int`} AS n
+      ${options.allOwn ? Prisma.sql`FROM user_message WHERE user_id = ${userId}::int AND message_id = ANY(${messageIds}::int[])` : Prisma.empty}
+    ),
+    changed AS (
+      UPDATE user_message SET flags = ${set ? Prisma.sql`flags | ${bit}::bigint` : Prisma.sql`flags & ~${bit}::bigint`}
+      WHERE user_id = ${userId}::int AND message_id = ANY(${messageIds}::int[]) AND (flags & ${bit}::bigint) ${set ? Prisma.sql`= 0` : Prisma.sql`<> 0`}
+        ${options.allOwn ? Prisma.sql`AND (SELECT n FROM own) = ${messageIds.length}::int` : Prisma.empty}
+      RETURNING message_id AS id
+    )
+    SELECT (SELECT n FROM own) AS owned, (SELECT array_agg(id ORDER BY id) FROM changed) AS ids`;
+  const row = rows[0]!;
+  return { owned: row.owned, changed: row.ids ?? [] };
 }
 
 /**
@@ -28,13 +37,6 @@ export async function messagesOfUnsubscribedChannels(db: Db, userId: number, mes
     JOIN user_message um ON um.user_id = ${userId}::int AND um.message_id = m.id
     WHERE m.id = ANY(${messageIds}::int[]) AND m.channel_id IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM subscription s WHERE s.user_id = ${userId}::int AND s.channel_id = m.channel_id AND s.active)`;
-}
-
-/** How many of `messageIds` the user has a row for. */
-export async function countOwnMessages(db: Db, userId: number, messageIds: number[]): Promise<number> {
-  const [row] = await db.$queryRaw<{ n: number }[]>`
-    SELECT count(*)::int AS n FROM user_message WHERE user_id = ${userId}::int AND message_id = ANY(${messageIds}::int[])`;
-  return row?.n ?? 0;
 }
 
 /**

@@ -71,6 +71,9 @@ describe('POST /messages/flags', () => {
     expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [a], op: 'add', flag: 'mentioned' } }), 400, "Flag not editable: 'mentioned'");
     expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [a], op: 'toggle', flag: 'read' } }), 400, "Invalid message flag operation: 'toggle'");
     expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [a, 999999], op: 'add', flag: 'read' } }), 400, 'Invalid message(s)');
+    // A refused request changes nothing: hamlet's own message of it stays unread.
+    const { data: still } = await env.client('hamlet').GET('/messages/{message_id}', { params: { path: { message_id: a } } });
+    expect(still!.message.flags).not.toContain('read');
     // A message of a private channel the user never received.
     const hidden = await toChannel('iago', 'hidden', 'x', secret.name);
     expectJsonError(await env.client('hamlet').POST('/messages/flags', { body: { messages: [hidden], op: 'add', flag: 'read' } }), 400, 'Invalid message(s)');
