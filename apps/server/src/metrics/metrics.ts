@@ -221,19 +221,22 @@ function databaseCounts(): Promise<DatabaseCounts | null> {
   return shared.reading;
 }
 
-metric(
-  'parley_event_polls_parked',
-  () =>
-    new Gauge({
-      name: 'parley_event_polls_parked',
-      help: 'GET /events long-polls waiting in this process (summed over the processes of a cluster).',
-      collect() {
-        let parked = 0;
-        for (const s of sources) parked += s.deps.delivery.parked;
-        this.set(parked);
-      },
-    }),
-);
+/** A gauge summing a figure over this process's servers (sources without the figure add nothing). */
+const summedGauge = (name: string, help: string, read: (deps: Source['deps']) => number | null) =>
+  metric(
+    name,
+    () =>
+      new Gauge({
+        name,
+        help,
+        collect() {
+          let total = 0;
+          for (const s of sources) total += read(s.deps) ?? 0;
+          this.set(total);
+        },
+      }),
+  );
+summedGauge('parley_event_polls_parked', 'GET /events long-polls waiting in this process (summed over the processes of a cluster).', (d) => d.delivery.parked);
 
 metric(
   'parley_event_queues',
@@ -272,21 +275,6 @@ const jobGauge = (name: string, help: string, field: 'due' | 'scheduled') =>
 jobGauge('parley_job_queue_depth', 'Background jobs due and waiting for a worker, by job name (the installation).', 'due');
 jobGauge('parley_jobs_scheduled', 'Background jobs waiting for a later start time (scheduled messages, retries after backoff), by job name.', 'scheduled');
 
-/** A gauge summing a figure over this process's servers (sources without the figure add nothing). */
-const summedGauge = (name: string, help: string, read: (deps: Source['deps']) => number | null) =>
-  metric(
-    name,
-    () =>
-      new Gauge({
-        name,
-        help,
-        collect() {
-          let total = 0;
-          for (const s of sources) total += read(s.deps) ?? 0;
-          this.set(total);
-        },
-      }),
-  );
 const poolGauge = (name: string, help: string, read: (usage: NonNullable<ReturnType<typeof poolUsage>>) => number) =>
   summedGauge(name, help, (deps) => {
     const usage = poolUsage(deps.db);
