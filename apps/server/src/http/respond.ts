@@ -51,22 +51,39 @@ export function sendSuccess(res: Response, data: Record<string, unknown>, ignore
     writeJsonBody(res, `${json}}`);
     return;
   }
-  // Written chunk by chunk: cached bytes go out without being copied for this response.
-  const chunks: Array<string | Buffer> = [];
+  // Written piece by piece: cached bytes go out as they are (not copied for this response); the text
+  // between them is joined and encoded once per stretch (a registration: a handful of pieces, not one
+  // per key), and the pieces leave in one write (corked).
+  const buffers: Buffer[] = [];
+  let text = '';
+  const add = (chunk: string | Buffer) => {
+    if (typeof chunk === 'string') text += chunk;
+    else {
+      if (text !== '') buffers.push(Buffer.from(text));
+      text = '';
+      buffers.push(chunk);
+    }
+  };
   let first = true;
   for (const [name, value] of Object.entries(body)) {
-    chunks.push(`${first ? '{' : ','}${JSON.stringify(name)}:`);
+    add(`${first ? '{' : ','}${JSON.stringify(name)}:`);
     first = false;
-    if (value instanceof RawJson) chunks.push(...value.chunks);
-    else chunks.push(JSON.stringify(value));
+    if (value instanceof RawJson) for (const chunk of value.chunks) add(chunk);
+    else add(JSON.stringify(value));
   }
-  chunks.push('}');
-  const buffers = chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c));
+  add('}');
+  buffers.push(Buffer.from(text));
   res.status(200);
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', String(buffers.reduce((n, b) => n + b.length, 0)));
+  if (res.req.method === 'HEAD') {
+    res.end();
+    return;
+  }
+  res.cork();
   for (const buffer of buffers) res.write(buffer);
   res.end();
+  res.uncork();
 }
 
 /** Status 200, a JSON body: the headers res.json sets (Content-Type with charset, Content-Length); none for HEAD. */
