@@ -15,6 +15,9 @@ export async function loadPermissionSubject(db: RawSql, user: User): Promise<Per
   return { user, groups: user.isActive ? await groupIdsContainingUser(db, user.id) : new Set() };
 }
 
+/** The subject of loadPermissionSubject from the user's groups read along with something else (the same statement's answer). */
+export const permissionSubjectOf = (user: User, groupIds: Iterable<number>): PermissionSubject => ({ user, groups: user.isActive ? new Set(groupIds) : new Set() });
+
 /** Does the user hold the permission stored as `groupId`? */
 export const holds = (subject: PermissionSubject, groupId: number | null | undefined) =>
   groupId !== null && groupId !== undefined && subject.groups.has(groupId);

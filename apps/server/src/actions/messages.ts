@@ -6,12 +6,13 @@ import { inOneStatement, inTransaction } from '../data/transactions.ts';
 import { claimAttachmentLinks } from './attachments.ts';
 import type { Db } from '../data/db.ts';
 import type { Channel, Realm, User } from '../data/models.ts';
-import { findChannelById, findChannelsByNames } from '../data/channels.repo.ts';
 import { subscribedChannelIds } from '../data/subscriptions.repo.ts';
 import { findUserById } from '../data/users.repo.ts';
 import {
   activeMembersOfGroups,
   channelRecipientIds,
+  channelSendingContext,
+  type ChannelSendingContext,
   directRecipientsByEmails,
   directRecipientsByIds,
   mentionTargets,
@@ -22,7 +23,7 @@ import {
   type NewMessage,
 } from '../data/messages.repo.ts';
 import { JsonableError } from '../errors.ts';
-import { loadPermissionSubject, type PermissionSubject } from '../access/group-settings.ts';
+import { loadPermissionSubject, permissionSubjectOf, type PermissionSubject } from '../access/group-settings.ts';
 import { channelsLinkableBy } from '../access/channels.ts';
 import { checkCanMentionGroup, checkCanUseChannelWildcard, checkCanUseTopicWildcard } from '../access/mentions.ts';
 import { checkCanSendToChannel, checkDirectMessagePermission } from '../access/messages.ts';
@@ -192,7 +193,7 @@ export async function checkMessage(
   options: { linksAs?: User; /** Mail of the e-mail gateway (rendered as Zulip renders it). */ emailGateway?: boolean } = {},
 ): Promise<CheckedMessage> {
   const reads: Reads = { db };
-  const subject = await loadPermissionSubject(db, sender);
+  let subject: PermissionSubject;
   let addressed: Addressed;
   let content: string;
   if (request.type === 'stream') {
@@ -201,10 +202,12 @@ export async function checkMessage(
     let topic = normalizeTopic(request.topic);
     content = normalizeContent(request.content);
     topic = truncateTopic(topic);
-    const channel = await channelForSending(reads, realm, sender, subject, address);
-    checkTopicsPolicy(realm, channel, topic);
-    addressed = { channel, topic, recipientIds: await channelRecipientIds(db, channel.id), directUserIds: [] };
+    const sending = await channelForSending(reads, realm, sender, address);
+    subject = sending.subject;
+    checkTopicsPolicy(realm, sending.channel, topic);
+    addressed = { channel: sending.channel, topic, recipientIds: sending.recipientIds, directUserIds: [] };
   } else {
+    subject = await loadPermissionSubject(db, sender);
     const participants = await directParticipants(reads, realm, sender, parseDirectAddress(request.to));
     content = normalizeContent(request.content);
     await checkDirectMessagePermission(db, realm, subject, participants);
@@ -214,9 +217,8 @@ export async function checkMessage(
   // Zulip: generic bots mentioned in a channel receive the message, subscribed or not (actions/outgoing-webhooks.ts).
   if (addressed.channel && rendered.mentionedUserIds.length) addressed.recipientIds = await withMentionedGenericBots(db, realm, addressed.channel, addressed.recipientIds, rendered.mentionedUserIds);
   const flags = await recipientFlags(reads, realm, sender, subject, addressed, rendered, request);
-  // Muted senders and alert words (actions/personal-flags.ts).
-  await addPersonalFlags(db, sender.id, addressed.recipientIds, content, flags);
-  const people = await messagePeople(db, realm.id, [sender.id, ...addressed.directUserIds]);
+  // Muted senders and alert words (actions/personal-flags.ts), and the people the message shows: read at once.
+  const [, people] = await Promise.all([addPersonalFlags(db, sender.id, addressed.recipientIds, content, flags), messagePeople(db, realm.id, [sender.id, ...addressed.directUserIds])]);
   return {
     channel: addressed.channel,
     topic: addressed.topic,
@@ -252,9 +254,13 @@ interface StorePlan {
 }
 
 async function planStore(db: Db, deps: Pick<AppDeps, 'jobs' | 'config'>, realm: Realm, sender: User, checked: CheckedMessage, preparedPushTargets?: MessagePushTargets): Promise<StorePlan> {
-  const pushTargets = preparedPushTargets ?? (await pushTargetsForMessage(db, deps, checked, sender.id));
-  const senderState = checked.channel ? await senderTopicStateBeforeSending(db, { sender, channel: checked.channel, topic: checked.topic }) : null;
-  const linkifiers = await realmLinkifiers(db, realm);
+  // Independent reads, sent at once (each on a connection of its own outside a transaction): one wait
+  // for the answers rather than one per read.
+  const [pushTargets, senderState, linkifiers] = await Promise.all([
+    preparedPushTargets ?? pushTargetsForMessage(db, deps, checked, sender.id),
+    checked.channel ? senderTopicStateBeforeSending(db, { sender, channel: checked.channel, topic: checked.topic }) : null,
+    realmLinkifiers(db, realm),
+  ]);
   const followUps =
     uploadPathIdsOf(checked.renderedContent, realm.url).length > 0 || // claimAttachmentLinks
     pushTargets.length > 0 || // queuePushesForMessage
@@ -387,18 +393,23 @@ export async function doSendMessage(
   return { id: row.id, automaticNewVisibilityPolicy: row.automaticNewVisibilityPolicy };
 }
 
-async function channelForSending(deps: Reads, realm: Realm, sender: User, subject: PermissionSubject, address: ChannelAddress): Promise<Channel> {
-  let channel: Channel | undefined | null;
+/**
+ * The channel a message goes to, once the sender may send there, with the sender's permission subject
+ * and the channel's recipients (read together: data/messages.repo.ts channelSendingContext).
+ */
+async function channelForSending(deps: Reads, realm: Realm, sender: User, address: ChannelAddress): Promise<{ channel: Channel; subject: PermissionSubject; recipientIds: number[] }> {
+  let context: ChannelSendingContext | null;
   if (address.kind === 'name') {
     const name = address.name.trim();
     if (name === '') throw new JsonableError("Channel name can't be empty.");
-    [channel] = await findChannelsByNames(deps.db, realm.id, [name]);
-    if (!channel) throw new JsonableError(`Channel '${name}' does not exist`, { code: 'STREAM_DOES_NOT_EXIST', data: { stream: name } });
+    context = await channelSendingContext(deps.db, realm.id, { name }, sender.id);
+    if (!context) throw new JsonableError(`Channel '${name}' does not exist`, { code: 'STREAM_DOES_NOT_EXIST', data: { stream: name } });
   } else {
-    channel = await findChannelById(deps.db, realm.id, address.id);
-    if (!channel) throw new JsonableError(`Channel with ID '${address.id}' does not exist`, { code: 'STREAM_DOES_NOT_EXIST', data: { stream_id: address.id } });
+    context = await channelSendingContext(deps.db, realm.id, { id: address.id }, sender.id);
+    if (!context) throw new JsonableError(`Channel with ID '${address.id}' does not exist`, { code: 'STREAM_DOES_NOT_EXIST', data: { stream_id: address.id } });
   }
-  const subscribed = (await subscribedChannelIds(deps.db, sender.id, [channel.id])).has(channel.id);
+  const { channel, subscribed } = context;
+  const subject = permissionSubjectOf(sender, context.senderGroupIds);
   let ownerSubject: PermissionSubject | null = null;
   let ownerSubscribed = false;
   if (sender.isBot && sender.botOwnerId !== null) {
@@ -409,7 +420,7 @@ async function channelForSending(deps: Reads, realm: Realm, sender: User, subjec
     }
   }
   checkCanSendToChannel(subject, channel, { subscribed, ownerSubject, ownerSubscribed });
-  return channel;
+  return { channel, subject, recipientIds: context.recipientIds };
 }
 
 /** The channel's topics policy (or the organization's, when the channel inherits it). */

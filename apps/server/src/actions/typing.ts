@@ -3,12 +3,10 @@
 // so direct typing runs no query of its own.
 import type { AppDeps } from '../deps.ts';
 import type { Realm, User } from '../data/models.ts';
-import { channelTypingAudience, type TypingPerson } from '../data/typing.repo.ts';
+import { channelTypingContext, type TypingPerson } from '../data/typing.repo.ts';
 import { typingPeopleCache } from '../events/typing-people.ts';
-import { findChannelById } from '../data/channels.repo.ts';
-import { subscribedChannelIds } from '../data/subscriptions.repo.ts';
 import { JsonableError } from '../errors.ts';
-import { loadPermissionSubject } from '../access/group-settings.ts';
+import { permissionSubjectOf } from '../access/group-settings.ts';
 import { checkCanSendToChannel } from '../access/messages.ts';
 import { hasContentAccess } from '../access/channels.ts';
 import { EmailVisibility, publicEmailOf } from '../access/users.ts';
@@ -70,13 +68,13 @@ async function publishTyping(deps: AppDeps, realm: Realm, sender: User, request:
   if (request.topic === undefined) throw new JsonableError('Missing topic');
   const [self] = await typingPeopleCache(deps.listener).people(deps.db, realm.id, [sender.id]);
   if (self?.sends_channel === false) throw new JsonableError('User has disabled typing notifications for channel messages');
-  const channel = await findChannelById(deps.db, realm.id, request.channelId);
-  const subject = await loadPermissionSubject(deps.db, sender);
-  const subscribed = channel ? (await subscribedChannelIds(deps.db, sender.id, [channel.id])).has(channel.id) : false;
-  if (!channel || !hasContentAccess(subject, channel, subscribed)) throw new JsonableError('Invalid channel ID');
+  // The channel, the sender's groups and subscription, and the audience: one statement.
+  const context = await channelTypingContext(deps.db, realm.id, request.channelId, sender.id, MAX_CHANNEL_SIZE_FOR_TYPING);
+  const subject = permissionSubjectOf(sender, context?.senderGroupIds ?? []);
+  if (!context || !hasContentAccess(subject, context.channel, context.subscribed)) throw new JsonableError('Invalid channel ID');
+  const { channel, subscribed, audience: receiverIds } = context;
   checkCanSendToChannel(subject, channel, { subscribed });
   const topic = topicFromClient(request.topic.trim());
-  const receiverIds = await channelTypingAudience(deps.db, channel.id, MAX_CHANNEL_SIZE_FOR_TYPING);
   if (receiverIds === null) return;
   await deps.events.publishEphemeral(realm.id, receiverIds, {
     type: 'typing',

@@ -3,7 +3,9 @@
 import type { Db } from './db.ts';
 import { Prisma } from './db.ts';
 import { eventOrderLockSql } from './events.repo.ts';
-import type { User } from './models.ts';
+import type { Channel, User } from './models.ts';
+import { channelColumns, channelOf } from './channels.repo.ts';
+import { containingGroupsCte } from './user-groups.repo.ts';
 import type { MessagePerson, MessageRow } from '../lib/message-format.ts';
 // Pure functions: which address of a user is shown to, and may be used by, whom.
 import { addressNames, publicEmailOf, userIdOfHiddenAddress, type AddressOwner } from '../access/users.ts';
@@ -82,11 +84,46 @@ export async function storeMessage(
  * out through their own small index (user_inactive_idx) rather than by looking up every subscriber.
  */
 export async function channelRecipientIds(db: Db, channelId: number): Promise<number[]> {
-  const [row] = await db.$queryRaw<{ ids: string | null }[]>`
-    SELECT string_agg(s.user_id::text, ',' ORDER BY s.user_id) AS ids FROM subscription s
-    WHERE s.channel_id = ${channelId}::int AND s.active
+  const [row] = await db.$queryRaw<{ ids: string | null }[]>`SELECT (${recipientIdsSql(Prisma.sql`${channelId}::int`)}) AS ids`;
+  return idsOf(row?.ids ?? null);
+}
+
+/** The channel's active subscribers who are active users, ascending, as comma-separated text (NULL: none). */
+const recipientIdsSql = (channel: Prisma.Sql) => Prisma.sql`
+    SELECT string_agg(s.user_id::text, ',' ORDER BY s.user_id) FROM subscription s
+    WHERE s.channel_id = ${channel} AND s.active
       AND NOT EXISTS (SELECT 1 FROM "user" u WHERE u.id = s.user_id AND NOT u.is_active)`;
-  return row?.ids ? row.ids.split(',').map(Number) : [];
+
+const idsOf = (text: string | null): number[] => (text ? text.split(',').map(Number) : []);
+
+/** What sending to a channel decides with and needs (channelSendingContext). */
+export interface ChannelSendingContext {
+  channel: Channel;
+  /** Every group containing the sender, directly or through subgroups (access/group-settings.ts's subject). */
+  senderGroupIds: number[];
+  subscribed: boolean;
+  /** channelRecipientIds of the channel. */
+  recipientIds: number[];
+}
+
+/**
+ * The organization's channel of that id, or of that name (case-insensitively: the unique index on
+ * lower(name)), with the sender's groups, whether the sender is subscribed, and its recipients: one
+ * statement where these were four; null when there is no such channel. The recipients are read
+ * before the caller decides whether the sender may send there, and only used when they may.
+ */
+export async function channelSendingContext(db: Db, realmId: number, address: { id: number } | { name: string }, senderId: number): Promise<ChannelSendingContext | null> {
+  const which = 'id' in address ? Prisma.sql`c.id = ${address.id}::int` : Prisma.sql`lower(c.name) = lower(${address.name})`;
+  const [row] = await db.$queryRaw<Array<Channel & { sender_groups: number[]; subscribed: boolean; recipient_ids: string | null }>>`
+    WITH RECURSIVE ${containingGroupsCte(senderId)}
+    SELECT ${channelColumns('c')},
+      ARRAY(SELECT id FROM containing) AS sender_groups,
+      EXISTS (SELECT 1 FROM subscription s WHERE s.user_id = ${senderId}::int AND s.channel_id = c.id AND s.active) AS subscribed,
+      (${recipientIdsSql(Prisma.sql`c.id`)}) AS recipient_ids
+    FROM channel c
+    WHERE c.realm_id = ${realmId}::int AND ${which}`;
+  if (!row) return null;
+  return { channel: channelOf(row), senderGroupIds: row.sender_groups, subscribed: row.subscribed, recipientIds: idsOf(row.recipient_ids) };
 }
 
 /** Users who sent a message to the channel's topic (case-insensitive). */

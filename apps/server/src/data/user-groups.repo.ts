@@ -33,15 +33,19 @@ export async function lockSubgroupGraph(db: Db, realmId: number): Promise<void> 
 
 /** Every group the user belongs to, directly or through subgroups (one query). */
 export async function groupIdsContainingUser(db: RawSql, userId: number): Promise<Set<number>> {
-  const rows = await db.$queryRaw<{ id: number }[]>`
-    WITH RECURSIVE containing(id) AS (
-      SELECT group_id FROM user_group_member WHERE user_id = ${userId}
-      UNION
-      SELECT s.supergroup_id FROM user_group_subgroup s JOIN containing c ON s.subgroup_id = c.id
-    )
-    SELECT id FROM containing`;
+  const rows = await db.$queryRaw<{ id: number }[]>`WITH RECURSIVE ${containingGroupsCte(userId)} SELECT id FROM containing`;
   return new Set(rows.map((r) => r.id));
 }
+
+/**
+ * `containing(id)`: every group containing the user, directly or through subgroups, as a CTE of a
+ * `WITH RECURSIVE` (for statements that read the user's groups along with something else).
+ */
+export const containingGroupsCte = (userId: number) => Prisma.sql`containing(id) AS (
+      SELECT group_id FROM user_group_member WHERE user_id = ${userId}::int
+      UNION
+      SELECT s.supergroup_id FROM user_group_subgroup s JOIN containing c ON s.subgroup_id = c.id
+    )`;
 
 /** Is the user in the group, directly or through subgroups (one query)? */
 export async function isUserInGroup(db: Db, userId: number, groupId: number, directOnly = false): Promise<boolean> {

@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { expectJsonError, useTestServer } from '../../helpers/test-server.ts';
 import type { Person } from '../../helpers/fixtures.ts';
-import { fresh, useChannel } from '../../helpers/channels.ts';
+import { createChannel, fresh, useChannel } from '../../helpers/channels.ts';
+import { systemGroupIds } from '../../helpers/groups.ts';
 import { pollEvents, pollUntil, registerQueue, type Queue, type RegisterBody } from '../../helpers/queues.ts';
 
 const env = useTestServer();
@@ -110,6 +111,22 @@ describe('POST /messages to a channel', () => {
     expect(row.content.endsWith('\n[message truncated]')).toBe(true);
     const stripped = await send('hamlet', { type: 'stream', to: channel.name, topic: '  spaced  ', content: 'x' });
     expect((await db().message.findUniqueOrThrow({ where: { id: stripped.body.id } })).topic).toBe('spaced');
+  });
+
+  it('lets post where posting is for administrators only administrators, by the channel\'s name in any case or its id', async () => {
+    const admins = (await systemGroupIds(env))['role:administrators'];
+    const announcements = await createChannel(env, 'iago', { can_send_message_group: admins }, ['hamlet', 'othello']);
+    expectJsonError(await send('hamlet', { type: 'stream', to: announcements.name, topic: 't', content: 'x' }), 400, 'You do not have permission to post in this channel.');
+    const oq = await register('othello');
+    const byName = await send('iago', { type: 'stream', to: announcements.name.toUpperCase(), topic: 'news', content: 'by name' });
+    expect(byName.status).toBe(200);
+    const byId = await send('iago', { type: 'stream', to: String(announcements.id), topic: 'news', content: 'by id' });
+    expect(byId.status).toBe(200);
+    const events = await pollUntil(env.client('othello'), oq, (all) => all.filter((e) => e.type === 'message').length >= 2);
+    expect(events.filter((e) => e.type === 'message').map((e) => [(e.message as { id: number }).id, (e.message as { stream_id: number }).stream_id])).toEqual([
+      [byName.body.id, announcements.id],
+      [byId.body.id, announcements.id],
+    ]);
   });
 
   it('answers Zulip\'s errors', async () => {

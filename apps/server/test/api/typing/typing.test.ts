@@ -7,6 +7,7 @@ import { expectJsonError, useTestServer } from '../../helpers/test-server.ts';
 import type { Person } from '../../helpers/fixtures.ts';
 import { randomBytes } from 'node:crypto';
 import { createChannel, useChannel } from '../../helpers/channels.ts';
+import { systemGroupIds } from '../../helpers/groups.ts';
 import { pollEvents, pollUntil, registerQueue, type Queue, type RegisterBody } from '../../helpers/queues.ts';
 
 const env = useTestServer({ heartbeatMs: 1_500 });
@@ -118,6 +119,25 @@ describe('POST /typing', () => {
     expect(events[0]).toMatchObject({ type: 'typing', op: 'start', message_type: 'stream', stream_id: channelId, topic: '' });
     expect(events[0]).not.toHaveProperty('recipients');
     expect(await poll('othello', plain, plain.last_event_id, true)).toEqual([]);
+  });
+
+  it('lets into a channel only who may send there: a private channel is unknown to others, a channel for administrators refuses members', async () => {
+    const body = (stream_id: number) => ({ op: 'start' as const, type: 'channel' as const, stream_id, topic: 'who' });
+    // A private channel of iago's and othello's: hamlet is told it does not exist, as for an unknown id.
+    const secret = await createChannel(env, 'iago', { invite_only: true }, ['othello']);
+    const watcher = await register('othello', { client_capabilities: { stream_typing_notifications: true } });
+    expectJsonError(await env.client('hamlet').POST('/typing', { body: body(secret.id) }), 400, 'Invalid channel ID');
+    expect(await poll('othello', watcher, watcher.last_event_id, true)).toEqual([]);
+    expect((await env.client('othello').POST('/typing', { body: body(secret.id) })).error).toBeUndefined();
+    expect(await poll('othello', watcher, watcher.last_event_id)).toMatchObject([{ type: 'typing', stream_id: secret.id, sender: { user_id: env.users.othello.id } }]);
+
+    // Posting for administrators only (their group holds iago through his role): hamlet, subscribed, is refused.
+    const admins = (await systemGroupIds(env))['role:administrators'];
+    const announcements = await createChannel(env, 'iago', { can_send_message_group: admins }, ['hamlet', 'othello']);
+    const second = await register('othello', { client_capabilities: { stream_typing_notifications: true } });
+    expectJsonError(await env.client('hamlet').POST('/typing', { body: body(announcements.id) }), 400, 'You do not have permission to post in this channel.');
+    expect((await env.client('iago').POST('/typing', { body: body(announcements.id) })).error).toBeUndefined();
+    expect(await poll('othello', second, second.last_event_id)).toMatchObject([{ type: 'typing', stream_id: announcements.id, sender: { user_id: env.users.iago.id } }]);
   });
 
   it('delivers channel typing in a channel of 100 active subscribers, and none once it has 101', async () => {
