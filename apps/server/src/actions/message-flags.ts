@@ -2,10 +2,10 @@
 // /mark_stream_as_read, /mark_topic_as_read. Each change stores an `update_message_flags` event for
 // the user's clients.
 import type { AppDeps } from '../deps.ts';
-import { inTransaction } from '../data/transactions.ts';
+import { inOneStatement, inTransaction } from '../data/transactions.ts';
 import type { Db } from '../data/db.ts';
 import type { Realm, User } from '../data/models.ts';
-import { changeFlag, markReadBatch, messageDetails, messagesOfUnsubscribedChannels, newestOwnMessageId, userHasTopic } from '../data/message-flags.repo.ts';
+import { changeFlag, flagEventPayloadSql, markReadBatch, messageDetails, messagesOfUnsubscribedChannels, newestOwnMessageId, userHasTopic } from '../data/message-flags.repo.ts';
 import { JsonableError } from '../errors.ts';
 import { loadPermissionSubject } from '../access/group-settings.ts';
 import { accessChannelById } from '../access/channels.ts';
@@ -88,12 +88,45 @@ async function changeFlagOfMessages(
 /** POST /messages/flags; returns the channels of messages left read (removing `read`, unsubscribed). */
 export async function doUpdateMessageFlags(deps: AppDeps, realm: Realm, user: User, messageIds: number[], op: string, flag: string): Promise<{ ignoredChannelIds: number[] }> {
   const change = flagChange(op, flag);
+  // The usual change (marking read, starring) in one statement after the catch-up: no transaction, no
+  // connection held across round trips. Not for marking unread (it skips unsubscribed channels and
+  // tells their details), nor for a user with a mobile device when marking read (the pushes' removal
+  // is queued in the change's transaction): the statement then changes nothing and the transaction
+  // below does it all.
+  if (!(flag === 'read' && !change.set)) {
+    const ids = [...new Set(messageIds)];
+    await catchUpDeferredRows(deps.db, realm, user);
+    const done = await inOneStatement((afterCommit) => changeFlagInOneStatement(deps, afterCommit, realm, user, ids, change));
+    if (done) return { ignoredChannelIds: [] };
+  }
   return inTransaction(deps.db, async (tx, afterCommit) => {
     // In the transaction: the rows the change checks and flags are those of its snapshot.
     await catchUpDeferredRows(tx, realm, user);
     const { ignoredChannelIds } = await changeFlagOfMessages(tx, afterCommit, deps, realm, user, messageIds, change, { requireRows: true });
     return { ignoredChannelIds };
   });
+}
+
+/**
+ * POST /messages/flags's change of a flag (not the removal of `read`) on the user's messages `ids`
+ * (distinct), checked (`Invalid message(s)` unless every one is the user's), changed and announced by
+ * one statement (data/message-flags.repo.ts changeFlag, its event stored along). False, with nothing
+ * changed, when the user has a mobile device and the change is marking read (see doUpdateMessageFlags).
+ */
+async function changeFlagInOneStatement(deps: AppDeps, afterCommit: AfterCommit, realm: Realm, user: User, ids: number[], change: FlagChange): Promise<boolean> {
+  if (ids.length === 0) return true;
+  const { op, flag, bit, set } = change;
+  const payload = { type: 'update_message_flags', op, operation: op, flag, messages: [] as number[], all: false };
+  const result = await deps.events.publishAlong(
+    afterCommit,
+    realm.id,
+    [{ userIds: [user.id], payload, payloadSql: flagEventPayloadSql(payload) }],
+    (insert) => changeFlag(deps.db, user.id, ids, bit, set, { allOwn: true, unlessPushDevices: flag === 'read', events: insert }),
+    (answer) => answer.changed.length > 0,
+  );
+  if (result.devices) return false;
+  if (result.owned !== ids.length) throw new JsonableError('Invalid message(s)');
+  return true;
 }
 
 export interface FlagUpdateForNarrow extends FlagRange {

@@ -140,7 +140,8 @@ function eventRowsSql(realmId: number, events: QueuedEvent[]): Prisma.Sql {
 
 /**
  * The INSERT storing `events` in order (ids ascending in the order given), dropping events whose
- * audience is empty; null when there is nothing to store. Usable alone or as a data-modifying CTE.
+ * audience is empty or whose payload is NULL (a payloadSql may decide there is nothing to announce);
+ * null when there is nothing to store. Usable alone or as a data-modifying CTE.
  * The ids it draws are provisional: each row gets its final id, in the same order, when the
  * transaction commits (see EVENT_ORDER_LOCK).
  */
@@ -151,7 +152,7 @@ export function insertEventsSql(realmId: number, events: QueuedEvent[]): Prisma.
     SELECT ${realmId}::int, e.user_ids, e.realm_wide, e.payload::jsonb, COALESCE(e.payload::jsonb->>'type', ''), e.flags, e.all_public
     -- OFFSET 0 keeps the filter below out of the union, so that each audience is resolved once.
     FROM (SELECT * FROM (${eventRowsSql(realmId, events)}) rows OFFSET 0) e
-    WHERE e.realm_wide OR e.all_public OR cardinality(e.user_ids) > 0
+    WHERE (e.realm_wide OR e.all_public OR cardinality(e.user_ids) > 0) AND e.payload IS NOT NULL
     ORDER BY e.ord`;
 }
 

@@ -8,23 +8,46 @@ import { Prisma } from './db.ts';
  * With `allOwn`, only when every one of `messageIds` (distinct) is a message the user has a row for:
  * one statement counts the rows and changes them in the same snapshot, and answers the count (`owned`
  * below messageIds.length: nothing changed). Without, `owned` is null.
+ *
+ * `unlessPushDevices`: changes nothing when the user has a mobile device registered for pushes (and
+ * answers `devices: true`): the caller then needs a transaction to queue the pushes' removal with the
+ * change. `events`: the INSERT of the events announcing the change (EventBus.publishAlong), stored by
+ * this statement; their payloads may read the changed ids (flagEventPayloadSql).
  */
-export async function changeFlag(db: Db, userId: number, messageIds: number[], bit: number, set: boolean, options: { allOwn: boolean }): Promise<{ owned: number | null; changed: number[] }> {
-  const rows = await db.$queryRaw<{ owned: number | null; ids: number[] | null }[]>`
+export async function changeFlag(
+  db: Db,
+  userId: number,
+  messageIds: number[],
+  bit: number,
+  set: boolean,
+  options: { allOwn: boolean; unlessPushDevices?: boolean; events?: Prisma.Sql | null },
+): Promise<{ owned: number | null; changed: number[]; devices: boolean }> {
+  const devices = options.unlessPushDevices ? Prisma.sql`EXISTS (SELECT 1 FROM push_device WHERE user_id = ${userId}::int)` : Prisma.sql`FALSE`;
+  const rows = await db.$queryRaw<{ owned: number | null; ids: number[] | null; devices: boolean }[]>`
     WITH own AS (
       SELECT ${options.allOwn ? Prisma.sql`count(*)::int` : Prisma.sql`NULL::int`} AS n
       ${options.allOwn ? Prisma.sql`FROM user_message WHERE user_id = ${userId}::int AND message_id = ANY(${messageIds}::int[])` : Prisma.empty}
     ),
+    devices AS (SELECT ${devices} AS found),
     changed AS (
       UPDATE user_message SET flags = ${set ? Prisma.sql`flags | ${bit}::bigint` : Prisma.sql`flags & ~${bit}::bigint`}
       WHERE user_id = ${userId}::int AND message_id = ANY(${messageIds}::int[]) AND (flags & ${bit}::bigint) ${set ? Prisma.sql`= 0` : Prisma.sql`<> 0`}
         ${options.allOwn ? Prisma.sql`AND (SELECT n FROM own) = ${messageIds.length}::int` : Prisma.empty}
+        AND NOT (SELECT found FROM devices)
       RETURNING message_id AS id
-    )
-    SELECT (SELECT n FROM own) AS owned, (SELECT array_agg(id ORDER BY id) FROM changed) AS ids`;
+    )${options.events ? Prisma.sql`, announced AS (${options.events})` : Prisma.empty}
+    SELECT (SELECT n FROM own) AS owned, (SELECT array_agg(id ORDER BY id) FROM changed) AS ids, (SELECT found FROM devices) AS devices`;
   const row = rows[0]!;
-  return { owned: row.owned, changed: row.ids ?? [] };
+  return { owned: row.owned, changed: row.ids ?? [], devices: row.devices };
 }
+
+/**
+ * The payload of the `update_message_flags` event announcing changeFlag's change, as an SQL text
+ * expression reading the statement's `changed` ids: `payload` with `messages` set to them, ascending;
+ * NULL when none changed (no event is stored then).
+ */
+export const flagEventPayloadSql = (payload: Record<string, unknown>): Prisma.Sql =>
+  Prisma.sql`(SELECT CASE WHEN count(*) > 0 THEN jsonb_set(${JSON.stringify(payload)}::jsonb, '{messages}', jsonb_agg(id ORDER BY id))::text END FROM changed)`;
 
 /**
  * The channel messages among `messageIds` that the user received (has a row for) and whose channel they

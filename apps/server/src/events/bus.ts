@@ -47,9 +47,10 @@ export interface EventBus {
    * The publish path for a write that stores its events in its own statement (sending a message: one
    * round trip while the organization's event-order lock is held): `write` runs the statement with
    * the events' INSERT as a data-modifying CTE (`insert`, or null when there is nothing to store), and
-   * the events are announced after commit as `publish` does.
+   * the events are announced after commit as `publish` does. `stored`: whether the statement stored
+   * any (its payloads may decide there is nothing to announce); nothing is announced when it says no.
    */
-  publishAlong<T>(afterCommit: AfterCommit, realmId: number, events: QueuedEvent[], write: (insert: Prisma.Sql | null) => Promise<T>): Promise<T>;
+  publishAlong<T>(afterCommit: AfterCommit, realmId: number, events: QueuedEvent[], write: (insert: Prisma.Sql | null) => Promise<T>, stored?: (result: T) => boolean): Promise<T>;
   /** Stores events inside the transaction `tx`; call `announce` after commit (prefer `publish`). */
   enqueue(tx: Db, realmId: number, events: QueuedEvent[]): Promise<void>;
   /** Schedules the NOTIFY for an organization (coalesced); resolves at once. */
@@ -210,9 +211,9 @@ export function createEventBus(db: AnyDb, notifier: DatabaseNotifier, logger: Lo
         return announce(realmId);
       });
     },
-    async publishAlong(afterCommit, realmId, events, write) {
+    async publishAlong(afterCommit, realmId, events, write, stored) {
       const result = await write(insertEventsSql(realmId, events));
-      if (events.length > 0)
+      if (events.length > 0 && (stored === undefined || stored(result)))
         afterCommit(() => {
           countStoredEvents(events.length);
           return announce(realmId);
