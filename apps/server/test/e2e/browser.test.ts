@@ -166,6 +166,13 @@ describe.skipIf(!haveChromium)('in headless Chromium', () => {
       page.on('requestfailed', (r) => {
         if (['document', 'script', 'stylesheet', 'fetch', 'xhr'].includes(r.resourceType())) failed.push(r.url());
       });
+      // Reading the docs tells nobody else: no script, fetch or beacon leaves for another origin (Redoc's
+      // client telemetry is off: redocly.yaml `telemetry: off`, which build-docs writes into the page).
+      const elsewhere: string[] = [];
+      page.on('request', (r) => {
+        if (['script', 'stylesheet', 'fetch', 'xhr', 'ping', 'websocket', 'eventsource'].includes(r.resourceType()) && new URL(r.url()).origin !== new URL(env.url).origin) elsewhere.push(r.url());
+      });
+      expect(await (await fetch(`${env.url}/api/docs`)).text()).toContain('"disableTelemetry":true');
       await page.goto(`${env.url}/api/docs`);
       await page.getByRole('heading', { name: /Parley API/ }).first().waitFor({ timeout: 30_000 });
       // The sidebar lists the operations by tag; opening a tag shows its operations.
@@ -174,6 +181,7 @@ describe.skipIf(!haveChromium)('in headless Chromium', () => {
         await page.getByText(summary, { exact: true }).first().waitFor({ state: 'visible', timeout: 30_000 });
       }
       expect(failed).toEqual([]); // the page's code comes from Parley, not a CDN (logos and icons may not load)
+      expect(elsewhere).toEqual([]);
     });
   });
 });
