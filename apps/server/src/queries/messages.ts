@@ -331,9 +331,21 @@ export function checkFetchRequest(req: FetchMessagesRequest): MessagesQuery {
  * GET /messages, once checkFetchRequest has checked the parameters and the caller has caught up the
  * viewer's deferred rows.
  */
-export async function fetchMessages(db: Db, realm: Realm, viewer: User | null, query: MessagesQuery): Promise<SuccessData<'get-messages'>> {
+export async function fetchMessages(
+  db: Db,
+  realm: Realm,
+  viewer: User | null,
+  query: MessagesQuery,
+  /**
+   * The viewer's deferred rows being caught up (the caller started it): awaited before the first read
+   * of the viewer's rows (a `with` message's, then the page), so that the narrow's channels are read
+   * meanwhile. Its failure is the request's, once awaited.
+   */
+  caughtUp: Promise<void> = Promise.resolve(),
+): Promise<SuccessData<'get-messages'>> {
   const { request: req, numBefore, numAfter, includeAnchor, anchor } = query;
   const idsMode = req.messageIds !== undefined;
+  if (query.terms.some((t) => t.operator === 'with')) await caughtUp;
   let terms = renameEmptyTopicTerms(await expandWith(db, realm, viewer, query.terms));
 
   const requested = idsMode ? req.messageIds!.length : numBefore + numAfter;
@@ -347,6 +359,7 @@ export async function fetchMessages(db: Db, realm: Realm, viewer: User | null, q
   }
 
   const narrow = await resolveNarrow(db, realm, viewer, terms);
+  await caughtUp;
   const format = {
     applyMarkdown: req.applyMarkdown ?? true,
     clientGravatar: viewer ? (req.clientGravatar ?? true) : false,
