@@ -19,6 +19,8 @@
 //                         directly; the proxy, one more hop per statement in this process, tripled
 //                         the API's latencies: p50 56 against 17 ms at 100 users, 2026-11-27)
 //   BENCH_REACT_SECONDS   a simulated user's reaction period (900)
+//   BENCH_SEED            the simulated users' choices and moments (1): the same seed, the same load (bench/lib/org-sim-worker.ts)
+//   BENCH_DEBUG_DELIVERY=1  for each message not delivered to everyone, name who did not receive it
 //   BENCH_KEEP_GOING=1    ramp on after a failing step (to see how the server degrades), up to BENCH_USERS_MAX
 //   BENCH_CPU_PROF=<dir>  run the server with --cpu-prof into <dir> (bench/lib/profile-summary.ts)
 //   BENCH_KEEP=1          keep the work directory (the server's log)
@@ -230,6 +232,7 @@ function merge(reports: WorkerReport[]): WorkerReport {
     out.receipts.push(...r.receipts);
     out.online.push(...r.online);
     out.parked += r.parked;
+    if (r.receivedBy) (out.receivedBy ??= []).push(...r.receivedBy);
     for (const [type, n] of Object.entries(r.events)) out.events[type] = (out.events[type] ?? 0) + n;
   }
   return out;
@@ -413,6 +416,8 @@ async function main() {
     const everyoneOnline: number[] = []; // registration times, ascending by arrival
     const sends = new Map<number, Send>();
     const receipts = new Map<number, { last: number; count: number }>();
+    /** BENCH_DEBUG_DELIVERY=1: who received each message. */
+    const receivedBy = new Map<number, Set<number>>();
     const summary: string[][] = [];
     const opRows: string[][] = [];
     const serverRows: string[][] = [];
@@ -474,6 +479,12 @@ async function main() {
       const horizon = nowMs() - 2000;
       const deliveries: number[] = [];
       let undelivered = 0;
+      const shortOnes: string[] = [];
+      for (const [id, userId] of r.receivedBy ?? []) {
+        let users = receivedBy.get(id);
+        if (!users) receivedBy.set(id, (users = new Set()));
+        users.add(userId);
+      }
       for (const [id, s] of sends) {
         if (s.t0 > horizon) continue;
         sends.delete(id);
@@ -493,7 +504,19 @@ async function main() {
         } else {
           for (const [userId, at] of registeredAt) if (at < s.t0 && channelsOf.get(userId)!.includes(s.channelId)) expected++;
         }
-        if (!got || got.count < expected) undelivered++;
+        if (!got || got.count < expected) {
+          undelivered++;
+          // With BENCH_DEBUG_DELIVERY=1: who did not receive it, and when they had come online (ms before the send began).
+          const missing = receivedBy.size
+            ? [...registeredAt]
+                .filter(([userId, at]) => at < s.t0 && channelsOf.get(userId)!.includes(s.channelId) && !receivedBy.get(id)?.has(userId))
+                .map(([userId, at]) => `user ${userId} online ${fmt(s.t0 - at)} ms before`)
+            : [];
+          shortOnes.push(
+            `message ${id} (${s.channelId === fixture.everyoneChannelId ? 'everyone' : `channel ${s.channelId}`}, sent ${fmt((horizon + 2000 - s.t0) / 1000)} s before the phase ended): ${got?.count ?? 0} of ${expected} recipients` +
+              (missing.length ? `; not received by ${missing.slice(0, 5).join(', ')}` : ''),
+          );
+        }
         deliveries.push(got ? got.last - s.t0 : Number.POSITIVE_INFINITY);
       }
 
@@ -536,6 +559,7 @@ async function main() {
           `delivery p99 ${fmt(p99Delivery)} ms over ${deliveries.length} messages${undelivered ? ` (${undelivered} not delivered to everyone)` : ''}, CPU % server/PostgreSQL/generator+bench ${pct(cpu.server)}/${pct(cpu.pg)}/${pct(cpu.gen)}+${pct(cpu.bench)}, ` +
           `RSS ${fmt(rss, 0)} MB (peak ${fmt(peakRss, 0)}), ${errors} errors${r.firstError ? ` (first: ${r.firstError})` : ''}`,
       );
+      for (const line of shortOnes.slice(0, 5)) log(`${phase.label} not delivered to everyone: ${line}`);
       log(
         `${phase.label} events received by type (per second): ` +
           Object.entries(r.events)

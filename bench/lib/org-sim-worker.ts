@@ -14,6 +14,7 @@
 import http from 'node:http';
 import type { SimUser } from './org-sim-seed.ts';
 import { mobileRegisterBody } from './mobile-register.ts';
+import { mulberry32 } from './prng.ts';
 
 const API_SOCKETS = 48;
 
@@ -51,10 +52,29 @@ export interface WorkerReport {
   parked: number;
   /** Events received by poll answers, by type ("(none)": answers without events, i.e. heartbeats). */
   events: Record<string, number>;
+  /** With BENCH_DEBUG_DELIVERY=1: [message id, user id] of every message a user's poll received. */
+  receivedBy?: [number, number][];
 }
 
+const DEBUG_DELIVERY = process.env.BENCH_DEBUG_DELIVERY === '1';
+
 const now = () => performance.timeOrigin + performance.now();
-const jitter = (ms: number, share = 0.2) => ms * (1 - share + 2 * share * Math.random());
+const jitter = (ms: number, random: () => number, share = 0.2) => ms * (1 - share + 2 * share * random());
+/**
+ * Every run draws the same numbers (BENCH_SEED, 1 by default): each simulated user has a PRNG per
+ * activity (joining, reading, sending, reacting, marking read), seeded by the run's seed, the user and
+ * the activity, so that a user does the same things at the same moments of its time online in every
+ * run, whatever the order its activities' timers fire in. Runs then differ by the server alone, not by
+ * how many messages happened to go to the everyone channel (with Math.random, the message events of a
+ * 60-s hold at 750 users ranged from 226 to 515 a second between runs, 2026-11-28).
+ */
+const SEED = Number(process.env.BENCH_SEED ?? 1);
+const ACTIVITIES = ['join', 'read', 'send', 'react', 'markRead'] as const;
+const randomsOf = (userId: number): Record<(typeof ACTIVITIES)[number], () => number> =>
+  Object.fromEntries(ACTIVITIES.map((activity, i) => [activity, mulberry32(Math.imul(SEED, 0x9e3779b1) ^ Math.imul(userId, 0x85ebca6b) ^ Math.imul(i + 1, 0xc2b2ae35))])) as Record<
+    (typeof ACTIVITIES)[number],
+    () => number
+  >;
 const FORM = 'application/x-www-form-urlencoded';
 const form = (fields: Record<string, string | number | boolean>) => new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString();
 const EMOJI = ['octopus', 'smile', 'heart', 'tada', 'thumbs_up', 'rocket', 'eyes', 'fire'];
@@ -123,6 +143,7 @@ function request(agent: http.Agent, url: string, method: string, headers: Record
 }
 
 class User {
+  readonly random: ReturnType<typeof randomsOf>;
   private readonly pollAgent = newPollAgent();
   private readonly auth: Record<string, string>;
   private queueId = '';
@@ -142,6 +163,7 @@ class User {
     private readonly me: SimUser,
     private readonly start: WorkerStart,
   ) {
+    this.random = randomsOf(me.id);
     this.auth = { authorization: `Basic ${Buffer.from(`${me.email}:${me.apiKey}`).toString('base64')}` };
     // Probe users need a queue, not the state (fetch_event_types []: no state, every event type).
     this.registerBody = mobileRegisterBody({ passive: start.passive });
@@ -155,20 +177,20 @@ class User {
     if (!(await this.register())) return;
     void this.pollLoop();
     if (this.start.passive) return;
-    const every = (ms: number, first: number, act: () => Promise<void>) => {
+    const every = (ms: number, random: () => number, act: () => Promise<void>, first = random() * ms) => {
       const run = () => {
         if (stopping) return;
         void act().finally(() => {
-          if (!stopping) this.timers.push(setTimeout(run, jitter(ms)));
+          if (!stopping) this.timers.push(setTimeout(run, jitter(ms, random)));
         });
       };
       this.timers.push(setTimeout(run, first));
     };
-    every(60_000, 0, () => this.presence());
-    every(30_000, Math.random() * 30_000, () => this.read());
-    every(120_000, Math.random() * 120_000, () => this.send());
-    every(REACT_SECONDS * 1000, Math.random() * REACT_SECONDS * 1000, () => this.react());
-    every(30_000, Math.random() * 30_000, () => this.markRead());
+    every(60_000, this.random.join, () => this.presence(), 0);
+    every(30_000, this.random.read, () => this.read());
+    every(120_000, this.random.send, () => this.send());
+    every(REACT_SECONDS * 1000, this.random.react, () => this.react());
+    every(30_000, this.random.markRead, () => this.markRead());
   }
 
   private async register(): Promise<boolean> {
@@ -179,7 +201,7 @@ class User {
       record('register', performance.now() - t0, answer.status, answer.body);
       // Overloaded: a client waits as told, then registers again (the error is counted).
       if (answer.status !== 503 || stopping) break;
-      await new Promise((r) => setTimeout(r, jitter(1000 * Number(/"retry-after":(\d+)/.exec(answer.body)?.[1] ?? 5))));
+      await new Promise((r) => setTimeout(r, jitter(1000 * Number(/"retry-after":(\d+)/.exec(answer.body)?.[1] ?? 5), this.random.join)));
     }
     if (answer.status !== 200) return false;
     // Only the two fields the client needs from a large body.
@@ -224,6 +246,7 @@ class User {
         }
         r[1] = Math.max(r[1], at);
         r[2]++;
+        if (DEBUG_DELIVERY) (report.receivedBy ??= []).push([id, this.me.id]);
         receiptTotals.set(id, (receiptTotals.get(id) ?? 0) + 1);
         if (e.message.sender_id !== this.me.id) this.unread.push(id);
       }
@@ -237,7 +260,7 @@ class User {
   }
 
   private async read(): Promise<void> {
-    const url = this.readUrls[Math.floor(Math.random() * this.readUrls.length)]!;
+    const url = this.readUrls[Math.floor(this.random.read() * this.readUrls.length)]!;
     const t0 = performance.now();
     const a = await request(apiAgent, url, 'GET', this.auth);
     record('read', performance.now() - t0, a.status, a.body);
@@ -248,13 +271,13 @@ class User {
 
   private async send(): Promise<void> {
     const ids = this.me.channelIds;
-    const channelId = Math.random() < this.start.everyoneShare || ids.length === 1 ? ids[0]! : ids[1 + Math.floor(Math.random() * (ids.length - 1))]!;
+    const channelId = this.random.send() < this.start.everyoneShare || ids.length === 1 ? ids[0]! : ids[1 + Math.floor(this.random.send() * (ids.length - 1))]!;
     const topic = `topic ${1 + (this.sent % 5)}`;
     const typing = (op: string) => form({ op, type: 'stream', stream_id: channelId, topic });
     let t0 = performance.now();
     let a = await request(apiAgent, `${this.api}/typing`, 'POST', this.auth, typing('start'));
     record('typing', performance.now() - t0, a.status, a.body);
-    await new Promise((r) => setTimeout(r, jitter(3_000, 0.5)));
+    await new Promise((r) => setTimeout(r, jitter(3_000, this.random.send, 0.5)));
     if (stopping) return;
     t0 = performance.now();
     a = await request(apiAgent, `${this.api}/typing`, 'POST', this.auth, typing('stop'));
@@ -279,7 +302,7 @@ class User {
   private async react(): Promise<void> {
     const candidates = this.viewed.filter((id) => !this.reacted.has(id));
     if (!candidates.length) return;
-    const id = candidates[Math.floor(Math.random() * candidates.length)]!;
+    const id = candidates[Math.floor(this.random.react() * candidates.length)]!;
     this.reacted.add(id);
     const t0 = performance.now();
     const a = await request(apiAgent, `${this.api}/messages/${id}/reactions`, 'POST', this.auth, form({ emoji_name: EMOJI[this.me.id % EMOJI.length]! }));
@@ -308,7 +331,7 @@ process.on('message', (message: ToWorker) => {
       for (const u of message.users) {
         const user = new User(message.api, u, message);
         users.push(user);
-        setTimeout(() => void user.join(), Math.random() * message.joinSeconds * 1000);
+        setTimeout(() => void user.join(), user.random.join() * message.joinSeconds * 1000);
       }
       break;
     case 'report': {
