@@ -433,7 +433,11 @@ async function main() {
     for (const phase of phases) {
       const adding = fixture.users.slice(next, phase.users);
       next = phase.users;
-      await Promise.all(gens.map((g) => g.report())); // start the phase with empty reports
+      // Start the phase's figures afresh: what the generators reported since the previous phase's report
+      // (while it was being evaluated) counts for no phase's latencies and rates, but its sends, poll
+      // receipts, users coming online and errors are kept (dropping them made messages sent around a
+      // phase's end look undelivered to some or all of their recipients).
+      const between = merge(await Promise.all(gens.map((g) => g.report())));
       const stepStart = nowMs();
       const cpu0 = { server: treeCpuMs(serverRoot), pg: postmaster ? clusterCpuMs(postmaster) : Number.NaN, gen: generatorCpuMs(gens), bench: benchCpuMs() };
       proxy?.reset();
@@ -455,6 +459,13 @@ async function main() {
       clearInterval(sampler);
       const r = merge(await Promise.all(gens.map((g) => g.report())));
       const seconds = (nowMs() - stepStart) / 1000;
+      r.sends.unshift(...between.sends);
+      r.receipts.unshift(...between.receipts);
+      r.online.unshift(...between.online);
+      if (between.receivedBy) (r.receivedBy ??= []).unshift(...between.receivedBy);
+      // (and its errors: any error fails the phase)
+      for (const op of OPERATIONS) if (between.errors[op]) r.errors[op] = (r.errors[op] ?? 0) + between.errors[op]!;
+      r.firstError = between.firstError ?? r.firstError;
       const cpu = { server: treeCpuMs(serverRoot) - cpu0.server, pg: (postmaster ? clusterCpuMs(postmaster) : Number.NaN) - cpu0.pg, gen: generatorCpuMs(gens) - cpu0.gen, bench: benchCpuMs() - cpu0.bench };
       const statements = proxy?.counts.statements ?? Number.NaN;
       const metrics1 = metrics0 ? await scrapeMetrics(metricsPort).catch(() => null) : null;
