@@ -36,6 +36,15 @@ export const columnOf = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.
  * selection of its fields.
  */
 export function modelColumns(fields: Readonly<Record<string, string>> | readonly string[], alias: string): Prisma.Sql {
-  const names = Array.isArray(fields) ? fields : Object.values(fields);
-  return Prisma.raw(names.map((f) => `${alias}.${columnOf(f)} AS "${f}"`).join(', '));
+  // Made once per field list and alias (statements on the hot paths name the same lists every time).
+  let byAlias = columnLists.get(fields);
+  if (!byAlias) columnLists.set(fields, (byAlias = new Map()));
+  let sql = byAlias.get(alias);
+  if (!sql) {
+    const names = Array.isArray(fields) ? fields : Object.values(fields);
+    sql = Prisma.raw(names.map((f) => `${alias}.${columnOf(f)} AS "${f}"`).join(', '));
+    byAlias.set(alias, sql);
+  }
+  return sql;
 }
+const columnLists = new WeakMap<object, Map<string, Prisma.Sql>>();

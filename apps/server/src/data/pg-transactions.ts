@@ -22,7 +22,18 @@ import { inTransaction, retryOnSerializationFailure, runAfterCommit, type AfterC
  * Results as Prisma's $queryRaw gives them, for the types where node-postgres differs: timestamps
  * without time zone are UTC (not local time), int8 is a BigInt, numeric a Decimal.
  */
-const utcTimestamp = (text: string) => new Date(`${text.replace(' ', 'T')}Z`);
+export function utcTimestamp(text: string): Date {
+  // The usual 'YYYY-MM-DD HH:MM:SS[.ffffff]' read by position (parsing the text with new Date() was
+  // ~0.7 % of a busy server's time); anything else (years before 1000, BC, infinity) as Date reads it.
+  const n = text.length;
+  if (n >= 19 && n <= 26 && n !== 20 && text.charCodeAt(4) === 45 && text.charCodeAt(10) === 32 && text.charCodeAt(13) === 58 && (n === 19 || text.charCodeAt(19) === 46)) {
+    const year = Number(text.slice(0, 4));
+    const ms = n > 20 ? Number(text.slice(20, 23).padEnd(3, '0')) : 0;
+    const t = Date.UTC(year, Number(text.slice(5, 7)) - 1, Number(text.slice(8, 10)), Number(text.slice(11, 13)), Number(text.slice(14, 16)), Number(text.slice(17, 19)), ms);
+    if (year >= 1000 && !Number.isNaN(t)) return new Date(t);
+  }
+  return new Date(`${text.replace(' ', 'T')}Z`);
+}
 const typeParsers: Record<number, (text: string) => unknown> = {
   1114: utcTimestamp,
   1115: (text) => parseArray(text, utcTimestamp),
