@@ -87,6 +87,17 @@ describe('deferred rows', () => {
     expect(res.body.messages.map((m: any) => [m.id, m.flags])).toEqual(ids.map((id) => [id, []]));
   });
 
+  it('are written before a first `with:` narrow looks for a message only the row makes readable (history not public to subscribers)', async () => {
+    const channel = await createChannel(env, 'iago', { invite_only: true, history_public_to_subscribers: false }, ['iago', 'hamlet']);
+    const id = await send('iago', channel, 'protected');
+    expect(await db().userMessage.count({ where: { userId: uid('hamlet'), messageId: id } })).toBe(0);
+    // hamlet's first request since: without his row the message is not his to read, and `with:` refuses.
+    const query = form({ anchor: 'newest', num_before: 10, num_after: 0, narrow: [{ operator: 'with', operand: id }] });
+    const res = await env.raw(`/messages?${query}`, { as: 'hamlet' });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.messages.map((m: any) => [m.id, m.flags])).toEqual([[id, []]]);
+  });
+
   it('are written before a first POST /messages/flags/narrow picks its range', async () => {
     const channel = await createChannel(env, 'iago', {}, ['iago', 'cordelia']);
     const ids = [await send('iago', channel, 'one'), await send('iago', channel, 'two')];
